@@ -1,0 +1,76 @@
+// An S3-protocol server (s3rver) in a tracked child process on a free loopback port. Tests stop
+// and start it again on the same port and directory to simulate a storage outage.
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { spawnTracked, type Spawned } from './procs.js';
+import { freePort } from './controlPlane.js';
+
+export interface S3Server {
+  endpoint: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** Directory holding the buckets on disk. */
+  directory: string;
+  /** Takes the server down (connections refused) without losing data. */
+  stop(): Promise<void>;
+  /** Brings it back on the same port. */
+  start(): Promise<void>;
+  /** Stops it for good and removes its directory unless it was given by the caller. */
+  close(): Promise<void>;
+}
+
+export interface S3Options {
+  directory?: string;
+  buckets?: string[];
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1', () => { s.end(); resolve(true); });
+    s.on('error', () => resolve(false));
+  });
+}
+
+export async function startS3Server(opts: S3Options = {}): Promise<S3Server> {
+  const owned = opts.directory === undefined;
+  const directory = opts.directory ?? fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-s3-'));
+  fs.mkdirSync(directory, { recursive: true });
+  for (const b of opts.buckets ?? []) fs.mkdirSync(path.join(directory, b), { recursive: true });
+  const port = await freePort();
+  const bin = createRequire(import.meta.url).resolve('s3rver/bin/s3rver.js');
+  const logFile = path.join(directory, '..', `s3rver-${port}.log`);
+  let proc: Spawned | undefined;
+
+  const start = async (): Promise<void> => {
+    proc = spawnTracked(process.execPath, [bin, '-d', directory, '-a', '127.0.0.1', '-p', String(port), '--silent'], logFile);
+    const deadline = Date.now() + 15_000;
+    while (!(await portOpen(port))) {
+      if (proc.child.exitCode !== null) throw new Error(`s3rver exited at start: ${fs.readFileSync(logFile, 'utf8').slice(-1000)}`);
+      if (Date.now() > deadline) throw new Error('s3rver did not listen within 15 s');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  const stop = async (): Promise<void> => {
+    await proc?.stop(2000);
+    proc = undefined;
+  };
+  await start();
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    region: 'us-east-1',
+    accessKeyId: 'S3RVER',
+    secretAccessKey: 'S3RVER',
+    directory,
+    stop,
+    start,
+    close: async () => {
+      await stop();
+      fs.rmSync(logFile, { force: true });
+      if (owned) fs.rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}

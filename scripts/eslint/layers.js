@@ -1,0 +1,76 @@
+// ESLint rule enforcing DESIGN.md's import directions inside src/: each layer may import only the
+// layers listed for it, so a wrong-way import fails `npm run lint` instead of waiting for review.
+import path from 'node:path';
+
+/** layer -> layers it may import (its own layer is always allowed). */
+export const ALLOWED = {
+  apis: [],
+  'plugin/api': [],
+  gen: [],
+  util: ['apis'],
+  config: ['apis', 'util'],
+  logging: ['apis', 'util', 'config'],
+  metrics: ['util'],
+  kube: ['apis', 'util', 'logging', 'config'],
+  runtime: ['apis', 'util', 'logging', 'kube', 'metrics', 'config'],
+  archive: ['apis', 'util'],
+  'plugin/grpc': ['gen', 'plugin/api', 'util'],
+  'plugin/sdk': ['plugin/grpc', 'plugin/api', 'util'],
+  'plugin/host': ['plugin/grpc', 'plugin/api', 'util', 'logging', 'config', 'metrics'],
+  'plugin/builtin': ['plugin/sdk', 'plugin/api', 'util', 'apis', 'archive'],
+  persistence: ['apis', 'util', 'plugin/api', 'archive', 'logging'],
+  backup: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'archive', 'plugin/api', 'plugin/host', 'persistence'],
+  restore: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'archive', 'plugin/api', 'plugin/host', 'persistence'],
+  controller: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'backup', 'restore'],
+  cli: ['*'],
+  main: ['*'],
+};
+
+const TWO_LEVEL = new Set(['plugin']);
+
+/** Returns the layer of a file under srcDir, or null when it is outside src/. */
+export function layerOf(file, srcDir) {
+  const rel = path.relative(srcDir, file);
+  if (rel.startsWith('..') || path.isAbsolute(rel)) return null;
+  const parts = rel.split(path.sep);
+  if (parts.length === 1) return parts[0].replace(/\.[cm]?[jt]s$/, '');
+  if (TWO_LEVEL.has(parts[0]) && parts.length > 2) return `${parts[0]}/${parts[1]}`;
+  return parts[0];
+}
+
+export const layersRule = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'Imports inside src/ point downward only (DESIGN.md "Layout")' },
+    schema: [],
+  },
+  create(context) {
+    const file = context.filename;
+    const srcDir = path.resolve(context.cwd, 'src');
+    const from = layerOf(file, srcDir);
+    if (from === null) return {};
+    const check = (node, spec) => {
+      if (typeof spec !== 'string' || !spec.startsWith('.')) return;
+      const target = path.resolve(path.dirname(file), spec);
+      const to = layerOf(target, srcDir);
+      if (to === null) {
+        context.report({ node, message: `src/ must not import from outside src/ ('${spec}')` });
+        return;
+      }
+      if (to === from) return;
+      const allowed = ALLOWED[from];
+      if (allowed === undefined) {
+        context.report({ node, message: `'${from}' is not a layer known to scripts/eslint/layers.js; add it there` });
+        return;
+      }
+      if (allowed.includes('*') || allowed.includes(to)) return;
+      context.report({ node, message: `layer '${from}' must not import layer '${to}' ('${spec}'); see DESIGN.md "Layout"` });
+    };
+    return {
+      ImportDeclaration: (n) => check(n, n.source.value),
+      ExportNamedDeclaration: (n) => n.source && check(n, n.source.value),
+      ExportAllDeclaration: (n) => check(n, n.source.value),
+      ImportExpression: (n) => n.source.type === 'Literal' && check(n, n.source.value),
+    };
+  },
+};

@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+// `npm test`: installs npm packages when missing or stale, then lint, typecheck, drift checks,
+// unit and integration tests (integration provisions the local control plane and S3 server).
+// Extra arguments go to vitest: `npm test -- test/cluster.test.ts`.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const root = path.resolve(import.meta.dirname, '..');
+process.chdir(root);
+
+function run(label, cmd, args) {
+  const t0 = Date.now();
+  process.stderr.write(`\n=== ${label}: ${cmd} ${args.join(' ')}\n`);
+  const r = spawnSync(cmd, args, { stdio: 'inherit', env: process.env });
+  const secs = ((Date.now() - t0) / 1000).toFixed(1);
+  if (r.status !== 0) {
+    process.stderr.write(`\n=== ${label} FAILED after ${secs}s (exit ${r.status ?? r.signal})\n`);
+    process.exit(r.status ?? 1);
+  }
+  process.stderr.write(`=== ${label} ok (${secs}s)\n`);
+}
+
+function depsStale() {
+  const installed = path.join(root, 'node_modules', '.package-lock.json');
+  if (!fs.existsSync(installed)) return true;
+  return fs.statSync(path.join(root, 'package-lock.json')).mtimeMs > fs.statSync(installed).mtimeMs;
+}
+
+if (depsStale()) run('install', 'npm', ['ci', '--no-audit', '--no-fund']);
+
+const extra = process.argv.slice(2);
+const steps = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts;
+if (extra.length === 0) {
+  run('lint', 'npm', ['run', '--silent', 'lint']);
+  run('typecheck', 'npm', ['run', '--silent', 'typecheck']);
+  for (const check of ['gen:check', 'crds:check']) if (steps[check]) run(check, 'npm', ['run', '--silent', check]);
+  run('build', 'npm', ['run', '--silent', 'build']);
+}
+run('tests', 'npx', ['vitest', 'run', ...extra]);

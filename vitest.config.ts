@@ -1,0 +1,28 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['src/**/*.test.ts', 'scripts/**/*.test.ts'],
+          testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['test/**/*.test.ts'],
+          // One control plane and one S3 server serve the whole run; tests isolate by namespace/bucket.
+          globalSetup: ['test/support/globalSetup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          // 2 cores: more workers only add contention with the apiserver.
+          maxWorkers: 2,
+          fileParallelism: true,
+        },
+      },
+    ],
+  },
+});
