@@ -8,6 +8,7 @@ export default defineConfig({
           name: 'unit',
           include: ['src/**/*.test.ts', 'scripts/**/*.test.ts'],
           testTimeout: 20_000,
+          sequence: { groupOrder: 0 },
         },
       },
       {
@@ -21,6 +22,8 @@ export default defineConfig({
           // 2 cores: more workers only add contention with the apiserver.
           maxWorkers: 2,
           fileParallelism: true,
+          // Unit tests run first; integration tests after, with their own worker limit.
+          sequence: { groupOrder: 1 },
         },
       },
     ],
