@@ -37,4 +37,19 @@ if (extra.length === 0) {
   for (const check of ['gen:check', 'crds:check']) if (steps[check]) run(check, 'npm', ['run', '--silent', check]);
   run('build', 'npm', ['run', '--silent', 'build']);
 }
-run('tests', 'npx', ['vitest', 'run', ...extra]);
+// The JSON report gives CI a plain 'N passed, N failed' closing line.
+const report = path.join(root, 'node_modules', '.cache', 'vitest-report.json');
+fs.mkdirSync(path.dirname(report), { recursive: true });
+fs.rmSync(report, { force: true });
+const t0 = Date.now();
+process.stderr.write('\n=== tests: vitest run\n');
+const r = spawnSync('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...extra], { stdio: 'inherit' });
+let summary = 'no test report was written';
+if (fs.existsSync(report)) {
+  const j = JSON.parse(fs.readFileSync(report, 'utf8'));
+  summary = `${j.numPassedTests} passed, ${j.numFailedTests} failed`;
+  if (j.numPendingTests + j.numTodoTests > 0) summary += `, ${j.numPendingTests + j.numTodoTests} skipped`;
+}
+process.stderr.write(`=== tests finished in ${((Date.now() - t0) / 1000).toFixed(1)}s\n`);
+process.stdout.write(`tests: ${summary}\n`);
+process.exit(r.status ?? 1);
