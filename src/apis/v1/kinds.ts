@@ -1,0 +1,376 @@
+// The source of truth for every Stowage kind. `npm run crds` renders these into
+// deploy/crds/*.yaml and src/apis/v1/types.gen.ts; `npm run crds:check` fails on drift.
+import {
+  BACKUP_PHASES,
+  BSL_ACCESS_MODES,
+  BSL_PHASES,
+  DELETE_BACKUP_REQUEST_PHASES,
+  DOWNLOAD_REQUEST_PHASES,
+  DOWNLOAD_TARGET_KINDS,
+  EXISTING_RESOURCE_POLICIES,
+  LABEL_SELECTOR_OPERATORS,
+  RESTORE_PHASES,
+  SCHEDULE_PHASES,
+  SERVER_STATUS_REQUEST_PHASES,
+  VSL_PHASES,
+} from './constants.js';
+import { s, type KindDef, type PrinterColumn, type Schema } from './schema.js';
+
+const stringList = (description: string): Schema => s.array(s.string(), { description });
+const stringMap = (description: string): Schema => s.map(s.string(), { description });
+
+const labelSelector = s.named(
+  'LabelSelector',
+  s.object({
+    matchLabels: stringMap('Labels that must all match exactly.'),
+    matchExpressions: s.array(
+      s.named(
+        'LabelSelectorRequirement',
+        s.object(
+          {
+            key: s.string(),
+            operator: s.named('LabelSelectorOperator', s.enum(LABEL_SELECTOR_OPERATORS)),
+            values: s.array(s.string()),
+          },
+          { required: ['key', 'operator'] },
+        ),
+      ),
+    ),
+  }, { description: 'A Kubernetes label selector (all requirements must hold).' }),
+);
+
+const filters = {
+  includedNamespaces: stringList('Namespaces to include; empty or ["*"] means all.'),
+  excludedNamespaces: stringList('Namespaces to exclude.'),
+  includedResources: stringList('Resources to include (plural or group-resource, e.g. "deployments.apps"); empty or ["*"] means all.'),
+  excludedResources: stringList('Resources to exclude.'),
+  includeClusterResources: s.bool({
+    nullable: true,
+    description: 'true: include cluster-scoped resources; false: never; unset/null: only those related to included namespaced items (or all for a full-cluster backup).',
+  }),
+  labelSelector: { ...labelSelector, description: 'Only items whose labels match.' } satisfies Schema,
+  orLabelSelectors: s.array(labelSelector, { description: 'Items matching any of these selectors; cannot be combined with labelSelector.' }),
+};
+
+const backupSpec = s.named(
+  'BackupSpec',
+  s.object({
+    ...filters,
+    ttl: s.string({ description: 'How long to keep the backup, as a Go duration ("720h0m0s"). Default 720h.' }),
+    storageLocation: s.string({ description: 'Name of the BackupStorageLocation; the default location when unset.' }),
+    snapshotVolumes: s.bool({ nullable: true, description: 'Whether to take volume snapshots.' }),
+    hooks: s.unknownObject({ description: 'Pre/post backup hooks.' }),
+    orderedResources: stringMap('Per resource, a comma-separated list of ns/name giving the order to back items up in.'),
+  }),
+);
+
+const backupStatus = s.named(
+  'BackupStatus',
+  s.object({
+    phase: s.named('BackupPhase', s.enum(BACKUP_PHASES)),
+    validationErrors: stringList('Every reason the spec failed validation.'),
+    startTimestamp: s.dateTime(),
+    completionTimestamp: s.dateTime(),
+    expiration: s.dateTime({ description: 'When garbage collection may delete the backup.' }),
+    progress: s.named(
+      'BackupProgress',
+      s.object({ totalItems: s.int({ minimum: 0 }), itemsBackedUp: s.int({ minimum: 0 }) }, { required: ['totalItems', 'itemsBackedUp'] }),
+    ),
+    warnings: s.int({ minimum: 0 }),
+    errors: s.int({ minimum: 0 }),
+    failureReason: s.string(),
+    formatVersion: s.string({ description: 'Version of the tarball layout, e.g. "1.1.0".' }),
+  }),
+);
+
+const restoreSpec = s.named(
+  'RestoreSpec',
+  s.object({
+    backupName: s.string({ description: 'The backup to restore from.' }),
+    scheduleName: s.string({ description: 'Restore from the latest successful backup of this schedule.' }),
+    ...filters,
+    namespaceMapping: stringMap('Source namespace -> target namespace.'),
+    existingResourcePolicy: s.named('ExistingResourcePolicy', s.enum(EXISTING_RESOURCE_POLICIES), {
+      description: 'What to do with an object that already exists: "none" (skip and warn, default) or "update".',
+    }),
+    restoreStatus: s.object(
+      { includedResources: stringList('Resources whose status is restored.'), excludedResources: stringList('Resources whose status is not restored.') },
+      { description: 'Which resources get their status restored too.' },
+    ),
+    preserveNodePorts: s.bool({ description: 'Keep Service nodePorts.' }),
+    dryRun: s.bool({ description: 'Compute what would be created, updated or skipped, and write nothing to the cluster.' }),
+  }),
+);
+
+const restoreStatus = s.named(
+  'RestoreStatus',
+  s.object({
+    phase: s.named('RestorePhase', s.enum(RESTORE_PHASES)),
+    validationErrors: stringList('Every reason the spec failed validation.'),
+    startTimestamp: s.dateTime(),
+    completionTimestamp: s.dateTime(),
+    progress: s.named(
+      'RestoreProgress',
+      s.object({ totalItems: s.int({ minimum: 0 }), itemsRestored: s.int({ minimum: 0 }) }, { required: ['totalItems', 'itemsRestored'] }),
+    ),
+    summary: s.named(
+      'RestoreSummary',
+      s.object(
+        { created: s.int({ minimum: 0 }), updated: s.int({ minimum: 0 }), skipped: s.int({ minimum: 0 }), failed: s.int({ minimum: 0 }) },
+        { required: ['created', 'updated', 'skipped', 'failed'], description: 'Outcome counts; for a dry run, what would happen.' },
+      ),
+    ),
+    warnings: s.int({ minimum: 0 }),
+    errors: s.int({ minimum: 0 }),
+    failureReason: s.string(),
+  }),
+);
+
+const secretKeyRef = s.named(
+  'SecretKeySelector',
+  s.object({ name: s.string({ description: 'Secret name, in the server namespace.' }), key: s.string() }, { required: ['name', 'key'] }),
+);
+
+const bslSpec = s.named(
+  'BackupStorageLocationSpec',
+  s.object(
+    {
+      provider: s.string({ minLength: 1, description: 'Object store plugin name, e.g. "stowage.dev/aws" or "stowage.dev/filesystem".' }),
+      objectStorage: s.named(
+        'ObjectStorageLocation',
+        s.object(
+          {
+            bucket: s.string({ minLength: 1 }),
+            prefix: s.string({ description: 'Key prefix inside the bucket, without leading or trailing "/".' }),
+            caCert: s.string({ description: 'PEM CA bundle, base64-encoded, for TLS to the store.' }),
+          },
+          { required: ['bucket'] },
+        ),
+      ),
+      config: stringMap('Provider-specific settings (region, s3Url, s3ForcePathStyle, ...).'),
+      credential: { ...secretKeyRef, description: 'Secret key holding the provider credentials file.' } satisfies Schema,
+      default: s.bool({ description: 'Backups without storageLocation go here.' }),
+      accessMode: s.named('BackupStorageLocationAccessMode', s.enum(BSL_ACCESS_MODES)),
+      validationFrequency: s.string({ description: 'Go duration between validations; default "1m".' }),
+      backupSyncPeriod: s.string({ description: 'Go duration between syncs from the bucket; default "1m".' }),
+    },
+    { required: ['provider', 'objectStorage'] },
+  ),
+);
+
+const bslStatus = s.named(
+  'BackupStorageLocationStatus',
+  s.object({
+    phase: s.named('BackupStorageLocationPhase', s.enum(BSL_PHASES)),
+    message: s.string({ description: 'Why the location is unavailable (credentials scrubbed).' }),
+    lastValidationTime: s.dateTime(),
+    lastSyncedTime: s.dateTime(),
+  }),
+);
+
+const scheduleSpec = s.named(
+  'ScheduleSpec',
+  s.object(
+    {
+      schedule: s.string({ minLength: 1, description: 'Standard 5-field cron expression, in UTC.' }),
+      template: backupSpec,
+      paused: s.bool(),
+      skipImmediately: s.bool({ description: 'Do not back up at once when created or unpaused; wait for the next tick.' }),
+      useOwnerReferencesInBackup: s.bool({ description: 'Make the Schedule the owner of its Backups.' }),
+      keepLast: s.int({ minimum: 0, description: 'Keep the newest N successful backups.' }),
+      keepHourly: s.int({ minimum: 0 }),
+      keepDaily: s.int({ minimum: 0 }),
+      keepWeekly: s.int({ minimum: 0 }),
+      keepMonthly: s.int({ minimum: 0 }),
+    },
+    { required: ['schedule', 'template'] },
+  ),
+);
+
+const scheduleStatus = s.named(
+  'ScheduleStatus',
+  s.object({
+    phase: s.named('SchedulePhase', s.enum(SCHEDULE_PHASES)),
+    lastBackup: s.dateTime({ description: 'When the last backup was created.' }),
+    lastBackupName: s.string(),
+    lastSkipped: s.dateTime({ description: 'When a tick was last skipped because a backup was still running.' }),
+    validationErrors: stringList('Every reason the spec failed validation.'),
+  }),
+);
+
+const dbrSpec = s.named('DeleteBackupRequestSpec', s.object({ backupName: s.string({ minLength: 1 }) }, { required: ['backupName'] }));
+const dbrStatus = s.named(
+  'DeleteBackupRequestStatus',
+  s.object({ phase: s.named('DeleteBackupRequestPhase', s.enum(DELETE_BACKUP_REQUEST_PHASES)), errors: stringList('Every failure; the request can be retried.') }),
+);
+
+const downloadSpec = s.named(
+  'DownloadRequestSpec',
+  s.object(
+    {
+      target: s.named(
+        'DownloadTarget',
+        s.object({ kind: s.named('DownloadTargetKind', s.enum(DOWNLOAD_TARGET_KINDS)), name: s.string({ minLength: 1 }) }, { required: ['kind', 'name'] }),
+      ),
+    },
+    { required: ['target'] },
+  ),
+);
+const downloadStatus = s.named(
+  'DownloadRequestStatus',
+  s.object({
+    phase: s.named('DownloadRequestPhase', s.enum(DOWNLOAD_REQUEST_PHASES)),
+    downloadURL: s.string(),
+    expiration: s.dateTime(),
+  }),
+);
+
+const ssrSpec = s.named('ServerStatusRequestSpec', s.object({}));
+const ssrStatus = s.named(
+  'ServerStatusRequestStatus',
+  s.object({
+    phase: s.named('ServerStatusRequestPhase', s.enum(SERVER_STATUS_REQUEST_PHASES)),
+    processedTimestamp: s.dateTime(),
+    serverVersion: s.string(),
+    plugins: s.array(s.named('ServerStatusPluginInfo', s.object({ name: s.string(), kind: s.string() }, { required: ['name', 'kind'] }))),
+  }),
+);
+
+const vslSpec = s.named(
+  'VolumeSnapshotLocationSpec',
+  s.object(
+    { provider: s.string({ minLength: 1 }), config: stringMap('Provider-specific settings.'), credential: secretKeyRef },
+    { required: ['provider'] },
+  ),
+);
+const vslStatus = s.named('VolumeSnapshotLocationStatus', s.object({ phase: s.named('VolumeSnapshotLocationPhase', s.enum(VSL_PHASES)) }));
+
+const phaseCol: PrinterColumn = { name: 'Phase', type: 'string', jsonPath: '.status.phase' };
+const ageCol: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
+
+export const KINDS: readonly KindDef[] = [
+  {
+    kind: 'Backup',
+    plural: 'backups',
+    singular: 'backup',
+    shortNames: [],
+    description: 'A backup of cluster resources to a BackupStorageLocation.',
+    spec: backupSpec,
+    specRequired: true,
+    status: backupStatus,
+    printerColumns: [
+      phaseCol,
+      { name: 'Items', type: 'integer', jsonPath: '.status.progress.itemsBackedUp' },
+      { name: 'Errors', type: 'integer', jsonPath: '.status.errors' },
+      { name: 'Warnings', type: 'integer', jsonPath: '.status.warnings' },
+      // A string, not a date: kubectl renders future dates as "<invalid>".
+      { name: 'Expiration', type: 'string', jsonPath: '.status.expiration' },
+      { name: 'Storage Location', type: 'string', jsonPath: '.spec.storageLocation' },
+      ageCol,
+    ],
+  },
+  {
+    kind: 'BackupStorageLocation',
+    plural: 'backupstoragelocations',
+    singular: 'backupstoragelocation',
+    shortNames: ['bsl'],
+    description: 'A bucket (and prefix) where backups are stored, reached through an object store plugin.',
+    spec: bslSpec,
+    specRequired: true,
+    status: bslStatus,
+    printerColumns: [
+      phaseCol,
+      { name: 'Provider', type: 'string', jsonPath: '.spec.provider' },
+      { name: 'Bucket', type: 'string', jsonPath: '.spec.objectStorage.bucket' },
+      { name: 'Access Mode', type: 'string', jsonPath: '.spec.accessMode' },
+      { name: 'Default', type: 'boolean', jsonPath: '.spec.default' },
+      { name: 'Last Validated', type: 'date', jsonPath: '.status.lastValidationTime' },
+      ageCol,
+    ],
+  },
+  {
+    kind: 'Restore',
+    plural: 'restores',
+    singular: 'restore',
+    shortNames: [],
+    description: 'A restore of cluster resources from a Backup.',
+    spec: restoreSpec,
+    specRequired: true,
+    status: restoreStatus,
+    printerColumns: [
+      phaseCol,
+      { name: 'Items', type: 'integer', jsonPath: '.status.progress.itemsRestored' },
+      { name: 'Errors', type: 'integer', jsonPath: '.status.errors' },
+      { name: 'Warnings', type: 'integer', jsonPath: '.status.warnings' },
+      { name: 'Backup', type: 'string', jsonPath: '.spec.backupName' },
+      { name: 'Dry Run', type: 'boolean', jsonPath: '.spec.dryRun', priority: 1 },
+      ageCol,
+    ],
+  },
+  {
+    kind: 'Schedule',
+    plural: 'schedules',
+    singular: 'schedule',
+    shortNames: [],
+    description: 'Creates Backups from a template on a cron schedule, with retention.',
+    spec: scheduleSpec,
+    specRequired: true,
+    status: scheduleStatus,
+    printerColumns: [
+      phaseCol,
+      { name: 'Schedule', type: 'string', jsonPath: '.spec.schedule' },
+      { name: 'Paused', type: 'boolean', jsonPath: '.spec.paused' },
+      { name: 'Last Backup', type: 'date', jsonPath: '.status.lastBackup' },
+      ageCol,
+    ],
+  },
+  {
+    kind: 'DeleteBackupRequest',
+    plural: 'deletebackuprequests',
+    singular: 'deletebackuprequest',
+    shortNames: [],
+    description: 'A request to delete a Backup, its data in object storage, and its Restores.',
+    spec: dbrSpec,
+    specRequired: true,
+    status: dbrStatus,
+    printerColumns: [phaseCol, { name: 'Backup', type: 'string', jsonPath: '.spec.backupName' }, ageCol],
+  },
+  {
+    kind: 'DownloadRequest',
+    plural: 'downloadrequests',
+    singular: 'downloadrequest',
+    shortNames: [],
+    description: 'A request for a short-lived URL to download a backup or restore artifact.',
+    spec: downloadSpec,
+    specRequired: true,
+    status: downloadStatus,
+    printerColumns: [
+      phaseCol,
+      { name: 'Target Kind', type: 'string', jsonPath: '.spec.target.kind' },
+      { name: 'Target', type: 'string', jsonPath: '.spec.target.name' },
+      ageCol,
+    ],
+  },
+  {
+    kind: 'ServerStatusRequest',
+    plural: 'serverstatusrequests',
+    singular: 'serverstatusrequest',
+    shortNames: [],
+    description: 'A request for the server version and its plugins.',
+    spec: ssrSpec,
+    specRequired: false,
+    status: ssrStatus,
+    printerColumns: [phaseCol, { name: 'Server Version', type: 'string', jsonPath: '.status.serverVersion' }, ageCol],
+  },
+  {
+    kind: 'VolumeSnapshotLocation',
+    plural: 'volumesnapshotlocations',
+    singular: 'volumesnapshotlocation',
+    shortNames: ['vsl'],
+    description: 'Where volume snapshots are taken, through a volume snapshotter plugin.',
+    spec: vslSpec,
+    specRequired: true,
+    status: vslStatus,
+    printerColumns: [phaseCol, { name: 'Provider', type: 'string', jsonPath: '.spec.provider' }, ageCol],
+  },
+];

@@ -1,0 +1,282 @@
+// Typed server configuration: defaults, Velero-style flag names, STOWAGE_* environment variables.
+
+import path from 'node:path';
+import { parseListenAddress } from '../util/address.js';
+import { parseDuration } from '../util/duration.js';
+
+export type LogFormat = 'text' | 'json';
+const LOG_LEVEL_NAMES = ['error', 'warn', 'info', 'http', 'verbose', 'debug', 'silly'] as const;
+export type ConfigLogLevel = (typeof LOG_LEVEL_NAMES)[number];
+
+/** Restore order: `high` first in list order, then everything else alphabetically, then `low`. */
+export interface RestorePriorities {
+  readonly high: readonly string[];
+  readonly low: readonly string[];
+}
+
+/** Server configuration. Durations are milliseconds. */
+export interface ServerConfig {
+  /** Path to a kubeconfig; '' means in-cluster config or the default loading rules. */
+  kubeconfig: string;
+  /** Namespace of the server and its custom resources. */
+  namespace: string;
+  pluginDir: string;
+  logLevel: ConfigLogLevel;
+  logFormat: LogFormat;
+  clientQps: number;
+  clientBurst: number;
+  /** LIST page size; 0 disables paging. */
+  clientPageSize: number;
+  defaultBackupTtl: number;
+  backupSyncPeriod: number;
+  storeValidationFrequency: number;
+  garbageCollectionFrequency: number;
+  restoreResourcePriorities: RestorePriorities;
+  metricsAddress: string;
+  concurrentBackups: number;
+  defaultBackupStorageLocation: string;
+  pluginStartTimeout: number;
+  pluginIdleTimeout: number;
+  /** Where run logs wait when their upload fails; '' means `<scratchDir>/log-spool`. */
+  logSpoolDir: string;
+  /** Working directory for run logs and other transient files. */
+  scratchDir: string;
+  /** How long in-flight work may take to finish after SIGTERM. */
+  terminationGracePeriod: number;
+}
+
+// Facts from Velero's defaults (pkg/cmd/server/config), minus Velero-only kinds (datauploads):
+// dependencies first (CRDs before their CRs, namespaces before namespaced objects, storage before
+// claims, service accounts before the secrets that hold their tokens, config before pods, pods and
+// replicasets before controllers adopt them, endpoints before services); cluster-api/tanzu/carvel
+// objects that reference anything go last.
+export const DEFAULT_RESTORE_PRIORITIES: RestorePriorities = Object.freeze({
+  high: Object.freeze([
+    'customresourcedefinitions',
+    'namespaces',
+    'storageclasses',
+    'volumesnapshotclass.snapshot.storage.k8s.io',
+    'volumesnapshotcontents.snapshot.storage.k8s.io',
+    'volumesnapshots.snapshot.storage.k8s.io',
+    'persistentvolumes',
+    'persistentvolumeclaims',
+    'serviceaccounts',
+    'secrets',
+    'configmaps',
+    'limitranges',
+    'priorityclasses',
+    'pods',
+    'replicasets.apps',
+    'clusterclasses.cluster.x-k8s.io',
+    'endpoints',
+    'services',
+  ]),
+  low: Object.freeze([
+    'clusterbootstraps.run.tanzu.vmware.com',
+    'clusters.cluster.x-k8s.io',
+    'clusterresourcesets.addons.cluster.x-k8s.io',
+    'apps.kappctrl.k14s.io',
+    'packageinstalls.packaging.carvel.dev',
+  ]),
+});
+
+export const DEFAULT_CONFIG: Readonly<ServerConfig> = Object.freeze({
+  kubeconfig: '',
+  namespace: 'stowage',
+  pluginDir: '/plugins',
+  logLevel: 'info',
+  logFormat: 'text',
+  clientQps: 100,
+  clientBurst: 200,
+  clientPageSize: 500,
+  defaultBackupTtl: 720 * 3_600_000,
+  backupSyncPeriod: 60_000,
+  storeValidationFrequency: 60_000,
+  garbageCollectionFrequency: 3_600_000,
+  restoreResourcePriorities: DEFAULT_RESTORE_PRIORITIES,
+  metricsAddress: ':8085',
+  concurrentBackups: 1,
+  defaultBackupStorageLocation: 'default',
+  pluginStartTimeout: 30_000,
+  pluginIdleTimeout: 300_000,
+  logSpoolDir: '',
+  scratchDir: '/scratch',
+  terminationGracePeriod: 25_000,
+} satisfies ServerConfig);
+
+export type ConfigKey = keyof ServerConfig;
+type ValueKind = 'string' | 'path' | 'level' | 'format' | 'float' | 'int' | 'duration' | 'priorities' | 'address' | 'name';
+
+export interface ConfigFlag {
+  key: ConfigKey;
+  /** Command-line flag without dashes (`client-qps`). */
+  flag: string;
+  /** Environment variable (`STOWAGE_CLIENT_QPS`). */
+  env: string;
+  kind: ValueKind;
+  /** Smallest number allowed (numbers and durations). */
+  min?: number;
+  description: string;
+}
+
+const flag = (key: ConfigKey, name: string, kind: ValueKind, description: string, min?: number): ConfigFlag => {
+  const f: ConfigFlag = { key, flag: name, env: `STOWAGE_${name.toUpperCase().replace(/-/g, '_')}`, kind, description };
+  if (min !== undefined) f.min = min;
+  return f;
+};
+
+/** Every configuration field with its flag and environment variable. */
+export const CONFIG_FLAGS: readonly ConfigFlag[] = [
+  flag('kubeconfig', 'kubeconfig', 'path', 'Path to a kubeconfig file (default: in-cluster config)'),
+  flag('namespace', 'namespace', 'name', 'Namespace the server runs in and watches for its resources'),
+  flag('pluginDir', 'plugin-dir', 'path', 'Directory containing plugin executables'),
+  flag('logLevel', 'log-level', 'level', 'Lowest level logged: error, warn, info, debug'),
+  flag('logFormat', 'log-format', 'format', 'Server log format: text or json'),
+  flag('clientQps', 'client-qps', 'float', 'Requests per second to the Kubernetes API once the burst is used', 0.001),
+  flag('clientBurst', 'client-burst', 'int', 'Requests to the Kubernetes API allowed in a burst', 1),
+  flag('clientPageSize', 'client-page-size', 'int', 'Page size of LIST requests during a backup; 0 disables paging', 0),
+  flag('defaultBackupTtl', 'default-backup-ttl', 'duration', 'TTL of backups that do not set one', 0),
+  flag('backupSyncPeriod', 'backup-sync-period', 'duration', 'How often backups in storage are synced into the cluster; 0s disables', 0),
+  flag('storeValidationFrequency', 'store-validation-frequency', 'duration', 'Default interval for validating backup storage locations; 0s disables', 0),
+  flag('garbageCollectionFrequency', 'garbage-collection-frequency', 'duration', 'How often expired backups are deleted', 1),
+  flag('restoreResourcePriorities', 'restore-resource-priorities', 'priorities', 'Restore order: high-priority resources, "-", low-priority resources'),
+  flag('metricsAddress', 'metrics-address', 'address', 'Address serving /metrics, /healthz and /readyz'),
+  flag('concurrentBackups', 'concurrent-backups', 'int', 'Backups processed at the same time', 1),
+  flag('defaultBackupStorageLocation', 'default-backup-storage-location', 'name', 'Location used when a backup names none and no location is marked default'),
+  flag('pluginStartTimeout', 'plugin-start-timeout', 'duration', 'How long a plugin may take to start and hand-shake', 1),
+  flag('pluginIdleTimeout', 'plugin-idle-timeout', 'duration', 'How long an unused plugin process is kept running', 1),
+  flag('logSpoolDir', 'log-spool-dir', 'path', 'Directory keeping run logs whose upload failed (default <scratch-dir>/log-spool)'),
+  flag('scratchDir', 'scratch-dir', 'path', 'Directory for run logs and other transient files'),
+  flag('terminationGracePeriod', 'termination-grace-period', 'duration', 'How long in-flight work may take to finish after SIGTERM', 0),
+];
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration: ${problems.join('; ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Parses the `--restore-resource-priorities` value: a comma list, optionally split by one "-"
+ * into high and low priorities. Throws with every problem found.
+ */
+export function parseRestorePriorities(text: string, what = 'restore-resource-priorities'): RestorePriorities {
+  const problems: string[] = [];
+  const entries = text.split(',').map((s) => s.trim().toLowerCase());
+  const high: string[] = [];
+  const low: string[] = [];
+  let seenSeparator = false;
+  const seen = new Set<string>();
+  if (text.trim() === '') return { high, low };
+  entries.forEach((e, i) => {
+    if (e === '') {
+      problems.push(`${what}: entry ${i + 1} is empty`);
+      return;
+    }
+    if (e === '-') {
+      if (seenSeparator) problems.push(`${what}: "-" may appear only once (entry ${i + 1})`);
+      seenSeparator = true;
+      return;
+    }
+    if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(e)) {
+      problems.push(`${what}: "${e}" is not a resource name like "deployments.apps"`);
+      return;
+    }
+    if (seen.has(e)) {
+      problems.push(`${what}: "${e}" is listed twice`);
+      return;
+    }
+    seen.add(e);
+    (seenSeparator ? low : high).push(e);
+  });
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { high, low };
+}
+
+/** The flag form of priorities: `a,b,-,c` (no "-" when there are no low priorities). */
+export function formatRestorePriorities(p: RestorePriorities): string {
+  return p.low.length > 0 ? [...p.high, '-', ...p.low].join(',') : p.high.join(',');
+}
+
+function parseValue(f: ConfigFlag, raw: string, source: string): { value: ServerConfig[ConfigKey] } | { error: string } {
+  const v = raw.trim();
+  const where = `${source} "${raw}"`;
+  try {
+    switch (f.kind) {
+      case 'string':
+      case 'path':
+        return { value: v };
+      case 'name':
+        if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(v) || v.length > 253)
+          return { error: `${where} is not a valid Kubernetes name` };
+        return { value: v };
+      case 'level':
+        if (!(LOG_LEVEL_NAMES as readonly string[]).includes(v))
+          return { error: `${where} is not a log level (use ${LOG_LEVEL_NAMES.join(', ')})` };
+        return { value: v as ConfigLogLevel };
+      case 'format':
+        if (v !== 'text' && v !== 'json') return { error: `${where} is not a log format (use text or json)` };
+        return { value: v };
+      case 'float':
+      case 'int': {
+        const n = Number(v);
+        if (v === '' || !Number.isFinite(n)) return { error: `${where} is not a number` };
+        if (f.kind === 'int' && !Number.isInteger(n)) return { error: `${where} is not a whole number` };
+        if (f.min !== undefined && n < f.min) return { error: `${where} must be at least ${f.min}` };
+        return { value: n };
+      }
+      case 'duration': {
+        const ms = parseDuration(v, `${source}`);
+        if (f.min !== undefined && ms < f.min)
+          return { error: `${where} must be ${f.min === 0 ? 'zero or more' : 'more than zero'}` };
+        return { value: ms };
+      }
+      case 'priorities':
+        return { value: parseRestorePriorities(v, source) };
+      case 'address':
+        parseListenAddress(v, source);
+        return { value: v };
+    }
+  } catch (err) {
+    if (err instanceof ConfigError) return { error: err.problems.join('; ') };
+    return { error: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+/**
+ * Applies string overrides (from flags or the environment) on top of `base`. Keys are config
+ * keys; `describe` names each value's source in messages. Throws ConfigError listing every problem.
+ */
+export function applyConfigOverrides(
+  base: ServerConfig,
+  overrides: Partial<Record<ConfigKey, string>>,
+  describe: (f: ConfigFlag) => string = (f) => `--${f.flag}`,
+): ServerConfig {
+  const out: ServerConfig = { ...base };
+  const problems: string[] = [];
+  for (const f of CONFIG_FLAGS) {
+    const raw = overrides[f.key];
+    if (raw === undefined) continue;
+    const r = parseValue(f, raw, describe(f));
+    if ('error' in r) problems.push(r.error);
+    else (out as unknown as Record<ConfigKey, unknown>)[f.key] = r.value;
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return resolveConfig(out);
+}
+
+/** Reads every STOWAGE_* variable that is set (empty counts as unset) over the defaults. */
+export function configFromEnv(env: Readonly<Record<string, string | undefined>>, base: ServerConfig = DEFAULT_CONFIG): ServerConfig {
+  const overrides: Partial<Record<ConfigKey, string>> = {};
+  for (const f of CONFIG_FLAGS) {
+    const v = env[f.env];
+    if (v !== undefined && v !== '') overrides[f.key] = v;
+  }
+  return applyConfigOverrides(base, overrides, (f) => f.env);
+}
+
+/** Fills derived defaults (the spool directory under the scratch directory). */
+export function resolveConfig(c: ServerConfig): ServerConfig {
+  return c.logSpoolDir === '' ? { ...c, logSpoolDir: path.join(c.scratchDir, 'log-spool') } : c;
+}

@@ -1,0 +1,4 @@
+export * from './format.js';
+export * from './runLog.js';
+export * from './server.js';
+export * from './spool.js';

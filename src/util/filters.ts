@@ -1,0 +1,327 @@
+// Include/exclude matching for namespaces and resources, and validation of a spec's filters.
+// Semantics: an empty include list or "*" includes everything; excludes always win.
+
+import {
+  isEmptyLabelSelector,
+  validateLabelSelector,
+  type UncheckedLabelSelector,
+} from './labels.js';
+
+export interface IncludesExcludes<T> {
+  readonly includes: readonly string[];
+  readonly excludes: readonly string[];
+  shouldInclude(item: T): boolean;
+  /** Nothing is excluded and the includes are empty or "*". */
+  includesEverything(): boolean;
+  /** "*" is excluded, so nothing can be included. */
+  excludesEverything(): boolean;
+}
+
+function normaliseList(list: readonly string[] | null | undefined, lower: boolean): string[] {
+  const out: string[] = [];
+  for (const raw of list ?? []) {
+    const v = lower ? raw.trim().toLowerCase() : raw.trim();
+    if (v !== '' && !out.includes(v)) out.push(v);
+  }
+  return out;
+}
+
+function makeIncludesExcludes<T>(
+  includes: string[],
+  excludes: string[],
+  matches: (pattern: string, item: T) => boolean,
+): IncludesExcludes<T> {
+  const includeAll = includes.length === 0 || includes.includes('*');
+  const excludeAll = excludes.includes('*');
+  return {
+    includes,
+    excludes,
+    shouldInclude(item: T): boolean {
+      if (excludeAll) return false;
+      if (excludes.some((p) => matches(p, item))) return false;
+      return includeAll || includes.some((p) => matches(p, item));
+    },
+    includesEverything: () => includeAll && excludes.length === 0,
+    excludesEverything: () => excludeAll,
+  };
+}
+
+// ---- namespaces -------------------------------------------------------------------------------
+
+const globCache = new Map<string, RegExp>();
+
+/** Whether a namespace name matches a pattern with "*" (any run) and "?" (one character) wildcards. */
+export function globMatches(pattern: string, name: string): boolean {
+  if (pattern === '*') return true;
+  if (!pattern.includes('*') && !pattern.includes('?')) return pattern === name;
+  let re = globCache.get(pattern);
+  if (!re) {
+    const body = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+    re = new RegExp(`^${body}$`);
+    globCache.set(pattern, re);
+  }
+  return re.test(name);
+}
+
+export interface NamespaceFilter extends IncludesExcludes<string> {
+  /**
+   * The included namespaces when every include is a literal name (so a caller can list per
+   * namespace), without the excluded ones; undefined when includes are empty or use wildcards.
+   */
+  literalIncludes(): string[] | undefined;
+}
+
+export function namespaceFilter(
+  includes: readonly string[] | null | undefined,
+  excludes: readonly string[] | null | undefined,
+): NamespaceFilter {
+  const inc = normaliseList(includes, false);
+  const exc = normaliseList(excludes, false);
+  const base = makeIncludesExcludes<string>(inc, exc, globMatches);
+  return {
+    ...base,
+    literalIncludes(): string[] | undefined {
+      if (inc.length === 0 || inc.some((p) => p.includes('*') || p.includes('?'))) return undefined;
+      return inc.filter((n) => base.shouldInclude(n));
+    },
+  };
+}
+
+// ---- resources --------------------------------------------------------------------------------
+
+/** What a resource filter matches against: an ApiResource from discovery, or a parsed group-resource. */
+export interface ResourceLike {
+  /** Plural, e.g. `deployments`. */
+  resource: string;
+  /** '' for the core group. */
+  group: string;
+  kind?: string;
+  singularName?: string;
+  shortNames?: readonly string[];
+}
+
+/** `deployments.apps` -> {resource: 'deployments', group: 'apps'}; `configmaps` -> group ''. */
+export function parseGroupResource(groupResource: string): ResourceLike {
+  const dot = groupResource.indexOf('.');
+  if (dot < 0) return { resource: groupResource, group: '' };
+  return { resource: groupResource.slice(0, dot), group: groupResource.slice(dot + 1) };
+}
+
+/** `deployments.apps`, or `configmaps` for the core group. */
+export function groupResourceString(r: ResourceLike): string {
+  return r.group ? `${r.resource}.${r.group}` : r.resource;
+}
+
+/**
+ * Whether a filter entry names the resource. Accepted forms (case-insensitive): `*`, the plural
+ * (`deployments`, any group), `plural.group` (`deployments.apps`), the kind (`Deployment`),
+ * `kind.group`, the singular name and short names when known.
+ */
+export function resourceEntryMatches(pattern: string, r: ResourceLike): boolean {
+  const p = pattern.trim().toLowerCase();
+  if (p === '*') return true;
+  const group = r.group.toLowerCase();
+  const names = [r.resource, r.kind, r.singularName].filter((n): n is string => !!n).map((n) => n.toLowerCase());
+  for (const n of names) {
+    if (p === n) return true;
+    if (group && p === `${n}.${group}`) return true;
+  }
+  return (r.shortNames ?? []).some((s) => s.toLowerCase() === p);
+}
+
+export function resourceFilter(
+  includes: readonly string[] | null | undefined,
+  excludes: readonly string[] | null | undefined,
+): IncludesExcludes<ResourceLike | string> {
+  return makeIncludesExcludes<ResourceLike | string>(
+    normaliseList(includes, true),
+    normaliseList(excludes, true),
+    (p, item) => resourceEntryMatches(p, typeof item === 'string' ? parseGroupResource(item) : item),
+  );
+}
+
+/**
+ * Whether cluster-scoped resources are selected. `true`/`false` decide; when unset they are
+ * included only if the namespace filter includes everything (all namespaces, none excluded).
+ */
+export function includesClusterScoped(
+  includeClusterResources: boolean | null | undefined,
+  namespaces: IncludesExcludes<string>,
+): boolean {
+  if (includeClusterResources === true) return true;
+  if (includeClusterResources === false) return false;
+  return namespaces.includesEverything();
+}
+
+// ---- validation -------------------------------------------------------------------------------
+
+/** The filter fields shared by BackupSpec and RestoreSpec (structural, so util stays decoupled). */
+export interface FilterSpec {
+  includedNamespaces?: string[] | null;
+  excludedNamespaces?: string[] | null;
+  includedResources?: string[] | null;
+  excludedResources?: string[] | null;
+  includeClusterResources?: boolean | null;
+  labelSelector?: UncheckedLabelSelector | null;
+  orLabelSelectors?: UncheckedLabelSelector[] | null;
+}
+
+export type ResourceScope = 'Namespaced' | 'Cluster';
+
+export interface ValidateFiltersOptions {
+  /**
+   * Scope of a resource entry as written in the spec, from discovery when available; undefined
+   * when unknown (no scope-based check is made then). Defaults to a table of built-in resources.
+   */
+  scopeOf?: (entry: string) => ResourceScope | undefined;
+}
+
+// Built-in cluster-scoped resources, by plural and kind (lowercase). `namespaces` is left out on
+// purpose: the Namespace objects of selected namespaces go with them whatever the setting.
+const BUILTIN_CLUSTER_SCOPED = new Set([
+  'nodes', 'node', 'persistentvolumes', 'persistentvolume', 'pv', 'storageclasses', 'storageclass', 'sc',
+  'clusterroles', 'clusterrole', 'clusterrolebindings', 'clusterrolebinding',
+  'customresourcedefinitions', 'customresourcedefinition', 'crd', 'crds',
+  'priorityclasses', 'priorityclass', 'pc', 'csidrivers', 'csidriver', 'csinodes', 'csinode',
+  'volumeattachments', 'volumeattachment', 'ingressclasses', 'ingressclass', 'runtimeclasses', 'runtimeclass',
+  'mutatingwebhookconfigurations', 'mutatingwebhookconfiguration',
+  'validatingwebhookconfigurations', 'validatingwebhookconfiguration',
+  'apiservices', 'apiservice', 'certificatesigningrequests', 'certificatesigningrequest', 'csr',
+  'volumesnapshotclasses', 'volumesnapshotclass', 'volumesnapshotcontents', 'volumesnapshotcontent',
+]);
+const BUILTIN_NAMESPACED = new Set([
+  'pods', 'pod', 'po', 'services', 'service', 'svc', 'configmaps', 'configmap', 'cm', 'secrets', 'secret',
+  'serviceaccounts', 'serviceaccount', 'sa', 'persistentvolumeclaims', 'persistentvolumeclaim', 'pvc',
+  'deployments', 'deployment', 'deploy', 'replicasets', 'replicaset', 'rs', 'statefulsets', 'statefulset', 'sts',
+  'daemonsets', 'daemonset', 'ds', 'jobs', 'job', 'cronjobs', 'cronjob', 'cj', 'roles', 'role',
+  'rolebindings', 'rolebinding', 'ingresses', 'ingress', 'ing', 'networkpolicies', 'networkpolicy', 'netpol',
+  'limitranges', 'limitrange', 'limits', 'resourcequotas', 'resourcequota', 'quota', 'endpoints', 'ep',
+  'endpointslices', 'endpointslice', 'poddisruptionbudgets', 'poddisruptionbudget', 'pdb',
+  'horizontalpodautoscalers', 'horizontalpodautoscaler', 'hpa', 'volumesnapshots', 'volumesnapshot',
+  'leases', 'lease', 'events', 'event', 'ev',
+]);
+
+/** Scope of a built-in resource entry (`pvc`, `PersistentVolume`, `clusterroles.rbac.authorization.k8s.io`). */
+export function builtinScopeOf(entry: string): ResourceScope | undefined {
+  const name = entry.trim().toLowerCase().split('.')[0] ?? '';
+  if (BUILTIN_CLUSTER_SCOPED.has(name)) return 'Cluster';
+  if (BUILTIN_NAMESPACED.has(name)) return 'Namespaced';
+  return undefined;
+}
+
+const NAMESPACE_PATTERN_RE = /^[a-z0-9*?]([-a-z0-9*?]*[a-z0-9*?])?$/;
+const RESOURCE_ENTRY_RE = /^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?$/;
+
+const quoteList = (xs: readonly string[]): string => xs.map((x) => `"${x}"`).join(', ');
+
+/**
+ * Every problem with a spec's filters, each a complete sentence naming the fields involved.
+ * Empty when the filters are consistent.
+ */
+export function validateFilters(spec: FilterSpec, opts: ValidateFiltersOptions = {}): string[] {
+  const scopeOf = opts.scopeOf ?? builtinScopeOf;
+  const problems: string[] = [];
+
+  // Entry syntax.
+  for (const field of ['includedNamespaces', 'excludedNamespaces'] as const) {
+    (spec[field] ?? []).forEach((v, i) => {
+      if (v.length > 63 || !NAMESPACE_PATTERN_RE.test(v))
+        problems.push(
+          `${field}[${i}] "${v}" is not a valid namespace name or pattern (lowercase letters, digits and "-", with "*" and "?" as wildcards)`,
+        );
+    });
+  }
+  for (const field of ['includedResources', 'excludedResources'] as const) {
+    (spec[field] ?? []).forEach((v, i) => {
+      if (v !== '*' && !RESOURCE_ENTRY_RE.test(v))
+        problems.push(`${field}[${i}] "${v}" is not a resource name (use a plural or plural.group, e.g. "deployments.apps", or "*")`);
+    });
+  }
+
+  const incNs = normaliseList(spec.includedNamespaces, false);
+  const excNs = normaliseList(spec.excludedNamespaces, false);
+  const incRes = normaliseList(spec.includedResources, true);
+  const excRes = normaliseList(spec.excludedResources, true);
+
+  // "*" mixed with names, and the same entry on both sides.
+  const pairChecks = [
+    { inc: incNs, exc: excNs, incField: 'includedNamespaces', excField: 'excludedNamespaces', noun: 'namespace' },
+    { inc: incRes, exc: excRes, incField: 'includedResources', excField: 'excludedResources', noun: 'resource' },
+  ];
+  for (const { inc, exc, incField, excField, noun } of pairChecks) {
+    if (inc.includes('*') && inc.length > 1)
+      problems.push(
+        `${incField}: "*" means every ${noun} and cannot be combined with other entries (${quoteList(inc.filter((x) => x !== '*'))})`,
+      );
+    if (exc.includes('*') && inc.length > 0)
+      problems.push(`${excField} contains "*", which excludes every ${noun}, so ${incField} (${quoteList(inc)}) can never match`);
+    for (const v of inc) {
+      if (v === '*') continue;
+      if (exc.includes(v)) problems.push(`${noun} "${v}" is in both ${incField} and ${excField}`);
+      else if (noun === 'namespace' && !v.includes('*') && !v.includes('?')) {
+        const by = exc.find((p) => p !== '*' && (p.includes('*') || p.includes('?')) && globMatches(p, v));
+        if (by) problems.push(`namespace "${v}" is in includedNamespaces but excludedNamespaces pattern "${by}" excludes it`);
+      }
+    }
+  }
+  if (excRes.includes('*') && incRes.length === 0)
+    problems.push('excludedResources contains "*", which excludes every resource, so nothing would be selected');
+
+  // Selectors.
+  const hasLabel = !isEmptyLabelSelector(spec.labelSelector);
+  const ors = spec.orLabelSelectors ?? [];
+  if (hasLabel && ors.length > 0)
+    problems.push('labelSelector and orLabelSelectors cannot both be set; use labelSelector alone or put it into orLabelSelectors');
+  problems.push(...validateLabelSelector(spec.labelSelector, 'labelSelector'));
+  ors.forEach((s, i) => problems.push(...validateLabelSelector(s, `orLabelSelectors[${i}]`)));
+
+  // Namespace filters against includeClusterResources.
+  const icr = spec.includeClusterResources;
+  const nsFilter = namespaceFilter(incNs, excNs);
+  const clusterIncluded = includesClusterScoped(icr, nsFilter);
+  const namedRes = incRes.filter((r) => r !== '*');
+  const scopes = namedRes.map((r) => ({ r, scope: scopeOf(r) }));
+  const clusterNamed = scopes.filter((s) => s.scope === 'Cluster').map((s) => s.r);
+  const allKnown = namedRes.length > 0 && scopes.every((s) => s.scope !== undefined);
+  const allCluster = allKnown && clusterNamed.length === namedRes.length;
+  const allNamespaced = allKnown && clusterNamed.length === 0;
+
+  if (excNs.includes('*') && icr !== true)
+    problems.push(
+      `excludedNamespaces contains "*" and includeClusterResources is ${icr === false ? 'false' : 'not set'}, so nothing would be selected (set includeClusterResources: true to back up only cluster-scoped resources)`,
+    );
+  if (icr === false) {
+    for (const r of clusterNamed)
+      problems.push(`includedResources names cluster-scoped "${r}", but includeClusterResources is false`);
+  } else if (icr !== true && allCluster && !clusterIncluded) {
+    problems.push(
+      `includedResources (${quoteList(namedRes)}) are all cluster-scoped, but cluster-scoped resources are only included with a namespace filter when includeClusterResources is true`,
+    );
+  }
+  if (excNs.includes('*') && icr === true && allNamespaced)
+    problems.push(`includedResources (${quoteList(namedRes)}) are all namespaced, but excludedNamespaces "*" excludes every namespace`);
+
+  return problems;
+}
+
+/**
+ * Problems with a restore's namespaceMapping: invalid names, and sources the filters exclude
+ * (whose mapping could never apply).
+ */
+export function validateNamespaceMapping(
+  mapping: Record<string, string> | null | undefined,
+  filters: Pick<FilterSpec, 'includedNamespaces' | 'excludedNamespaces'> = {},
+): string[] {
+  const problems: string[] = [];
+  const ns = namespaceFilter(filters.includedNamespaces, filters.excludedNamespaces);
+  const nameRe = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+  for (const [from, to] of Object.entries(mapping ?? {})) {
+    if (!nameRe.test(from) || from.length > 63)
+      problems.push(`namespaceMapping key "${from}" is not a valid namespace name`);
+    if (typeof to !== 'string' || !nameRe.test(to) || to.length > 63)
+      problems.push(`namespaceMapping["${from}"] = "${String(to)}" is not a valid namespace name`);
+    else if (!ns.shouldInclude(from))
+      problems.push(`namespaceMapping maps "${from}", but the namespace filters exclude "${from}"`);
+  }
+  return problems;
+}

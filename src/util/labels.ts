@@ -1,0 +1,283 @@
+// Kubernetes label selectors: matching, the string form used in `?labelSelector=`, parsing the
+// CLI's `--selector` text, and validation with precise messages.
+
+export type LabelSelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+
+export interface LabelSelectorRequirement {
+  key: string;
+  operator: LabelSelectorOperator;
+  values?: string[];
+}
+
+/** Structurally the same as metav1.LabelSelector and apis/v1's LabelSelector. */
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: LabelSelectorRequirement[];
+}
+
+export type Labels = Readonly<Record<string, string>> | undefined | null;
+
+/**
+ * Whether labels satisfy the selector. An absent or empty selector matches everything; an
+ * unknown operator matches nothing (validation reports it).
+ */
+export function labelSelectorMatches(selector: LabelSelector | undefined | null, labels: Labels): boolean {
+  if (!selector) return true;
+  const l = labels ?? {};
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) {
+    if (!Object.hasOwn(l, k) || l[k] !== v) return false;
+  }
+  for (const req of selector.matchExpressions ?? []) {
+    const has = Object.hasOwn(l, req.key);
+    const values = req.values ?? [];
+    switch (req.operator) {
+      case 'In':
+        if (!has || !values.includes(l[req.key] ?? '')) return false;
+        break;
+      case 'NotIn':
+        // As in Kubernetes: a missing label satisfies NotIn.
+        if (has && values.includes(l[req.key] ?? '')) return false;
+        break;
+      case 'Exists':
+        if (!has) return false;
+        break;
+      case 'DoesNotExist':
+        if (has) return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+/** True when any selector matches (Backup.spec.orLabelSelectors); an empty list matches everything. */
+export function anyLabelSelectorMatches(selectors: readonly LabelSelector[] | undefined | null, labels: Labels): boolean {
+  if (!selectors || selectors.length === 0) return true;
+  return selectors.some((s) => labelSelectorMatches(s, labels));
+}
+
+/** The selector in Kubernetes string form (`a=b,c in (x,y),!d`), '' for an empty selector. */
+export function labelSelectorToString(selector: LabelSelector | undefined | null): string {
+  if (!selector) return '';
+  const parts: Array<{ key: string; text: string }> = [];
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) parts.push({ key: k, text: `${k}=${v}` });
+  for (const req of selector.matchExpressions ?? []) {
+    const values = [...(req.values ?? [])].sort();
+    switch (req.operator) {
+      case 'In':
+        parts.push({ key: req.key, text: `${req.key} in (${values.join(',')})` });
+        break;
+      case 'NotIn':
+        parts.push({ key: req.key, text: `${req.key} notin (${values.join(',')})` });
+        break;
+      case 'Exists':
+        parts.push({ key: req.key, text: req.key });
+        break;
+      case 'DoesNotExist':
+        parts.push({ key: req.key, text: `!${req.key}` });
+        break;
+      default:
+        throw new Error(`label selector operator "${String(req.operator)}" for key "${req.key}" has no string form`);
+    }
+  }
+  // Sorted by key like the apiserver's own rendering; stable for equal keys.
+  return parts
+    .map((p, i) => ({ ...p, i }))
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.i - b.i))
+    .map((p) => p.text)
+    .join(',');
+}
+
+export class LabelSelectorParseError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LabelSelectorParseError';
+  }
+}
+
+/**
+ * Parses `a=b,c!=d,e in (x,y),f notin (z),g,!h` into a LabelSelector. Equality goes to matchLabels
+ * (a repeated key becomes an `In` expression so the meaning is kept); everything else to
+ * matchExpressions. Throws LabelSelectorParseError naming the position.
+ */
+export function parseLabelSelector(text: string): LabelSelector {
+  const src = text;
+  let i = 0;
+  const fail = (reason: string, at = i): never => {
+    throw new LabelSelectorParseError(`label selector "${src}": ${reason} at position ${at + 1}`);
+  };
+  const skipSpace = (): void => {
+    while (i < src.length && /\s/.test(src[i] ?? '')) i++;
+  };
+  const isWordChar = (c: string | undefined): boolean => c !== undefined && /[A-Za-z0-9_.\-/]/.test(c);
+  const word = (what: string): string => {
+    skipSpace();
+    const start = i;
+    while (isWordChar(src[i])) i++;
+    if (i === start) fail(`expected ${what}${i < src.length ? `, found "${src[i]}"` : ', found the end'}`, start);
+    return src.slice(start, i);
+  };
+  const value = (): string => {
+    skipSpace();
+    const start = i;
+    while (isWordChar(src[i])) i++;
+    return src.slice(start, i);
+  };
+
+  const matchLabels: Record<string, string> = {};
+  const matchExpressions: LabelSelectorRequirement[] = [];
+  skipSpace();
+  if (i >= src.length) return {};
+  for (;;) {
+    skipSpace();
+    if (src[i] === '!') {
+      i++;
+      const key = word('a label key after "!"');
+      checkKey(key, fail);
+      matchExpressions.push({ key, operator: 'DoesNotExist' });
+    } else {
+      const keyStart = i;
+      const key = word('a label key');
+      checkKey(key, fail, keyStart);
+      skipSpace();
+      const c = src[i];
+      if (c === '=' || (c === '!' && src[i + 1] === '=')) {
+        const negate = c === '!';
+        i += negate ? 2 : src[i + 1] === '=' ? 2 : 1;
+        const valStart = i;
+        const v = value();
+        checkValue(v, fail, valStart);
+        if (negate) matchExpressions.push({ key, operator: 'NotIn', values: [v] });
+        else if (Object.hasOwn(matchLabels, key)) matchExpressions.push({ key, operator: 'In', values: [v] });
+        else matchLabels[key] = v;
+      } else if (c !== undefined && c !== ',' && isWordChar(c)) {
+        const opStart = i;
+        const op = word('an operator');
+        if (op !== 'in' && op !== 'notin') fail(`unknown operator "${op}" (use =, ==, !=, in, notin)`, opStart);
+        skipSpace();
+        if (src[i] !== '(') fail(`expected "(" after "${op}"`);
+        i++;
+        const values: string[] = [];
+        for (;;) {
+          skipSpace();
+          const valStart = i;
+          const v = value();
+          if (v !== '') checkValue(v, fail, valStart);
+          values.push(v);
+          skipSpace();
+          if (src[i] === ',') {
+            i++;
+            continue;
+          }
+          if (src[i] === ')') {
+            i++;
+            break;
+          }
+          fail(`expected "," or ")" in the values of "${key}"`);
+        }
+        if (values.length === 1 && values[0] === '') fail(`"${op}" needs at least one value`, opStart);
+        matchExpressions.push({ key, operator: op === 'in' ? 'In' : 'NotIn', values });
+      } else {
+        matchExpressions.push({ key, operator: 'Exists' });
+      }
+    }
+    skipSpace();
+    if (i >= src.length) break;
+    if (src[i] !== ',') fail(`expected "," between requirements, found "${src[i]}"`);
+    i++;
+  }
+  const out: LabelSelector = {};
+  if (Object.keys(matchLabels).length > 0) out.matchLabels = matchLabels;
+  if (matchExpressions.length > 0) out.matchExpressions = matchExpressions;
+  return out;
+}
+
+function checkKey(key: string, fail: (reason: string, at?: number) => never, at?: number): void {
+  const problem = labelKeyProblem(key);
+  if (problem) fail(problem, at);
+}
+
+function checkValue(v: string, fail: (reason: string, at?: number) => never, at?: number): void {
+  const problem = labelValueProblem(v);
+  if (problem) fail(problem, at);
+}
+
+const NAME_RE = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const DNS_SUBDOMAIN_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Why a label key is invalid, or undefined when it is valid (`[prefix/]name`). */
+export function labelKeyProblem(key: string): string | undefined {
+  const slash = key.indexOf('/');
+  const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
+  const name = slash >= 0 ? key.slice(slash + 1) : key;
+  if (prefix !== undefined) {
+    if (prefix === '') return `label key "${key}" has an empty prefix before "/"`;
+    if (prefix.length > 253 || !DNS_SUBDOMAIN_RE.test(prefix))
+      return `label key "${key}" has prefix "${prefix}", which is not a DNS subdomain`;
+  }
+  if (name === '') return `label key "${key}" has an empty name`;
+  if (name.length > 63) return `label key "${key}" has a name longer than 63 characters`;
+  if (!NAME_RE.test(name))
+    return `label key "${key}" must consist of alphanumerics, "-", "_" or ".", and start and end with an alphanumeric`;
+  return undefined;
+}
+
+/** Why a label value is invalid, or undefined when it is valid ('' is valid). */
+export function labelValueProblem(value: string): string | undefined {
+  if (value === '') return undefined;
+  if (value.length > 63) return `label value "${value}" is longer than 63 characters`;
+  if (!NAME_RE.test(value))
+    return `label value "${value}" must consist of alphanumerics, "-", "_" or ".", and start and end with an alphanumeric`;
+  return undefined;
+}
+
+/** Loosely typed input: selectors read from the cluster may hold anything. */
+export interface UncheckedLabelSelector {
+  matchLabels?: Record<string, string> | null;
+  matchExpressions?: Array<{ key: string; operator: string; values?: string[] | null }> | null;
+}
+
+/** Every problem in a selector, each prefixed with its field path (e.g. `orLabelSelectors[1].matchExpressions[0]`). */
+export function validateLabelSelector(selector: UncheckedLabelSelector | undefined | null, path: string): string[] {
+  if (!selector) return [];
+  const problems: string[] = [];
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) {
+    const kp = labelKeyProblem(k);
+    if (kp) problems.push(`${path}.matchLabels: ${kp}`);
+    if (typeof v !== 'string') problems.push(`${path}.matchLabels["${k}"]: value must be a string`);
+    else {
+      const vp = labelValueProblem(v);
+      if (vp) problems.push(`${path}.matchLabels["${k}"]: ${vp}`);
+    }
+  }
+  (selector.matchExpressions ?? []).forEach((req, idx) => {
+    const at = `${path}.matchExpressions[${idx}]`;
+    const kp = labelKeyProblem(req.key ?? '');
+    if (kp) problems.push(`${at}: ${kp}`);
+    const values = req.values ?? [];
+    switch (req.operator) {
+      case 'In':
+      case 'NotIn':
+        if (values.length === 0) problems.push(`${at}: operator ${req.operator} needs at least one value`);
+        for (const v of values) {
+          const vp = labelValueProblem(v);
+          if (vp) problems.push(`${at}: ${vp}`);
+        }
+        break;
+      case 'Exists':
+      case 'DoesNotExist':
+        if (values.length > 0) problems.push(`${at}: operator ${req.operator} must not have values`);
+        break;
+      default:
+        problems.push(`${at}: unknown operator "${String(req.operator)}" (use In, NotIn, Exists or DoesNotExist)`);
+    }
+  });
+  return problems;
+}
+
+/** True when the selector selects by nothing (absent, or no labels and no expressions). */
+export function isEmptyLabelSelector(selector: LabelSelector | UncheckedLabelSelector | undefined | null): boolean {
+  if (!selector) return true;
+  return Object.keys(selector.matchLabels ?? {}).length === 0 && (selector.matchExpressions ?? []).length === 0;
+}
