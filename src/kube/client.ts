@@ -1,0 +1,546 @@
+// A dynamic Kubernetes client over raw node:https. client-node's generated clients serialise every
+// object through their typed models (slow, and they drop fields of unknown shape); a backup moves
+// thousands of arbitrary objects, so this client sends and receives plain JSON over one keep-alive
+// agent, with client-go style QPS/burst limiting shared by every call of the client.
+import http from 'node:http';
+import https from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { backoff, sleep } from '../util/backoff.js';
+import { KubeError, errorFromResponse, errorFromStatus, type RequestTarget, type Status } from './errors.js';
+import { createTokenBucket, type RateLimiter } from './rateLimiter.js';
+import { apiVersionOf, groupResourceOf, resourcePath, type ApiResource, type KubeObject, type ResourceRef } from './resources.js';
+
+export interface ClientOptions {
+  /** Sustained requests per second (client-go `QPS`); <= 0 disables limiting. Default 20. */
+  qps?: number;
+  /** Requests allowed in a burst above qps. Default 30. */
+  burst?: number;
+  userAgent?: string;
+  /** Per-request timeout for everything but watches. Default 60 s. */
+  timeoutMs?: number;
+  /** Observes every completed request (for metrics). status is 0 when no response arrived. */
+  onRequest?: (info: { verb: string; resource: string; status: number; durationMs: number }) => void;
+}
+
+export interface ListOptions {
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
+  limit?: number | undefined;
+  continue?: string | undefined;
+  resourceVersion?: string | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+export interface ListPage<T> {
+  items: T[];
+  /** Token for the next page; undefined on the last page. */
+  continue: string | undefined;
+  resourceVersion: string;
+}
+
+export interface WriteOptions {
+  /** Server-side dry run: validated and admitted, never persisted. */
+  dryRun?: boolean;
+  fieldManager?: string;
+  signal?: AbortSignal;
+}
+
+export type PatchType = 'merge' | 'json' | 'strategic' | 'apply';
+
+export interface PatchOptions extends WriteOptions {
+  /** Server-side apply only: take ownership of conflicting fields. */
+  force?: boolean;
+}
+
+export interface DeleteOptions {
+  propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
+  gracePeriodSeconds?: number;
+  preconditions?: { uid?: string; resourceVersion?: string };
+  dryRun?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface WatchOptions {
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
+  /** Start after this version (from a list, or the last event seen). */
+  resourceVersion?: string | undefined;
+  allowWatchBookmarks?: boolean;
+  /** Server closes the watch after this long; the caller then re-watches. Default 5–10 min, randomised. */
+  timeoutSeconds?: number;
+  signal?: AbortSignal | undefined;
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
+
+export interface WatchEvent<T> {
+  type: WatchEventType;
+  object: T;
+}
+
+export interface DiscoverOptions {
+  /**
+   * Called for a group version whose resource list could not be read (an aggregated API that is down,
+   * for example); discovery then goes on without it. Without this callback such a failure is thrown.
+   */
+  onGroupError?: (groupVersion: string, err: KubeError) => void;
+}
+
+export interface ServerVersion {
+  major: string;
+  minor: string;
+  gitVersion: string;
+}
+
+export interface RawRequest {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  contentType?: string;
+  accept?: string;
+  target?: RequestTarget;
+  signal?: AbortSignal | undefined;
+}
+
+export interface DynamicClient {
+  /** The apiserver URL, from the kubeconfig. */
+  readonly server: string;
+  discover(opts?: DiscoverOptions): Promise<ApiResource[]>;
+  list<T = KubeObject>(res: ResourceRef, opts?: ListOptions): Promise<ListPage<T>>;
+  /** Pages of `pageSize` (default 500) until the list is exhausted. */
+  listPages<T = KubeObject>(res: ResourceRef, opts?: ListOptions & { pageSize?: number }): AsyncGenerator<ListPage<T>>;
+  /** Every item across all pages, and the resourceVersion of the first page (for a following watch). */
+  listAll<T = KubeObject>(res: ResourceRef, opts?: ListOptions & { pageSize?: number }): Promise<{ items: T[]; resourceVersion: string }>;
+  get<T = KubeObject>(res: ResourceRef, namespace: string | undefined, name: string, opts?: { signal?: AbortSignal }): Promise<T>;
+  create<T = KubeObject>(res: ResourceRef, namespace: string | undefined, obj: object, opts?: WriteOptions): Promise<T>;
+  replace<T = KubeObject>(res: ResourceRef, namespace: string | undefined, name: string, obj: object, opts?: WriteOptions): Promise<T>;
+  patch<T = KubeObject>(res: ResourceRef, namespace: string | undefined, name: string, patch: unknown, type: PatchType, opts?: PatchOptions): Promise<T>;
+  delete(res: ResourceRef, namespace: string | undefined, name: string, opts?: DeleteOptions): Promise<void>;
+  /** JSON merge patch of the status subresource (`{status: {...}}`). */
+  patchStatus<T = KubeObject>(res: ResourceRef, namespace: string | undefined, name: string, mergePatch: unknown, opts?: WriteOptions): Promise<T>;
+  /** PUT of the status subresource; fails with 409 if the object's resourceVersion is stale. */
+  replaceStatus<T = KubeObject>(res: ResourceRef, namespace: string | undefined, name: string, obj: object, opts?: WriteOptions): Promise<T>;
+  /** A watch stream. Throws KubeError on failure; a 410 (isGone) means the version is too old: relist. */
+  watch<T = KubeObject>(res: ResourceRef, opts?: WatchOptions): AsyncGenerator<WatchEvent<T>>;
+  version(): Promise<ServerVersion>;
+  /** Any JSON request; the result is the parsed body. */
+  request<T = unknown>(req: RawRequest): Promise<T>;
+  /** Closes idle keep-alive sockets. The client stays usable. */
+  close(): void;
+}
+
+const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
+  merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+  apply: 'application/apply-patch+yaml',
+};
+
+/** How long cached auth headers are reused before the kubeconfig is asked again (token rotation). */
+const AUTH_TTL_MS = 30_000;
+
+interface Transport {
+  mod: typeof https | typeof http;
+  agent: http.Agent;
+  watchAgent: http.Agent;
+}
+
+interface RawResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+function targetOf(verb: string, res: ResourceRef, namespace?: string, name?: string): RequestTarget {
+  return { verb, resource: groupResourceOf(res), namespace: res.namespaced === false ? undefined : namespace, name };
+}
+
+function buildQuery(q: Record<string, string | number | boolean | undefined> | undefined): string {
+  if (q === undefined) return '';
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(q)) {
+    if (v === undefined || v === '') continue;
+    parts.push(`${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`);
+  }
+  return parts.length === 0 ? '' : `?${parts.join('&')}`;
+}
+
+function isRetryableSocketError(err: unknown, reused: boolean): boolean {
+  const code = (err as { code?: string }).code;
+  // A keep-alive socket the server closed in the meantime: the request never reached it.
+  return reused && (code === 'ECONNRESET' || code === 'EPIPE');
+}
+
+/**
+ * A client for the kubeconfig's current context. Synchronous: TLS material is read on the first
+ * request, so a broken kubeconfig surfaces as that request's error.
+ */
+export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): DynamicClient {
+  const cluster = kc.getCurrentCluster();
+  if (cluster === null) throw new Error(`kubeconfig has no cluster for context "${kc.getCurrentContext()}"`);
+  const base = new URL(cluster.server);
+  const basePath = base.pathname.replace(/\/+$/, '');
+  let transportP: Promise<Transport> | undefined;
+  let transportNow: Transport | undefined;
+  const getTransport = (): Promise<Transport> =>
+    (transportP ??= (async () => {
+      const tls: https.RequestOptions = {};
+      await kc.applyToHTTPSOptions(tls);
+      const agentOpts: https.AgentOptions = {
+        ca: tls.ca,
+        cert: tls.cert,
+        key: tls.key,
+        rejectUnauthorized: tls.rejectUnauthorized,
+        servername: tls.servername,
+      };
+      transportNow =
+        base.protocol === 'https:'
+          ? { mod: https, agent: new https.Agent({ ...agentOpts, keepAlive: true }), watchAgent: new https.Agent({ ...agentOpts, keepAlive: false }) }
+          : { mod: http, agent: new http.Agent({ keepAlive: true }), watchAgent: new http.Agent({ keepAlive: false }) };
+      return transportNow;
+    })());
+  const limiter: RateLimiter = createTokenBucket({ qps: opts.qps ?? 20, burst: opts.burst ?? 30 });
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  const userAgent = opts.userAgent ?? 'stowage';
+
+  let auth: { headers: Record<string, string>; at: number } | undefined;
+  async function authHeaders(refresh = false): Promise<Record<string, string>> {
+    if (!refresh && auth !== undefined && Date.now() - auth.at < AUTH_TTL_MS) return auth.headers;
+    const o: https.RequestOptions = {};
+    await kc.applyToHTTPSOptions(o);
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(o.headers ?? {})) if (v !== undefined) headers[k] = String(v);
+    if (typeof o.auth === 'string' && o.auth !== '') headers.Authorization = `Basic ${Buffer.from(o.auth).toString('base64')}`;
+    auth = { headers, at: Date.now() };
+    return headers;
+  }
+
+  async function send(req: RawRequest, headers: Record<string, string>, body: string | undefined): Promise<RawResponse> {
+    const transport = await getTransport();
+    return new Promise((resolve, reject) => {
+      const r = transport.mod.request(
+        {
+          protocol: base.protocol,
+          hostname: base.hostname,
+          port: base.port,
+          path: basePath + req.path + buildQuery(req.query),
+          method: req.method,
+          agent: transport.agent,
+          headers,
+          signal: req.signal,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+          res.on('error', reject);
+        },
+      );
+      r.setTimeout(timeoutMs, () => r.destroy(Object.assign(new Error(`no response within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })));
+      r.on('error', (err) => reject(Object.assign(err, { reusedSocket: r.reusedSocket })));
+      r.end(body);
+    });
+  }
+
+  async function request<T>(req: RawRequest): Promise<T> {
+    const target = req.target ?? { verb: req.method.toLowerCase(), resource: req.path };
+    const body = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
+    let refreshed = false;
+    for (let attempt = 0; ; attempt++) {
+      await limiter.take(req.signal);
+      const headers: Record<string, string> = {
+        ...(await authHeaders()),
+        Accept: req.accept ?? 'application/json',
+        'User-Agent': userAgent,
+      };
+      if (body !== undefined) {
+        headers['Content-Type'] = req.contentType ?? 'application/json';
+        headers['Content-Length'] = String(Buffer.byteLength(body));
+      }
+      const t0 = performance.now();
+      let res: RawResponse;
+      try {
+        res = await send(req, headers, body);
+      } catch (err) {
+        opts.onRequest?.({ verb: target.verb, resource: target.resource, status: 0, durationMs: performance.now() - t0 });
+        if (req.signal?.aborted) throw err;
+        if (attempt < 2 && isRetryableSocketError(err, (err as { reusedSocket?: boolean }).reusedSocket === true)) continue;
+        const code = (err as { code?: string }).code;
+        throw new KubeError(target, 0, code ?? 'NetworkError', `cannot reach the apiserver at ${cluster?.server}: ${(err as Error).message}`, undefined, err);
+      }
+      opts.onRequest?.({ verb: target.verb, resource: target.resource, status: res.status, durationMs: performance.now() - t0 });
+      if (res.status === 401 && !refreshed) {
+        // The token may have rotated (in-cluster token file, exec plugin): ask the kubeconfig again once.
+        refreshed = true;
+        await authHeaders(true);
+        continue;
+      }
+      if ((res.status === 429 || res.status === 503) && attempt < 3) {
+        const retryAfter = Number(res.headers['retry-after']);
+        if (res.status === 429 || Number.isFinite(retryAfter)) {
+          await sleep(Number.isFinite(retryAfter) ? Math.min(retryAfter, 10) * 1000 : backoff(attempt, { baseMs: 200, maxMs: 5000 }), req.signal);
+          continue;
+        }
+      }
+      if (res.status >= 400 || res.status < 200) throw errorFromResponse(target, res.status, res.body);
+      if (res.body === '') return undefined as T;
+      try {
+        return JSON.parse(res.body) as T;
+      } catch (err) {
+        throw new KubeError(target, res.status, 'InvalidResponse', `the apiserver sent a body that is not JSON: ${res.body.slice(0, 200)}`, undefined, err);
+      }
+    }
+  }
+
+  function writeQuery(o: WriteOptions | undefined): Record<string, string | undefined> {
+    return { dryRun: o?.dryRun === true ? 'All' : undefined, fieldManager: o?.fieldManager };
+  }
+
+  async function list<T>(res: ResourceRef, o: ListOptions = {}): Promise<ListPage<T>> {
+    const body = await request<{ apiVersion?: string; kind?: string; metadata?: { continue?: string; resourceVersion?: string }; items?: T[] }>({
+      method: 'GET',
+      path: resourcePath(res, o.namespace),
+      query: { labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, limit: o.limit, continue: o.continue, resourceVersion: o.resourceVersion },
+      target: targetOf('list', res, o.namespace),
+      signal: o.signal,
+    });
+    const items = body.items ?? [];
+    // Items of built-in lists come without apiVersion/kind; fill them in so every item is self-describing.
+    const kind = body.kind?.replace(/List$/, '');
+    for (const item of items as KubeObject[]) {
+      if (item.apiVersion === undefined && body.apiVersion !== undefined) item.apiVersion = body.apiVersion;
+      if (item.kind === undefined && kind !== undefined) item.kind = kind;
+    }
+    const cont = body.metadata?.continue;
+    return { items, continue: cont === undefined || cont === '' ? undefined : cont, resourceVersion: body.metadata?.resourceVersion ?? '' };
+  }
+
+  async function* listPages<T>(res: ResourceRef, o: ListOptions & { pageSize?: number } = {}): AsyncGenerator<ListPage<T>> {
+    let cont = o.continue;
+    do {
+      const page = await list<T>(res, { ...o, limit: o.pageSize ?? o.limit ?? 500, continue: cont });
+      yield page;
+      cont = page.continue;
+    } while (cont !== undefined);
+  }
+
+  async function* watch<T>(res: ResourceRef, o: WatchOptions = {}): AsyncGenerator<WatchEvent<T>> {
+    const target = targetOf('watch', res, o.namespace);
+    await limiter.take(o.signal);
+    const headers = { ...(await authHeaders()), Accept: 'application/json', 'User-Agent': userAgent };
+    const timeoutSeconds = o.timeoutSeconds ?? Math.floor(300 + Math.random() * 300);
+    const query = {
+      watch: 'true',
+      resourceVersion: o.resourceVersion,
+      labelSelector: o.labelSelector,
+      fieldSelector: o.fieldSelector,
+      allowWatchBookmarks: o.allowWatchBookmarks === false ? undefined : 'true',
+      timeoutSeconds,
+    };
+    const controller = new AbortController();
+    const onAbort = (): void => controller.abort();
+    o.signal?.addEventListener('abort', onAbort, { once: true });
+    let req: http.ClientRequest | undefined;
+    try {
+      const transport = await getTransport();
+      const res0 = await new Promise<http.IncomingMessage>((resolve, reject) => {
+        req = transport.mod.request(
+          {
+            protocol: base.protocol,
+            hostname: base.hostname,
+            port: base.port,
+            path: basePath + resourcePath(res, o.namespace) + buildQuery(query),
+            method: 'GET',
+            agent: transport.watchAgent,
+            headers,
+            signal: controller.signal,
+          },
+          resolve,
+        );
+        req.on('error', reject);
+        // Nothing at all for longer than the server-side timeout plus slack means the connection is dead.
+        req.setTimeout((timeoutSeconds + 30) * 1000, () => req?.destroy(new Error('watch connection idle')));
+        req.on('socket', (s) => s.setKeepAlive(true, 15_000));
+        req.end();
+      }).catch((err: unknown) => {
+        throw new KubeError(target, 0, (err as { code?: string }).code ?? 'NetworkError', `cannot reach the apiserver at ${cluster?.server}: ${(err as Error).message}`, undefined, err);
+      });
+      if (res0.statusCode !== 200) {
+        const chunks: Buffer[] = [];
+        for await (const c of res0) chunks.push(c as Buffer);
+        if (res0.statusCode === 401) auth = undefined;
+        throw errorFromResponse(target, res0.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'));
+      }
+      let buf = '';
+      try {
+        for await (const chunk of res0) {
+          buf += (chunk as Buffer).toString('utf8');
+          let nl: number;
+          while ((nl = buf.indexOf('\n')) >= 0) {
+            const line = buf.slice(0, nl).trim();
+            buf = buf.slice(nl + 1);
+            if (line === '') continue;
+            const ev = JSON.parse(line) as { type: WatchEventType | 'ERROR'; object: unknown };
+            if (ev.type === 'ERROR') throw errorFromStatus(target, ev.object as Status);
+            yield { type: ev.type, object: ev.object as T };
+          }
+        }
+      } catch (err) {
+        if (err instanceof KubeError || o.signal?.aborted) throw err;
+        throw new KubeError(target, 0, (err as { code?: string }).code ?? 'WatchBroken', `watch stream broke: ${(err as Error).message}`, undefined, err);
+      }
+    } finally {
+      o.signal?.removeEventListener('abort', onAbort);
+      const r = req as http.ClientRequest | undefined;
+      if (r !== undefined && !r.destroyed) r.destroy();
+    }
+  }
+
+  const client: DynamicClient = {
+    server: cluster.server,
+    request,
+
+    async discover(o: DiscoverOptions = {}): Promise<ApiResource[]> {
+      const fail = (gv: string, err: unknown): void => {
+        const kerr = err instanceof KubeError ? err : new KubeError({ verb: 'discover', resource: gv }, 0, 'Unknown', String(err));
+        if (o.onGroupError === undefined) throw kerr;
+        o.onGroupError(gv, kerr);
+      };
+      const [core, groups] = await Promise.all([
+        request<{ versions?: string[] }>({ method: 'GET', path: '/api', target: { verb: 'discover', resource: '/api' } }),
+        request<{ groups?: { name: string; preferredVersion?: { version: string }; versions?: { version: string }[] }[] }>({
+          method: 'GET',
+          path: '/apis',
+          target: { verb: 'discover', resource: '/apis' },
+        }),
+      ]);
+      const gvs: { group: string; version: string }[] = [];
+      const coreVersion = core.versions?.includes('v1') ? 'v1' : core.versions?.[0];
+      if (coreVersion !== undefined) gvs.push({ group: '', version: coreVersion });
+      for (const g of groups.groups ?? []) {
+        const v = g.preferredVersion?.version ?? g.versions?.[0]?.version;
+        if (v !== undefined) gvs.push({ group: g.name, version: v });
+      }
+      const lists = await Promise.all(
+        gvs.map(async (gv) => {
+          const path = gv.group === '' ? `/api/${gv.version}` : `/apis/${gv.group}/${gv.version}`;
+          try {
+            const rl = await request<{
+              resources?: { name: string; kind: string; namespaced: boolean; verbs?: string[]; shortNames?: string[]; singularName?: string }[];
+            }>({ method: 'GET', path, target: { verb: 'discover', resource: apiVersionOf(gv) } });
+            return (rl.resources ?? [])
+              .filter((r) => !r.name.includes('/'))
+              .map(
+                (r): ApiResource => ({
+                  group: gv.group,
+                  version: gv.version,
+                  resource: r.name,
+                  kind: r.kind,
+                  namespaced: r.namespaced,
+                  verbs: r.verbs ?? [],
+                  groupResource: groupResourceOf({ group: gv.group, resource: r.name }),
+                  apiVersion: apiVersionOf(gv),
+                  shortNames: r.shortNames ?? [],
+                  singularName: r.singularName || r.kind.toLowerCase(),
+                }),
+              );
+          } catch (err) {
+            fail(apiVersionOf(gv), err);
+            return [];
+          }
+        }),
+      );
+      return lists.flat();
+    },
+
+    list,
+    listPages,
+
+    async listAll<T>(res: ResourceRef, o: ListOptions & { pageSize?: number } = {}): Promise<{ items: T[]; resourceVersion: string }> {
+      const items: T[] = [];
+      let resourceVersion: string | undefined;
+      for await (const page of listPages<T>(res, o)) {
+        resourceVersion ??= page.resourceVersion;
+        items.push(...page.items);
+      }
+      return { items, resourceVersion: resourceVersion ?? '' };
+    },
+
+    get: <T>(res: ResourceRef, ns: string | undefined, name: string, o?: { signal?: AbortSignal }) =>
+      request<T>({ method: 'GET', path: resourcePath(res, ns, name), target: targetOf('get', res, ns, name), signal: o?.signal }),
+
+    create: <T>(res: ResourceRef, ns: string | undefined, obj: object, o?: WriteOptions) =>
+      request<T>({
+        method: 'POST',
+        path: resourcePath(res, ns),
+        query: writeQuery(o),
+        body: obj,
+        target: targetOf('create', res, ns, (obj as KubeObject).metadata?.name),
+        signal: o?.signal,
+      }),
+
+    replace: <T>(res: ResourceRef, ns: string | undefined, name: string, obj: object, o?: WriteOptions) =>
+      request<T>({ method: 'PUT', path: resourcePath(res, ns, name), query: writeQuery(o), body: obj, target: targetOf('update', res, ns, name), signal: o?.signal }),
+
+    patch: <T>(res: ResourceRef, ns: string | undefined, name: string, patch: unknown, type: PatchType, o?: PatchOptions) =>
+      request<T>({
+        method: 'PATCH',
+        path: resourcePath(res, ns, name),
+        query: { ...writeQuery(o), force: type === 'apply' && o?.force === true ? 'true' : undefined, fieldManager: o?.fieldManager ?? (type === 'apply' ? userAgent : undefined) },
+        body: JSON.stringify(patch),
+        contentType: PATCH_CONTENT_TYPES[type],
+        target: targetOf('patch', res, ns, name),
+        signal: o?.signal,
+      }),
+
+    async delete(res: ResourceRef, ns: string | undefined, name: string, o?: DeleteOptions): Promise<void> {
+      const body: Record<string, unknown> = {};
+      if (o?.propagationPolicy !== undefined) body.propagationPolicy = o.propagationPolicy;
+      if (o?.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = o.gracePeriodSeconds;
+      if (o?.preconditions !== undefined) body.preconditions = o.preconditions;
+      if (o?.dryRun === true) body.dryRun = ['All'];
+      await request({
+        method: 'DELETE',
+        path: resourcePath(res, ns, name),
+        body: Object.keys(body).length > 0 ? body : undefined,
+        target: targetOf('delete', res, ns, name),
+        signal: o?.signal,
+      });
+    },
+
+    patchStatus: <T>(res: ResourceRef, ns: string | undefined, name: string, mergePatch: unknown, o?: WriteOptions) =>
+      request<T>({
+        method: 'PATCH',
+        path: resourcePath(res, ns, name, 'status'),
+        query: writeQuery(o),
+        body: JSON.stringify(mergePatch),
+        contentType: PATCH_CONTENT_TYPES.merge,
+        target: targetOf('patch status of', res, ns, name),
+        signal: o?.signal,
+      }),
+
+    replaceStatus: <T>(res: ResourceRef, ns: string | undefined, name: string, obj: object, o?: WriteOptions) =>
+      request<T>({
+        method: 'PUT',
+        path: resourcePath(res, ns, name, 'status'),
+        query: writeQuery(o),
+        body: obj,
+        target: targetOf('update status of', res, ns, name),
+        signal: o?.signal,
+      }),
+
+    watch,
+
+    version: () => request<ServerVersion>({ method: 'GET', path: '/version', target: { verb: 'get', resource: '/version' } }),
+
+    close(): void {
+      transportNow?.agent.destroy();
+      transportNow?.watchAgent.destroy();
+    },
+  };
+  return client;
+}
+
