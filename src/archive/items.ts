@@ -1,0 +1,120 @@
+// Item-level checks of the reader: each item's JSON must agree with the path it is stored under, and
+// every copy of one object must hold the same bytes.
+import { ArchiveError } from './errors.js';
+import { BUILTIN_KINDS } from './kinds.js';
+import { groupOfApiVersion, splitGroupResource, versionOfApiVersion, type ParsedItemPath } from './paths.js';
+
+/** A Kubernetes object read from an archive (same shape as plugin/api's KubeObject). */
+export interface ArchiveObject {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [k: string]: unknown;
+  };
+  [k: string]: unknown;
+}
+
+export interface ArchiveItem {
+  /** The tar path this copy was read from. */
+  path: string;
+  groupResource: string;
+  /** Set for namespaced items. */
+  namespace?: string;
+  name: string;
+  /** The version directory (`v1-preferredversion`, `v2beta1`), absent for the classic copy. */
+  versionDir?: string;
+  object: ArchiveObject;
+  /** SHA-256 (hex) of the entry's bytes. */
+  sha256: string;
+  bytes: number;
+}
+
+const CRD_RESOURCE = 'customresourcedefinitions.apiextensions.k8s.io';
+
+export function parseItemJson(path: string, data: Buffer): ArchiveObject {
+  let value: unknown;
+  try {
+    value = JSON.parse(data.toString('utf8'));
+  } catch (err) {
+    throw new ArchiveError('invalid-json', `entry ${path} is not valid JSON: ${(err as Error).message}`, path);
+  }
+  const bad = (what: string): never => {
+    throw new ArchiveError('invalid-item', `entry ${path} is not a Kubernetes object: ${what}`, path);
+  };
+  if (!isRecord(value)) return bad('not a JSON object');
+  if (typeof value.apiVersion !== 'string' || value.apiVersion === '') bad('apiVersion is missing');
+  if (typeof value.kind !== 'string' || value.kind === '') bad('kind is missing');
+  const md = value.metadata;
+  if (!isRecord(md)) return bad('metadata is missing');
+  if (typeof md.name !== 'string' || md.name === '') bad('metadata.name is missing');
+  if (md.namespace !== undefined && typeof md.namespace !== 'string') bad('metadata.namespace is not a string');
+  return value as ArchiveObject;
+}
+
+/** Throws 'path-mismatch' when the object's name, namespace, group or version disagree with its path. */
+export function checkItemAgainstPath(path: string, p: ParsedItemPath, obj: ArchiveObject): void {
+  const mismatch = (msg: string): never => {
+    throw new ArchiveError('path-mismatch', `entry ${path}: ${msg}`, path);
+  };
+  if (obj.metadata.name !== p.name) mismatch(`the object is named "${obj.metadata.name}" but its path names "${p.name}"`);
+  const ns = obj.metadata.namespace ?? '';
+  if (p.namespace !== undefined && ns !== p.namespace) {
+    mismatch(ns === '' ? `the object has no namespace but its path puts it in namespace "${p.namespace}"`
+      : `the object is in namespace "${ns}" but its path says namespace "${p.namespace}"`);
+  }
+  if (p.namespace === undefined && ns !== '') mismatch(`the path says cluster-scoped but the object is in namespace "${ns}"`);
+  const group = splitGroupResource(p.groupResource).group;
+  const objGroup = groupOfApiVersion(obj.apiVersion);
+  if (objGroup !== group) {
+    mismatch(`the object is a ${obj.kind} of API group "${objGroup}" but its path is under ${p.groupResource} (group "${group}")`);
+  }
+  if (p.version !== undefined && versionOfApiVersion(obj.apiVersion) !== p.version) {
+    mismatch(`the object has apiVersion ${obj.apiVersion} but its path is under version directory ${p.versionDir ?? ''}`);
+  }
+}
+
+/**
+ * Checks that every item under one group-resource has that resource's kind: from the built-in table,
+ * then `knownKinds` (the caller's discovery), then CRDs found in the archive; an unknown resource
+ * must at least hold a single kind.
+ */
+export function checkKinds(items: Iterable<ArchiveItem>, knownKinds?: ReadonlyMap<string, string>): void {
+  const all = [...items];
+  const table = new Map<string, string>(knownKinds ?? []);
+  for (const [gr, kind] of BUILTIN_KINDS) table.set(gr, kind);
+  for (const it of all) {
+    if (it.groupResource !== CRD_RESOURCE) continue;
+    const spec = it.object.spec;
+    if (!isRecord(spec) || !isRecord(spec.names)) continue;
+    const { group } = spec;
+    const { plural, kind } = spec.names;
+    if (typeof group !== 'string' || typeof plural !== 'string' || typeof kind !== 'string') continue;
+    const gr = `${plural}.${group}`;
+    if (!table.has(gr)) table.set(gr, kind);
+  }
+  const seen = new Map<string, ArchiveItem>();
+  for (const it of all) {
+    const expected = table.get(it.groupResource);
+    if (expected !== undefined) {
+      if (it.object.kind !== expected) {
+        throw new ArchiveError('path-mismatch',
+          `entry ${it.path}: the object is a ${it.object.kind} but ${it.groupResource} holds ${expected} objects`, it.path);
+      }
+      continue;
+    }
+    const first = seen.get(it.groupResource);
+    if (first === undefined) seen.set(it.groupResource, it);
+    else if (first.object.kind !== it.object.kind) {
+      throw new ArchiveError('path-mismatch',
+        `entry ${it.path}: the object is a ${it.object.kind} but ${first.path} under the same resource is a ${first.object.kind}`, it.path);
+    }
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}

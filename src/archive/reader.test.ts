@@ -1,0 +1,245 @@
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import * as tar from 'tar-stream';
+import { ArchiveError, type ArchiveErrorReason } from './errors.js';
+import { checkEntryName, readArchive, type ReadOptions } from './reader.js';
+
+// Hand-built tarballs: tar-stream writes whatever headers we give it, hostile ones included.
+interface RawEntry {
+  name: string;
+  body?: string | Buffer;
+  type?: 'file' | 'symlink' | 'link' | 'directory' | 'fifo' | 'character-device' | 'block-device';
+  linkname?: string;
+}
+
+async function rawTar(entries: RawEntry[]): Promise<Buffer> {
+  const pack = tar.pack();
+  const out: Buffer[] = [];
+  const done = (async () => {
+    for await (const c of pack as AsyncIterable<Buffer>) out.push(c);
+  })();
+  for (const e of entries) {
+    const type = e.type ?? 'file';
+    await new Promise<void>((resolve, reject) => {
+      const cb = (err?: Error | null): void => (err ? reject(err) : resolve());
+      if (type === 'file') pack.entry({ name: e.name, type }, e.body ?? '', cb);
+      else pack.entry({ name: e.name, type, linkname: e.linkname ?? '' }, cb); // no body: the entry completes itself
+    });
+  }
+  pack.finalize();
+  await done;
+  return Buffer.concat(out);
+}
+
+async function* chunked(buf: Buffer, size = 1024): AsyncGenerator<Uint8Array> {
+  for (let i = 0; i < buf.length; i += size) yield buf.subarray(i, i + size);
+}
+
+const VERSION: RawEntry = { name: 'metadata/version', body: '1.1.0' };
+const json = (v: unknown): string => JSON.stringify(v);
+const cmJson = (ns: string, name: string, extra: Record<string, unknown> = {}): string =>
+  json({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns }, data: { a: 'b' }, ...extra });
+
+async function read(entries: RawEntry[], opts?: ReadOptions) {
+  return readArchive(chunked(gzipSync(await rawTar(entries))), opts);
+}
+
+async function refusal(entries: RawEntry[] | Buffer, opts?: ReadOptions): Promise<ArchiveError> {
+  const gz = Buffer.isBuffer(entries) ? entries : gzipSync(await rawTar(entries));
+  const err = await readArchive(chunked(gz), opts).then(() => undefined, (e: unknown) => e);
+  if (!(err instanceof ArchiveError)) throw new Error(`expected an ArchiveError, got ${String(err)}`);
+  return err;
+}
+
+async function expectRefused(entries: RawEntry[] | Buffer, reason: ArchiveErrorReason, message: RegExp | string, opts?: ReadOptions): Promise<void> {
+  const err = await refusal(entries, opts);
+  expect({ reason: err.reason, message: err.message }).toEqual({ reason, message: typeof message === 'string' ? message : expect.stringMatching(message) });
+}
+
+describe('archive reader: acceptance', () => {
+  it('reads a Velero-style archive with classic, preferred and other-version copies', async () => {
+    const hpa = (v: string) => json({ apiVersion: `autoscaling/${v}`, kind: 'HorizontalPodAutoscaler', metadata: { name: 'h', namespace: 'n' } });
+    const c = await read([
+      { name: 'resources/configmaps/v1-preferredversion/namespaces/n/c.json', body: cmJson('n', 'c') },
+      { name: 'resources/configmaps/namespaces/n/c.json', body: cmJson('n', 'c') },
+      { name: 'resources/horizontalpodautoscalers.autoscaling/namespaces/n/h.json', body: hpa('v1') },
+      { name: 'resources/horizontalpodautoscalers.autoscaling/v1-preferredversion/namespaces/n/h.json', body: hpa('v1') },
+      { name: 'resources/horizontalpodautoscalers.autoscaling/v2beta2/namespaces/n/h.json', body: hpa('v2beta2') },
+      { name: 'resources/namespaces/cluster/n.json', body: json({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'n' } }) },
+      VERSION,
+    ]);
+    expect(c.formatVersion).toBe('1.1.0');
+    expect(c.items.map((i) => i.path).sort()).toEqual([
+      'resources/configmaps/v1-preferredversion/namespaces/n/c.json',
+      'resources/horizontalpodautoscalers.autoscaling/v1-preferredversion/namespaces/n/h.json',
+      'resources/namespaces/cluster/n.json',
+    ]);
+    expect(c.alternateVersions.map((i) => i.path)).toEqual(['resources/horizontalpodautoscalers.autoscaling/v2beta2/namespaces/n/h.json']);
+    expect(Object.keys(c.entries)).toHaveLength(7);
+    expect(c.items.find((i) => i.name === 'c')).toMatchObject({ groupResource: 'configmaps', namespace: 'n', versionDir: 'v1-preferredversion' });
+  });
+
+  it('accepts directory entries, "./" prefixes, format "1", and skips unknown files outside resources/', async () => {
+    const c = await read([
+      { name: './', type: 'directory' },
+      { name: './metadata/', type: 'directory' },
+      { name: './metadata/version', body: '1\n' },
+      { name: './resources/configmaps/namespaces/n/c.json', body: cmJson('n', 'c') },
+      { name: 'notes/readme.txt', body: 'added by a later minor version' },
+    ]);
+    expect(c.formatVersion).toBe('1');
+    expect(c.items.map((i) => i.path)).toEqual(['resources/configmaps/namespaces/n/c.json']);
+    expect(c.ignored).toEqual(['notes/readme.txt']);
+  });
+
+  it('checks custom resources against CRDs found in the archive', async () => {
+    const crd = json({
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'gizmos.example.com' },
+      spec: { group: 'example.com', names: { plural: 'gizmos', kind: 'Widget' } },
+    });
+    const cr = (kind: string) => json({ apiVersion: 'example.com/v1', kind, metadata: { name: 'g', namespace: 'n' } });
+    await expect(read([VERSION, { name: 'resources/customresourcedefinitions.apiextensions.k8s.io/cluster/gizmos.example.com.json', body: crd },
+      { name: 'resources/gizmos.example.com/namespaces/n/g.json', body: cr('Widget') }])).resolves.toBeDefined();
+    await expectRefused([VERSION, { name: 'resources/gizmos.example.com/namespaces/n/g.json', body: cr('Gizmo') },
+      { name: 'resources/customresourcedefinitions.apiextensions.k8s.io/cluster/gizmos.example.com.json', body: crd }],
+    'path-mismatch', 'entry resources/gizmos.example.com/namespaces/n/g.json: the object is a Gizmo but gizmos.example.com holds Widget objects');
+  });
+});
+
+describe('archive reader: refusals', () => {
+  it('refuses path traversal', async () => {
+    await expectRefused([VERSION, { name: 'resources/../../etc/cron.d/x.json', body: '{}' }], 'path-traversal',
+      'entry resources/../../etc/cron.d/x.json climbs out of the archive with ".."; refused');
+    await expectRefused([VERSION, { name: '..\\..\\evil.json', body: '{}' }], 'path-traversal', /climbs out/);
+  });
+
+  it('refuses absolute paths', async () => {
+    await expectRefused([VERSION, { name: '/etc/passwd', body: 'x' }], 'absolute-path', 'entry /etc/passwd has an absolute path; refused');
+    await expectRefused([VERSION, { name: 'C:/Windows/x.json', body: 'x' }], 'absolute-path', /C:\/Windows\/x\.json has an absolute path/);
+  });
+
+  it('refuses symbolic links, hard links and other non-file entries', async () => {
+    await expectRefused([VERSION, { name: 'resources/secrets/namespaces/n/s.json', type: 'symlink', linkname: '/var/run/secrets/token' }], 'link-entry',
+      'entry resources/secrets/namespaces/n/s.json is a symbolic link (to "/var/run/secrets/token"); links are refused');
+    await expectRefused([VERSION, { name: 'resources/configmaps/namespaces/n/c.json', type: 'link', linkname: 'metadata/version' }], 'link-entry',
+      /is a hard link \(to "metadata\/version"\)/);
+    await expectRefused([VERSION, { name: 'resources/fifo', type: 'fifo' }], 'unsupported-entry',
+      'entry resources/fifo is a fifo entry; only regular files are allowed');
+    await expectRefused([VERSION, { name: 'dev/sda', type: 'block-device' }], 'unsupported-entry', /is a block-device entry/);
+  });
+
+  it('refuses an entry over the size cap', async () => {
+    await expectRefused([VERSION, { name: 'resources/configmaps/namespaces/n/big.json', body: cmJson('n', 'big', { data: { x: 'y'.repeat(5000) } }) }],
+      'entry-too-large', /^entry resources\/configmaps\/namespaces\/n\/big\.json is 50\d\d bytes, over the 4096-byte cap$/, { limits: { maxEntryBytes: 4096 } });
+  });
+
+  it('stops a gzip bomb at the total inflated size cap without reading the whole stream', async () => {
+    // 64 MiB of zeros in one entry compresses to ~64 KiB.
+    const bomb = gzipSync(await rawTar([VERSION, { name: 'resources/configmaps/namespaces/n/zeros.json', body: Buffer.alloc(64 * 1024 * 1024) }]));
+    expect(bomb.length).toBeLessThan(200 * 1024);
+    let served = 0;
+    async function* source(): AsyncGenerator<Uint8Array> {
+      for (let i = 0; i < bomb.length; i += 1024) {
+        served += 1024;
+        yield bomb.subarray(i, i + 1024);
+      }
+    }
+    const err = await readArchive(source(), { limits: { maxTotalBytes: 1024 * 1024, maxEntryBytes: 128 * 1024 * 1024 } }).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ArchiveError);
+    expect((err as ArchiveError).reason).toBe('total-size-exceeded');
+    expect((err as ArchiveError).message).toBe('the tarball inflates to more than 1048576 bytes (possible gzip bomb); refused');
+    // Read-ahead buffers ~16 KiB of input; the rest of the stream is never pulled.
+    expect(served).toBeLessThan(bomb.length / 2);
+  });
+
+  it('refuses a tarball with too many entries', async () => {
+    const many = Array.from({ length: 20 }, (_, i) => ({ name: `resources/configmaps/namespaces/n/c${i}.json`, body: cmJson('n', `c${i}`) }));
+    await expectRefused([VERSION, ...many], 'too-many-entries', 'the tarball has more than 10 entries; refused', { limits: { maxEntries: 10 } });
+  });
+
+  it('refuses a missing or unknown metadata/version', async () => {
+    await expectRefused([{ name: 'resources/configmaps/namespaces/n/c.json', body: cmJson('n', 'c') }], 'missing-version',
+      'the tarball has no metadata/version entry; it is not a backup archive');
+    await expectRefused([{ name: 'metadata/version', body: '2.0.0' }], 'unknown-version',
+      'metadata/version says format "2.0.0", which this version of Stowage cannot read (it reads 1.x)');
+    await expectRefused([{ name: 'metadata/version', body: 'x'.repeat(100) }], 'unknown-version', /says format "x{40}", which/);
+  });
+
+  it('refuses invalid JSON and non-objects, naming the entry', async () => {
+    await expectRefused([VERSION, { name: 'resources/configmaps/namespaces/n/c.json', body: '{"apiVersion": "v1",' }], 'invalid-json',
+      /^entry resources\/configmaps\/namespaces\/n\/c\.json is not valid JSON: /);
+    await expectRefused([VERSION, { name: 'resources/configmaps/namespaces/n/c.json', body: '[1,2]' }], 'invalid-item',
+      'entry resources/configmaps/namespaces/n/c.json is not a Kubernetes object: not a JSON object');
+    await expectRefused([VERSION, { name: 'resources/configmaps/namespaces/n/c.json', body: json({ apiVersion: 'v1', kind: 'ConfigMap', metadata: {} }) }],
+      'invalid-item', /: metadata\.name is missing$/);
+  });
+
+  it('refuses items whose path disagrees with their name, namespace, kind, group or version', async () => {
+    const at = 'resources/configmaps/namespaces/n/c.json';
+    await expectRefused([VERSION, { name: at, body: cmJson('n', 'other') }], 'path-mismatch',
+      `entry ${at}: the object is named "other" but its path names "c"`);
+    await expectRefused([VERSION, { name: at, body: cmJson('kube-system', 'c') }], 'path-mismatch',
+      `entry ${at}: the object is in namespace "kube-system" but its path says namespace "n"`);
+    await expectRefused([VERSION, { name: at, body: json({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } }) }], 'path-mismatch',
+      `entry ${at}: the object has no namespace but its path puts it in namespace "n"`);
+    await expectRefused([VERSION, { name: at, body: json({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'c', namespace: 'n' } }) }], 'path-mismatch',
+      `entry ${at}: the object is a Secret but configmaps holds ConfigMap objects`);
+    await expectRefused([VERSION, { name: 'resources/namespaces/cluster/x.json', body: cmJson('n', 'x') }], 'path-mismatch',
+      'entry resources/namespaces/cluster/x.json: the path says cluster-scoped but the object is in namespace "n"');
+    await expectRefused([VERSION, { name: 'resources/deployments.apps/namespaces/n/c.json', body: cmJson('n', 'c') }], 'path-mismatch',
+      'entry resources/deployments.apps/namespaces/n/c.json: the object is a ConfigMap of API group "" but its path is under deployments.apps (group "apps")');
+    await expectRefused([VERSION, { name: 'resources/configmaps/v2-preferredversion/namespaces/n/c.json', body: cmJson('n', 'c') }], 'path-mismatch',
+      'entry resources/configmaps/v2-preferredversion/namespaces/n/c.json: the object has apiVersion v1 but its path is under version directory v2-preferredversion');
+    const cr = (kind: string, name: string) => json({ apiVersion: 'x.io/v1', kind, metadata: { name, namespace: 'n' } });
+    await expectRefused([VERSION, { name: 'resources/things.x.io/namespaces/n/a.json', body: cr('Thing', 'a') },
+      { name: 'resources/things.x.io/namespaces/n/b.json', body: cr('Secret', 'b') }], 'path-mismatch',
+    'entry resources/things.x.io/namespaces/n/b.json: the object is a Secret but resources/things.x.io/namespaces/n/a.json under the same resource is a Thing');
+  });
+
+  it('uses the caller\'s known kinds for resources it does not know', async () => {
+    const e = [VERSION, { name: 'resources/things.x.io/cluster/a.json', body: json({ apiVersion: 'x.io/v1', kind: 'Other', metadata: { name: 'a' } }) }];
+    await expect(read(e)).resolves.toBeDefined();
+    await expectRefused(e, 'path-mismatch', /the object is a Other but things\.x\.io holds Thing objects/, { knownKinds: new Map([['things.x.io', 'Thing']]) });
+  });
+
+  it('refuses malformed item paths, duplicates and conflicting copies', async () => {
+    await expectRefused([VERSION, { name: 'resources/configmaps/c.json', body: cmJson('n', 'c') }], 'invalid-path',
+      /^entry resources\/configmaps\/c\.json is not a valid item path: expected namespaces\//);
+    await expectRefused([VERSION, { name: 'resources/configmaps/namespaces/n/c.json', body: cmJson('n', 'c') },
+      { name: 'resources/configmaps/namespaces/n/c.json', body: cmJson('n', 'c') }], 'duplicate-entry',
+    'entry resources/configmaps/namespaces/n/c.json appears twice in the tarball');
+    await expectRefused([VERSION, { name: 'resources/configmaps/namespaces/n/c.json', body: cmJson('n', 'c') },
+      { name: 'resources/configmaps/v1-preferredversion/namespaces/n/c.json', body: cmJson('n', 'c', { data: { a: 'changed' } }) }], 'conflicting-copies',
+    'entries resources/configmaps/namespaces/n/c.json and resources/configmaps/v1-preferredversion/namespaces/n/c.json hold different versions of one object');
+    await expectRefused([VERSION, { name: 'resources/a\\b/cluster/c.json', body: '{}' }], 'invalid-path', /contains a backslash/);
+  });
+
+  it('refuses corrupt input: not gzip, truncated gzip, gzip of something that is not tar', async () => {
+    await expectRefused(Buffer.from('this is not gzip at all'), 'corrupt', /^the tarball is not valid gzip: incorrect header check/);
+    const good = gzipSync(await rawTar([VERSION, { name: 'resources/configmaps/namespaces/n/c.json', body: cmJson('n', 'c') }]));
+    await expectRefused(good.subarray(0, good.length - 30), 'corrupt', /^the tarball is not valid gzip: unexpected end of file/);
+    await expectRefused(gzipSync(Buffer.alloc(3000, 'a')), 'corrupt', /^the tarball is not a valid tar stream: /);
+    await expectRefused(Buffer.alloc(0), 'corrupt', /not valid gzip/);
+  });
+
+  it('passes a storage error through unchanged', async () => {
+    async function* failing(): AsyncGenerator<Uint8Array> {
+      yield gzipSync(Buffer.alloc(10)).subarray(0, 5);
+      throw Object.assign(new Error('connection reset by peer'), { code: 'ECONNRESET' });
+    }
+    const err = await readArchive(failing()).then(() => undefined, (e: unknown) => e);
+    expect(err).not.toBeInstanceOf(ArchiveError);
+    expect(err).toMatchObject({ message: 'connection reset by peer', code: 'ECONNRESET' });
+  });
+});
+
+describe('checkEntryName', () => {
+  it('normalises harmless forms and rejects hostile ones', () => {
+    expect(checkEntryName('./resources//pods/./cluster/x.json')).toBe('resources/pods/cluster/x.json');
+    expect(checkEntryName('resources/pods/')).toBe('resources/pods');
+    expect(() => checkEntryName('a/\u0000b')).toThrow(/NUL byte/);
+    expect(checkEntryName('./')).toBe('');
+    expect(() => checkEntryName('a/b/..')).toThrow(/climbs out/);
+    expect(() => checkEntryName('\\\\server\\share')).toThrow(/absolute path/);
+  });
+});

@@ -1,0 +1,232 @@
+// Item collection: paginated LISTs of each selected resource (per namespace, or cluster-wide),
+// item actions, the tarball write, and the additional items actions name.
+import type winston from 'winston';
+import type { TarballWriter } from '../archive/index.js';
+import { isNotFound, type ApiResource, type DynamicClient, type KubeObject as ListedObject } from '../kube/index.js';
+import type { KubeObject, ResourceIdentifier } from '../plugin/api/index.js';
+import { errorMessage } from '../util/errors.js';
+import { anyLabelSelectorMatches, labelSelectorMatches } from '../util/labels.js';
+import type { ResolvedBackupItemAction } from './actions/index.js';
+import { isBackupable } from './resources.js';
+import { itemKey, LABEL_EXCLUDE_FROM_BACKUP, recordProblem, type BackupProgress, type BackupRequest, type ItemRef } from './request.js';
+
+export interface CollectContext {
+  req: BackupRequest;
+  client: DynamicClient;
+  writer: TarballWriter;
+  actions: readonly ResolvedBackupItemAction[];
+  /** Every discovered resource by group-resource, to resolve additional items. */
+  byGroupResource: ReadonlyMap<string, ApiResource>;
+  log: winston.Logger;
+  pageSize: number;
+  signal: AbortSignal;
+  onProgress?: ((p: BackupProgress) => void) | undefined;
+}
+
+/** The run cannot go on (the tarball stream failed, or the run was cancelled). */
+export class FatalBackupError extends Error {
+  override readonly name = 'FatalBackupError';
+}
+
+/** One LIST to run: a resource, in one namespace or all of them, with one label selector. */
+export interface ListUnit {
+  res: ApiResource;
+  /** undefined: every namespace (filtered client-side), or a cluster-scoped resource. */
+  namespace: string | undefined;
+  selector: string;
+}
+
+export function describeItem(ref: ItemRef): string {
+  return ref.namespace === '' ? `${ref.groupResource} "${ref.name}"` : `${ref.groupResource} "${ref.namespace}/${ref.name}"`;
+}
+
+/** Lists one unit page by page and backs up each item. Only fatal errors escape. */
+export async function collectUnit(ctx: CollectContext, unit: ListUnit): Promise<void> {
+  const { req, res } = { req: ctx.req, res: unit.res };
+  const where = unit.namespace === undefined ? '' : ` in namespace "${unit.namespace}"`;
+  const ordered = req.orderedResources.get(res.groupResource) ?? req.orderedResources.get(res.resource);
+  const held: ListedObject[] = [];
+  let count = 0;
+  try {
+    const pages = prefetched(ctx.client.listPages(res, {
+      namespace: unit.namespace,
+      labelSelector: unit.selector === '' ? undefined : unit.selector,
+      pageSize: ctx.pageSize,
+      signal: ctx.signal,
+    }));
+    for await (const page of pages) {
+      const fresh = page.items.filter((o) => wanted(ctx, res, o));
+      req.progress.totalItems += fresh.length;
+      if (ordered !== undefined) {
+        held.push(...fresh);
+        continue;
+      }
+      for (const obj of fresh) count += (await backupItem(ctx, res, obj)) ? 1 : 0;
+    }
+    for (const obj of orderItems(held, ordered)) count += (await backupItem(ctx, res, obj)) ? 1 : 0;
+  } catch (err) {
+    if (err instanceof FatalBackupError) throw err;
+    if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+    const msg = recordProblem(req, 'errors', unit.namespace ?? '', `listing ${res.groupResource}${where} failed: ${errorMessage(err)}`);
+    ctx.log.error(msg, { resource: res.groupResource, namespace: unit.namespace });
+    return;
+  }
+  if (count > 0) ctx.log.info(`backed up ${count} ${res.groupResource}${where}`, { resource: res.groupResource, namespace: unit.namespace, count });
+}
+
+/** Yields what `source` yields, fetching the next element while the caller works on the current one. */
+export async function* prefetched<T>(source: AsyncIterator<T>): AsyncGenerator<T> {
+  let next = source.next();
+  try {
+    for (;;) {
+      const r = await next;
+      if (r.done === true) return;
+      next = source.next();
+      // The caller may stop early; the request already in flight must not become an unhandled rejection.
+      next.catch(() => undefined);
+      yield r.value;
+    }
+  } finally {
+    await source.return?.(undefined);
+  }
+}
+
+// Namespace filter for cluster-wide lists, and items already handled (another selector, an action).
+function wanted(ctx: CollectContext, res: ApiResource, o: ListedObject): boolean {
+  const ns = res.namespaced ? (o.metadata?.namespace ?? '') : '';
+  if (res.namespaced && !ctx.req.namespaces.shouldInclude(ns)) return false;
+  const name = o.metadata?.name ?? '';
+  return !ctx.req.seen.has(itemKey({ groupResource: res.groupResource, namespace: ns, name }));
+}
+
+/** Items named in orderedResources first, in that order; the rest after, in list order. */
+export function orderItems(items: ListedObject[], ordered: readonly string[] | undefined): ListedObject[] {
+  if (ordered === undefined || items.length === 0) return items;
+  const rank = new Map(ordered.map((n, i) => [n, i]));
+  const key = (o: ListedObject): string => (o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name ?? ''}` : (o.metadata?.name ?? ''));
+  // Array.prototype.sort is stable: unnamed items keep their list order, after the named ones.
+  return [...items].sort((a, b) => (rank.get(key(a)) ?? Infinity) - (rank.get(key(b)) ?? Infinity));
+}
+
+/**
+ * Backs up one item: item actions, the tarball entry, then the additional items the actions named.
+ * Returns whether the item was written. Item-level problems are logged and counted, not thrown.
+ */
+export async function backupItem(ctx: CollectContext, res: ApiResource, obj: ListedObject): Promise<boolean> {
+  const { req } = ctx;
+  const name = obj.metadata?.name;
+  if (name === undefined || name === '') {
+    const msg = recordProblem(req, 'warnings', '', `skipped a ${res.groupResource} item without a name`);
+    ctx.log.warn(msg, { resource: res.groupResource });
+    return false;
+  }
+  const ref: ItemRef = { groupResource: res.groupResource, namespace: res.namespaced ? (obj.metadata?.namespace ?? '') : '', name };
+  const key = itemKey(ref);
+  if (req.seen.has(key)) return false;
+  req.seen.add(key);
+  const what = describeItem(ref);
+  if (obj.metadata?.labels?.[LABEL_EXCLUDE_FROM_BACKUP] === 'true') {
+    ctx.log.info(`skipped ${what}: it is labelled ${LABEL_EXCLUDE_FROM_BACKUP}=true`, meta(ref));
+    return false;
+  }
+  let item: KubeObject = { ...obj, apiVersion: obj.apiVersion ?? res.apiVersion, kind: obj.kind ?? res.kind, metadata: { ...obj.metadata, name } };
+  const additional: { from: string; id: ResourceIdentifier }[] = [];
+  for (const a of ctx.actions) {
+    if (!a.matches(res, ref.namespace, item.metadata.labels)) continue;
+    let out: Awaited<ReturnType<typeof a.action.execute>>;
+    try {
+      out = await a.action.execute({ item, backup: req.backup });
+    } catch (err) {
+      fail(ctx, ref, `backup item action ${a.name} failed on ${what}: ${errorMessage(err)}`);
+      return false;
+    }
+    const changed = identityChange(item, out.item);
+    if (changed !== undefined) {
+      fail(ctx, ref, `backup item action ${a.name} changed the ${changed} of ${what}; the item is not backed up`);
+      return false;
+    }
+    item = out.item;
+    for (const id of out.additionalItems) additional.push({ from: a.name, id });
+  }
+  try {
+    await ctx.writer.addItem(ref, item, { preferred: true });
+  } catch (err) {
+    throw new FatalBackupError(`writing the tarball failed: ${errorMessage(err)}`, { cause: err });
+  }
+  req.backedUp.push(ref);
+  if (ref.namespace !== '') req.namespacesWithItems.add(ref.namespace);
+  req.progress.itemsBackedUp++;
+  ctx.onProgress?.({ ...req.progress });
+  ctx.log.debug(`backed up ${what}`, meta(ref));
+  for (const { from, id } of additional) await backupAdditional(ctx, id, from, what);
+  return true;
+}
+
+function identityChange(before: KubeObject, after: KubeObject): string | undefined {
+  if (after.apiVersion !== before.apiVersion) return 'apiVersion';
+  if (after.kind !== before.kind) return 'kind';
+  if (after.metadata.name !== before.metadata.name) return 'name';
+  if ((after.metadata.namespace ?? '') !== (before.metadata.namespace ?? '')) return 'namespace';
+  return undefined;
+}
+
+function meta(ref: ItemRef): Record<string, string> {
+  return ref.namespace === '' ? { resource: ref.groupResource, name: ref.name } : { resource: ref.groupResource, namespace: ref.namespace, name: ref.name };
+}
+
+function fail(ctx: CollectContext, ref: ItemRef, message: string): void {
+  recordProblem(ctx.req, 'errors', ref.namespace, message);
+  ctx.log.error(message, meta(ref));
+}
+
+/** An item an action asked for: fetched with GET and backed up once, if the filters allow it. */
+async function backupAdditional(ctx: CollectContext, id: ResourceIdentifier, from: string, parent: string): Promise<void> {
+  const { req } = ctx;
+  const res = ctx.byGroupResource.get(id.groupResource);
+  if (res === undefined) {
+    const msg = recordProblem(req, 'warnings', id.namespace, `${from} named ${id.groupResource} "${id.name}" for ${parent}, a resource the cluster does not serve`);
+    ctx.log.warn(msg);
+    return;
+  }
+  const ref: ItemRef = { groupResource: res.groupResource, namespace: res.namespaced ? id.namespace : '', name: id.name };
+  if (req.seen.has(itemKey(ref))) return;
+  const skip = whyNotAdditional(req, res, ref);
+  if (skip !== undefined) {
+    ctx.log.debug(`not backing up ${describeItem(ref)} (named by ${from} for ${parent}): ${skip}`, meta(ref));
+    return;
+  }
+  let obj: ListedObject;
+  try {
+    obj = await ctx.client.get(res, ref.namespace === '' ? undefined : ref.namespace, ref.name, { signal: ctx.signal });
+  } catch (err) {
+    if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+    const missing = isNotFound(err);
+    const msg = missing
+      ? `${describeItem(ref)}, needed by ${parent}, does not exist`
+      : `getting ${describeItem(ref)}, needed by ${parent}, failed: ${errorMessage(err)}`;
+    recordProblem(req, missing ? 'warnings' : 'errors', ref.namespace, msg);
+    if (missing) ctx.log.warn(msg, meta(ref));
+    else ctx.log.error(msg, meta(ref));
+    return;
+  }
+  req.progress.totalItems++;
+  await backupItem(ctx, res, obj);
+}
+
+function whyNotAdditional(req: BackupRequest, res: ApiResource, ref: ItemRef): string | undefined {
+  if (!isBackupable(res)) return 'this resource is never backed up';
+  if (!req.resources.shouldInclude(res)) return 'the resource filter excludes it';
+  if (res.groupResource === 'namespaces') return req.namespaces.shouldInclude(ref.name) ? undefined : 'the namespace filter excludes it';
+  if (res.namespaced) return req.namespaces.shouldInclude(ref.namespace) ? undefined : 'the namespace filter excludes it';
+  return req.includeClusterResources === false ? 'includeClusterResources is false' : undefined;
+}
+
+/** Whether a Namespace object is backed up: it is included and, under a label selector, matches or holds backed-up items. */
+export function wantNamespace(req: BackupRequest, ns: ListedObject): boolean {
+  const name = ns.metadata?.name ?? '';
+  if (!req.namespaces.shouldInclude(name)) return false;
+  if (!req.selectsByLabel || req.namespacesWithItems.has(name)) return true;
+  const labels = ns.metadata?.labels;
+  const spec = req.backup.spec;
+  return (spec.orLabelSelectors ?? []).length > 0 ? anyLabelSelectorMatches(spec.orLabelSelectors, labels) : labelSelectorMatches(spec.labelSelector, labels);
+}

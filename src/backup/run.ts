@@ -1,0 +1,201 @@
+// runBackup: one backup run, from discovery to the uploaded tarball. The controller passes every
+// dependency in, then writes the other artifacts (BackupStore.completeBackup) and the log.
+import type winston from 'winston';
+import type { Backup } from '../apis/v1/index.js';
+import { createTarballWriter, FORMAT_VERSION, manifestFromDigest, type ArchiveDigest, type BackupManifest } from '../archive/index.js';
+import type { ApiResource, DynamicClient, KubeObject as ListedObject } from '../kube/index.js';
+import type { BackupStore } from '../persistence/backupStore.js';
+import { countResults, resourceListOf, type ResourceList, type RunResults } from '../persistence/results.js';
+import { mapLimit } from '../util/concurrency.js';
+import { errorMessage } from '../util/errors.js';
+import { builtinActions, CRD_GROUP_RESOURCE, crdTable, resolveActions, type NamedBackupItemAction, type ResolvedBackupItemAction } from './actions/index.js';
+import { backupItem, collectUnit, FatalBackupError, wantNamespace, type CollectContext, type ListUnit } from './collect.js';
+import { newBackupRequest, recordProblem, type BackupProgress, type BackupRequest } from './request.js';
+import { selectResources, type ResourceSelection } from './resources.js';
+
+export interface BackupDeps {
+  client: DynamicClient;
+  store: BackupStore;
+  /** The run's logger (its lines go to the backup's own log). */
+  log: winston.Logger;
+  /** Plugin item actions, run after the built-in ones. */
+  actions?: readonly NamedBackupItemAction[];
+  /** Run the built-in actions (pod -> PVCs and service account, PVC -> PV, custom resource -> CRD). Default true. */
+  builtinActions?: boolean;
+  /** LIST page size (`--client-page-size`). Default 500. */
+  pageSize?: number;
+  /** LISTs in flight at once, across resources and namespaces. Default 4. The client's QPS/burst still apply. */
+  concurrency?: number;
+  /** Called after every item written; the caller throttles status patches. */
+  onProgress?: (p: BackupProgress) => void;
+  /** Aborting it stops the run: it ends Failed. */
+  signal?: AbortSignal;
+  /** Start time; stamps the tarball entries. Default now. */
+  startTime?: Date;
+  /** zlib level for the tarball. Default 6. */
+  gzipLevel?: number;
+}
+
+export interface BackupResult {
+  phase: 'Completed' | 'PartiallyFailed' | 'Failed';
+  /** Why the run failed (phase Failed), one sentence. */
+  failureReason?: string;
+  formatVersion: string;
+  /** SHA-256 of every tarball entry and of the tarball; absent when the tarball was not written whole. */
+  manifest?: BackupManifest;
+  resourceList: ResourceList;
+  results: RunResults;
+  progress: BackupProgress;
+  warnings: number;
+  errors: number;
+}
+
+const DEFAULT_PAGE_SIZE = 500;
+const DEFAULT_CONCURRENCY = 4;
+
+export async function runBackup(deps: BackupDeps, backup: Backup): Promise<BackupResult> {
+  const req = newBackupRequest(backup);
+  const { log } = deps;
+  const name = backup.metadata.name;
+  const abort = new AbortController();
+  const onOuterAbort = (): void => abort.abort(deps.signal?.reason);
+  deps.signal?.addEventListener('abort', onOuterAbort, { once: true });
+  try {
+    log.info(`starting backup ${backup.metadata.namespace ?? ''}/${name}`, {
+      includedNamespaces: req.namespaces.includes, excludedNamespaces: req.namespaces.excludes,
+      includedResources: req.resources.includes, excludedResources: req.resources.excludes,
+      includeClusterResources: req.includeClusterResources ?? 'auto', labelSelectors: req.selectors.filter((s) => s !== ''),
+    });
+    const prepared = await prepare(deps, req).catch((err: unknown) => new FatalBackupError(errorMessage(err), { cause: err }));
+    if (prepared instanceof FatalBackupError) return finish(req, log, undefined, prepared.message);
+    return await collectAndUpload(deps, req, prepared, abort.signal);
+  } finally {
+    deps.signal?.removeEventListener('abort', onOuterAbort);
+  }
+}
+
+interface Prepared {
+  selection: ResourceSelection;
+  byGroupResource: Map<string, ApiResource>;
+  actions: ResolvedBackupItemAction[];
+  namespaceObjects: ListedObject[];
+}
+
+async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> {
+  const { client, log } = deps;
+  let discovered: ApiResource[];
+  try {
+    discovered = await client.discover({
+      onGroupError: (gv, err) => {
+        const msg = recordProblem(req, 'warnings', '', `API group version ${gv} could not be discovered, so it is not backed up: ${err.message}`);
+        log.warn(msg);
+      },
+    });
+  } catch (err) {
+    throw new Error(`discovering the cluster's resources failed: ${errorMessage(err)}`, { cause: err });
+  }
+  const byGroupResource = new Map(discovered.map((r) => [r.groupResource, r]));
+  const selection = selectResources(discovered, req.resources, req.listClusterScoped);
+  for (const s of selection.skipped) log.debug(`not backing up ${s.groupResource}: ${s.reason}`);
+  log.info(`backing up ${selection.namespaced.length} namespaced and ${selection.cluster.length} cluster-scoped resource types` +
+    (req.listClusterScoped ? '' : ' (cluster-scoped items only where related to backed-up items)'));
+
+  let crds = new Map<string, string>();
+  const useBuiltins = deps.builtinActions ?? true;
+  const crdRes = byGroupResource.get(CRD_GROUP_RESOURCE);
+  if (useBuiltins && crdRes !== undefined) {
+    try {
+      crds = crdTable((await client.listAll(crdRes, { pageSize: deps.pageSize ?? DEFAULT_PAGE_SIZE })).items);
+    } catch (err) {
+      const msg = recordProblem(req, 'warnings', '', `listing CustomResourceDefinitions failed, so custom resources are backed up without their CRDs: ${errorMessage(err)}`);
+      log.warn(msg);
+    }
+  }
+  const actions = await resolveActions([...(useBuiltins ? builtinActions(crds) : []), ...(deps.actions ?? [])]);
+
+  let namespaceObjects: ListedObject[] = [];
+  const nsRes = byGroupResource.get('namespaces');
+  if (nsRes !== undefined) {
+    try {
+      namespaceObjects = (await client.listAll(nsRes, { pageSize: deps.pageSize ?? DEFAULT_PAGE_SIZE })).items;
+    } catch (err) {
+      const msg = recordProblem(req, 'errors', '', `listing namespaces failed: ${errorMessage(err)}`);
+      log.error(msg);
+    }
+    const existing = new Set(namespaceObjects.map((n) => n.metadata?.name ?? ''));
+    for (const ns of req.namespaces.literalIncludes() ?? []) {
+      if (namespaceObjects.length > 0 && !existing.has(ns)) {
+        log.warn(recordProblem(req, 'warnings', ns, `namespace "${ns}" is included but does not exist`));
+      }
+    }
+  }
+  return { selection, byGroupResource, actions, namespaceObjects };
+}
+
+function listUnits(req: BackupRequest, selection: ResourceSelection): ListUnit[] {
+  const units: ListUnit[] = [];
+  // Literal namespace names: one LIST per namespace. Wildcards or "all": one cluster-wide LIST,
+  // filtered here, which is far fewer calls than one per namespace.
+  const literal = req.namespaces.literalIncludes();
+  const scopes: (string | undefined)[] = literal ?? [undefined];
+  for (const selector of req.selectors) {
+    for (const res of selection.namespaced) for (const namespace of scopes) units.push({ res, namespace, selector });
+    for (const res of selection.cluster) units.push({ res, namespace: undefined, selector });
+  }
+  return units;
+}
+
+async function collectAndUpload(deps: BackupDeps, req: BackupRequest, p: Prepared, signal: AbortSignal): Promise<BackupResult> {
+  const { log } = deps;
+  const name = req.backup.metadata.name;
+  const writer = createTarballWriter({ mtime: deps.startTime ?? new Date(), gzipLevel: deps.gzipLevel });
+  let uploadError: unknown;
+  const upload = deps.store.putTarball(name, writer.body).catch((err: unknown) => {
+    uploadError = err;
+    writer.abort(new Error(`uploading the tarball failed: ${errorMessage(err)}`));
+  });
+  const ctx: CollectContext = {
+    req, client: deps.client, writer, actions: p.actions, byGroupResource: p.byGroupResource, log,
+    pageSize: deps.pageSize ?? DEFAULT_PAGE_SIZE, signal, onProgress: deps.onProgress,
+  };
+  let digest: ArchiveDigest | undefined;
+  let fatal: string | undefined;
+  try {
+    await mapLimit(listUnits(req, p.selection), deps.concurrency ?? DEFAULT_CONCURRENCY, (u) => collectUnit(ctx, u), { signal });
+    if (p.selection.namespaces !== undefined) {
+      for (const ns of p.namespaceObjects) if (wantNamespace(req, ns)) await backupItem(ctx, p.selection.namespaces, ns);
+    }
+    digest = await writer.finish();
+  } catch (err) {
+    fatal = signal.aborted ? `the backup was cancelled: ${errorMessage(signal.reason)}` : errorMessage(err);
+    writer.abort(new Error(fatal));
+  }
+  await upload;
+  // The root cause wins over its echoes ("writing the tarball failed: uploading ... failed").
+  if (signal.aborted) fatal = `the backup was cancelled: ${errorMessage(signal.reason)}`;
+  else if (uploadError !== undefined) fatal = `uploading the tarball failed: ${errorMessage(uploadError)}`;
+  return finish(req, log, fatal === undefined ? digest : undefined, fatal);
+}
+
+function finish(req: BackupRequest, log: winston.Logger, digest: ArchiveDigest | undefined, fatal: string | undefined): BackupResult {
+  const { warnings, errors } = countResults(req.results);
+  const phase = fatal !== undefined ? 'Failed' : errors > 0 ? 'PartiallyFailed' : 'Completed';
+  const result: BackupResult = {
+    phase,
+    formatVersion: FORMAT_VERSION,
+    resourceList: resourceListOf(req.backedUp),
+    results: req.results,
+    // Like Velero: once done, the total is what was backed up (the running total counted skipped items too).
+    progress: { totalItems: req.progress.itemsBackedUp, itemsBackedUp: req.progress.itemsBackedUp },
+    warnings,
+    errors,
+  };
+  if (digest !== undefined) result.manifest = manifestFromDigest(digest);
+  if (fatal !== undefined) {
+    result.failureReason = fatal;
+    log.error(`backup failed: ${fatal}`);
+  } else {
+    log.info(`backup ${phase === 'Completed' ? 'completed' : 'partially failed'}: ${req.progress.itemsBackedUp} items, ${warnings} warnings, ${errors} errors`);
+  }
+  return result;
+}

@@ -1,0 +1,267 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import type { Backup } from '../apis/v1/index.js';
+import { isReplayable, type ObjectStore } from '../plugin/api/index.js';
+import { createBackupStore, LocationValidationError } from './backupStore.js';
+import { backupKeys, downloadKey, normalizePrefix, restoreKeys } from './layout.js';
+import { addResult, countResults, emptyResults, resourceListOf } from './results.js';
+
+/** A tiny in-memory ObjectStore (a fake is fine here: this is pure key/ordering logic). */
+function memoryStore(opts: { relativePrefixes?: boolean; buckets?: string[] } = {}) {
+  const objects = new Map<string, Buffer>();
+  const log: string[] = [];
+  const buckets = new Set(opts.buckets ?? ['b']);
+  const need = (bucket: string): void => {
+    if (!buckets.has(bucket)) throw Object.assign(new Error(`NoSuchBucket: the bucket ${bucket} does not exist`), { code: 'NoSuchBucket' });
+  };
+  const store: ObjectStore = {
+    async init() {},
+    async putObject(bucket, key, body) {
+      need(bucket);
+      const chunks: Uint8Array[] = [];
+      for await (const c of body) chunks.push(c);
+      objects.set(`${bucket}/${key}`, Buffer.concat(chunks));
+      log.push(`put ${key}`);
+    },
+    async getObject(bucket, key) {
+      need(bucket);
+      const v = objects.get(`${bucket}/${key}`);
+      if (!v) throw Object.assign(new Error(`${key} not found`), { code: 'NotFound' });
+      return (async function* () {
+        yield v;
+      })();
+    },
+    async objectExists(bucket, key) {
+      need(bucket);
+      return objects.has(`${bucket}/${key}`);
+    },
+    async listCommonPrefixes(bucket, prefix, delimiter) {
+      need(bucket);
+      const out = new Set<string>();
+      for (const k of objects.keys()) {
+        const key = k.slice(bucket.length + 1);
+        if (!k.startsWith(`${bucket}/`) || !key.startsWith(prefix)) continue;
+        const rest = key.slice(prefix.length);
+        const i = rest.indexOf(delimiter);
+        if (i >= 0) out.add(opts.relativePrefixes ? rest.slice(0, i + 1) : prefix + rest.slice(0, i + 1));
+      }
+      return [...out].sort();
+    },
+    async listObjects(bucket, prefix) {
+      need(bucket);
+      return [...objects.keys()].filter((k) => k.startsWith(`${bucket}/${prefix}`)).map((k) => k.slice(bucket.length + 1));
+    },
+    async deleteObject(bucket, key) {
+      objects.delete(`${bucket}/${key}`);
+      log.push(`delete ${key}`);
+    },
+    async createSignedURL(bucket, key, ttl) {
+      return `https://example/${bucket}/${key}?ttl=${ttl}`;
+    },
+  };
+  const keys = (bucket = 'b'): string[] => [...objects.keys()].filter((k) => k.startsWith(`${bucket}/`)).map((k) => k.slice(bucket.length + 1)).sort();
+  return { store, objects, log, keys };
+}
+
+const backupObj = (name: string): Backup => ({
+  apiVersion: 'stowage.dev/v1', kind: 'Backup', metadata: { name, namespace: 'stowage' }, spec: {}, status: { phase: 'Completed' },
+});
+const bytes = (s: string) => (async function* () {
+  yield Buffer.from(s);
+})();
+
+describe('object storage layout', () => {
+  it('names every key from DESIGN.md under the prefix', () => {
+    expect(backupKeys('', 'b1')).toEqual({
+      dir: 'backups/b1/',
+      tarball: 'backups/b1/b1.tar.gz',
+      log: 'backups/b1/b1-logs.gz',
+      resourceList: 'backups/b1/b1-resource-list.json.gz',
+      results: 'backups/b1/b1-results.gz',
+      manifest: 'backups/b1/b1-manifest.json.gz',
+      metadata: 'backups/b1/stowage-backup.json',
+    });
+    expect(restoreKeys('team/a', 'r1')).toEqual({
+      dir: 'team/a/restores/r1/',
+      log: 'team/a/restores/r1/restore-r1-logs.gz',
+      results: 'team/a/restores/r1/restore-r1-results.gz',
+      resourceList: 'team/a/restores/r1/restore-r1-resource-list.json.gz',
+    });
+    expect(downloadKey('/p/', 'BackupContents', 'x')).toBe('p/backups/x/x.tar.gz');
+    expect(downloadKey('p', 'RestoreLog', 'r')).toBe('p/restores/r/restore-r-logs.gz');
+    expect(downloadKey('', 'BackupManifest', 'x')).toBe('backups/x/x-manifest.json.gz');
+  });
+
+  it('normalises prefixes and refuses names that would escape their directory', () => {
+    expect(normalizePrefix(undefined)).toBe('');
+    expect(normalizePrefix('/')).toBe('');
+    expect(normalizePrefix('//a/b//')).toBe('a/b/');
+    for (const bad of ['', '..', 'a/b', 'a\\b']) expect(() => backupKeys('', bad)).toThrow(/invalid backup name/);
+    expect(() => restoreKeys('', '.')).toThrow('invalid restore name for an object-store key: "."');
+  });
+});
+
+describe('results and resource lists', () => {
+  it('splits messages by cluster and namespace and counts them', () => {
+    const r = emptyResults();
+    addResult(r, 'warnings', 'shop', 'w1');
+    addResult(r, 'warnings', undefined, 'w2');
+    addResult(r, 'errors', 'shop', 'e1');
+    addResult(r, 'errors', '', 'e2');
+    expect(r).toEqual({ warnings: { cluster: ['w2'], namespaces: { shop: ['w1'] } }, errors: { cluster: ['e2'], namespaces: { shop: ['e1'] } } });
+    expect(countResults(r)).toEqual({ warnings: 2, errors: 2 });
+  });
+
+  it('builds a sorted resource list', () => {
+    expect(resourceListOf([
+      { groupResource: 'pods', namespace: 'b', name: 'z' }, { groupResource: 'namespaces', name: 'b' },
+      { groupResource: 'pods', namespace: 'a', name: 'y' },
+    ])).toEqual({ namespaces: ['b'], pods: ['a/y', 'b/z'] });
+  });
+});
+
+describe('BackupStore', () => {
+  it('writes stowage-backup.json last and reads every artifact back', async () => {
+    const m = memoryStore();
+    const s = createBackupStore({ objectStore: m.store, bucket: 'b', prefix: 'pre' });
+    await s.putTarball('b1', bytes('tarball'));
+    const results = emptyResults();
+    addResult(results, 'warnings', 'ns', 'careful');
+    const manifest = { formatVersion: '1.1.0', tarball: { sha256: 'a'.repeat(64), bytes: 7 }, entries: { 'metadata/version': 'b'.repeat(64) } };
+    await s.completeBackup('b1', { resourceList: { pods: ['ns/p'] }, results, manifest, backup: backupObj('b1') });
+    expect(m.log).toEqual([
+      'put pre/backups/b1/b1.tar.gz',
+      'put pre/backups/b1/b1-resource-list.json.gz',
+      'put pre/backups/b1/b1-results.gz',
+      'put pre/backups/b1/b1-manifest.json.gz',
+      'put pre/backups/b1/stowage-backup.json',
+    ]);
+    expect(JSON.parse(gunzipSync(m.objects.get('b/pre/backups/b1/b1-resource-list.json.gz') as Buffer).toString())).toEqual({ pods: ['ns/p'] });
+    expect(await s.getBackupMetadata('b1')).toEqual(backupObj('b1'));
+    expect(await s.getManifest('b1')).toEqual(manifest);
+    expect(await s.getResults('b1')).toEqual(results);
+    expect(await s.getResourceList('b1')).toEqual({ pods: ['ns/p'] });
+    const chunks: Uint8Array[] = [];
+    for await (const c of await s.getTarball('b1')) chunks.push(c);
+    expect(Buffer.concat(chunks).toString()).toBe('tarball');
+    expect(await s.getBackupMetadata('nope')).toBeUndefined();
+    expect(await s.getManifest('nope')).toBeUndefined();
+    await expect(s.getTarball('nope')).rejects.toMatchObject({ code: 'NotFound' });
+  });
+
+  it('uploads log files as they are (already gzipped)', async () => {
+    const m = memoryStore();
+    const s = createBackupStore({ objectStore: m.store, bucket: 'b' });
+    const dir = mkdtempSync(join(tmpdir(), 'stowage-store-'));
+    const file = join(dir, 'run.log.gz');
+    writeFileSync(file, gzipSync('line 1\nline 2\n'));
+    await s.putLog('b1', file);
+    await s.putRestoreLog('r1', file);
+    expect(gunzipSync(m.objects.get('b/backups/b1/b1-logs.gz') as Buffer).toString()).toBe('line 1\nline 2\n');
+    expect(m.keys()).toEqual(['backups/b1/b1-logs.gz', 'restores/r1/restore-r1-logs.gz']);
+  });
+
+  it('lists only whole backups (with stowage-backup.json), whatever prefix style the store returns', async () => {
+    for (const relativePrefixes of [false, true]) {
+      const m = memoryStore({ relativePrefixes });
+      const s = createBackupStore({ objectStore: m.store, bucket: 'b', prefix: 'p/' });
+      await s.putTarball('partial', bytes('x'));
+      await s.putTarball('whole', bytes('x'));
+      await s.putBackupMetadata('whole', backupObj('whole'));
+      await s.putBackupMetadata('also', backupObj('also'));
+      await m.store.putObject('b', 'other/backups/x/stowage-backup.json', bytes('{}'));
+      expect(await s.listBackupNames()).toEqual(['also', 'whole']);
+    }
+  });
+
+  it('deletes stowage-backup.json first, then the rest, then the named restores only', async () => {
+    const m = memoryStore();
+    const s = createBackupStore({ objectStore: m.store, bucket: 'b' });
+    await s.putTarball('b1', bytes('x'));
+    await s.putResults('b1', emptyResults());
+    await s.putBackupMetadata('b1', backupObj('b1'));
+    await s.putBackupMetadata('b10', backupObj('b10'));
+    await s.putRestoreResults('r1', emptyResults());
+    await s.putRestoreResourceList('r1', {});
+    await s.putRestoreResults('r2', emptyResults());
+    m.log.length = 0;
+    await s.deleteBackup('b1', ['r1']);
+    expect(m.log[0]).toBe('delete backups/b1/stowage-backup.json');
+    expect(m.keys()).toEqual(['backups/b10/stowage-backup.json', 'restores/r2/restore-r2-results.gz']);
+    expect(await s.getRestoreResults('r2')).toEqual(emptyResults());
+    await s.deleteRestore('r2');
+    expect(m.keys()).toEqual(['backups/b10/stowage-backup.json']);
+  });
+
+  it('hands the object store replayable bodies for artifacts and logs (re-readable after a plugin restart)', async () => {
+    const m = memoryStore();
+    const seen: Record<string, { replayable: boolean; reads: string[] }> = {};
+    const recording: ObjectStore = {
+      ...m.store,
+      async putObject(bucket, key, body) {
+        const reads: string[] = [];
+        for (let i = 0; i < 2; i++) {
+          const chunks: Uint8Array[] = [];
+          for await (const c of body) chunks.push(c);
+          reads.push(Buffer.concat(chunks).toString('base64'));
+        }
+        seen[key] = { replayable: isReplayable(body), reads };
+      },
+    };
+    const s = createBackupStore({ objectStore: recording, bucket: 'b' });
+    const dir = mkdtempSync(join(tmpdir(), 'stowage-store-'));
+    writeFileSync(join(dir, 'log.gz'), gzipSync('a log line\n'));
+    await s.putLog('b1', join(dir, 'log.gz'));
+    await s.completeBackup('b1', { resourceList: {}, results: emptyResults(), backup: backupObj('b1') });
+    await s.putRestoreLog('r1', join(dir, 'log.gz'));
+    expect(Object.keys(seen).sort()).toEqual([
+      'backups/b1/b1-logs.gz', 'backups/b1/b1-resource-list.json.gz', 'backups/b1/b1-results.gz', 'backups/b1/stowage-backup.json', 'restores/r1/restore-r1-logs.gz',
+    ]);
+    for (const [key, v] of Object.entries(seen)) {
+      expect(v.replayable, key).toBe(true);
+      expect(v.reads[0], key).not.toBe('');
+      expect(v.reads[1], key).toBe(v.reads[0]);
+    }
+  });
+
+  it('signs download URLs for the right keys', async () => {
+    const s = createBackupStore({ objectStore: memoryStore().store, bucket: 'b', prefix: 'x' });
+    expect(await s.signedURL('BackupResults', 'b1', 600)).toBe('https://example/b/x/backups/b1/b1-results.gz?ttl=600');
+  });
+
+  it('validates: reachable bucket, and only backups/ and restores/ at the top of the prefix', async () => {
+    const m = memoryStore();
+    const s = createBackupStore({ objectStore: m.store, bucket: 'b', prefix: 'team' });
+    await expect(s.validate()).resolves.toBeUndefined();
+    await s.putBackupMetadata('b1', backupObj('b1'));
+    await s.putRestoreResults('r1', emptyResults());
+    await m.store.putObject('b', 'elsewhere/file', bytes('x'));
+    await expect(s.validate()).resolves.toBeUndefined();
+    await m.store.putObject('b', 'team/kopia/x', bytes('x'));
+    await m.store.putObject('b', 'team/data/x', bytes('x'));
+    await expect(s.validate()).rejects.toThrow(new LocationValidationError(
+      'bucket "b" under prefix "team/" holds unexpected directories "data/", "kopia/" at its top level; only backups/ and restores/ may be there (give the location its own bucket or prefix)'));
+    const root = createBackupStore({ objectStore: m.store, bucket: 'b' });
+    await expect(root.validate()).rejects.toThrow('bucket "b" holds unexpected directories "elsewhere/", "team/" at its top level');
+    const missing = createBackupStore({ objectStore: m.store, bucket: 'gone' });
+    await expect(missing.validate()).rejects.toThrow('bucket "gone" is not reachable: NoSuchBucket: the bucket gone does not exist');
+  });
+
+  it('refuses oversized or corrupt artifacts with the key in the message', async () => {
+    const m = memoryStore();
+    const s = createBackupStore({ objectStore: m.store, bucket: 'b', maxArtifactBytes: 1000 });
+    await m.store.putObject('b', 'backups/b1/b1-results.gz', bytes('not gzip'));
+    await expect(s.getResults('b1')).rejects.toThrow(/^backups\/b1\/b1-results\.gz could not be read: incorrect header check/);
+    await s.putResourceList('b1', { pods: Array.from({ length: 500 }, (_, i) => `ns/p${i}`) });
+    await expect(s.getResourceList('b1')).rejects.toThrow('backups/b1/b1-resource-list.json.gz could not be read: its inflated content is larger than 1000 bytes');
+    await m.store.putObject('b', 'backups/b1/b1-manifest.json.gz', (async function* () {
+      yield gzipSync('{"formatVersion":"1.1.0"}');
+    })());
+    await expect(s.getManifest('b1')).rejects.toThrow('the backup manifest is malformed: tarball is missing');
+    await m.store.putObject('b', 'backups/b1/stowage-backup.json', bytes('{"kind":"Restore"}'));
+    await expect(s.getBackupMetadata('b1')).rejects.toThrow('stowage-backup.json of backup "b1" is not a Backup object');
+  });
+});

@@ -1,0 +1,178 @@
+// BackupStore: backups and restores' artifacts in one location (an ObjectStore, a bucket, a prefix).
+// All keys come from layout.ts. stowage-backup.json is written last and deleted first, so a backup
+// is visible to sync only while it is whole.
+import { createReadStream } from 'node:fs';
+import type { Backup, DownloadTargetKind } from '../apis/v1/index.js';
+import { parseManifest, type BackupManifest } from '../archive/index.js';
+import { replayableBody, type ObjectStore } from '../plugin/api/index.js';
+import { errorMessage } from '../util/errors.js';
+import { mapLimit } from '../util/concurrency.js';
+import { gzipJson, parseJson, plainJson, readAllCapped, readGzipJson } from './codec.js';
+import {
+  BACKUPS_DIR, backupKeys, downloadKey, normalizePrefix, relativeDir, restoreKeys, TOP_LEVEL_DIRS, type BackupKeys,
+} from './layout.js';
+import type { ResourceList, RunResults } from './results.js';
+
+export interface BackupStoreOptions {
+  objectStore: ObjectStore;
+  bucket: string;
+  prefix?: string;
+  /** Largest JSON artifact (manifest, results, resource list, metadata) read back, inflated. Default 256 MiB. */
+  maxArtifactBytes?: number;
+  /** Parallel object-store calls for list/delete fan-out. Default 8. */
+  concurrency?: number;
+}
+
+/** What completeBackup writes; `backup` (stowage-backup.json) goes last. */
+export interface BackupArtifacts {
+  resourceList: ResourceList;
+  results: RunResults;
+  manifest?: BackupManifest;
+  backup: Backup;
+}
+
+export interface BackupStore {
+  readonly bucket: string;
+  /** Normalised prefix: '' or 'a/b/'. */
+  readonly prefix: string;
+  keys(backup: string): BackupKeys;
+  putTarball(backup: string, body: AsyncIterable<Uint8Array>): Promise<void>;
+  /** Uploads a run log file, already gzipped by the run logger. */
+  putLog(backup: string, gzFile: string): Promise<void>;
+  putResourceList(backup: string, list: ResourceList): Promise<void>;
+  putResults(backup: string, results: RunResults): Promise<void>;
+  putManifest(backup: string, manifest: BackupManifest): Promise<void>;
+  /** Writes stowage-backup.json. Call it last: it marks the backup whole. */
+  putBackupMetadata(backup: string, obj: Backup): Promise<void>;
+  /** Resource list, results, manifest, then stowage-backup.json, in that order. */
+  completeBackup(backup: string, artifacts: BackupArtifacts): Promise<void>;
+  /** Undefined when the backup has no stowage-backup.json. */
+  getBackupMetadata(backup: string): Promise<Backup | undefined>;
+  getTarball(backup: string): Promise<AsyncIterable<Uint8Array>>;
+  /** Undefined when the backup has no manifest (e.g. a backup made by Velero). */
+  getManifest(backup: string): Promise<BackupManifest | undefined>;
+  getResourceList(backup: string): Promise<ResourceList | undefined>;
+  getResults(backup: string): Promise<RunResults | undefined>;
+  /** Names of the whole backups: those with a stowage-backup.json. */
+  listBackupNames(): Promise<string[]>;
+  /** Deletes stowage-backup.json first, then every other key of the backup, then the named restores' keys. */
+  deleteBackup(backup: string, restores?: readonly string[]): Promise<void>;
+  putRestoreLog(restore: string, gzFile: string): Promise<void>;
+  putRestoreResults(restore: string, results: RunResults): Promise<void>;
+  putRestoreResourceList(restore: string, list: ResourceList): Promise<void>;
+  getRestoreResults(restore: string): Promise<RunResults | undefined>;
+  deleteRestore(restore: string): Promise<void>;
+  signedURL(kind: DownloadTargetKind, name: string, ttlSeconds: number): Promise<string>;
+  /**
+   * Checks the bucket is reachable and nothing but backups/ and restores/ sits at the top level of
+   * the prefix. Rejects with a message saying which.
+   */
+  validate(): Promise<void>;
+}
+
+export class LocationValidationError extends Error {
+  override readonly name = 'LocationValidationError';
+}
+
+export function isNotFound(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'NotFound';
+}
+
+export function createBackupStore(opts: BackupStoreOptions): BackupStore {
+  const { objectStore: os, bucket } = opts;
+  const prefix = normalizePrefix(opts.prefix);
+  const maxBytes = opts.maxArtifactBytes ?? 256 * 1024 * 1024;
+  const concurrency = opts.concurrency ?? 8;
+  const where = `bucket "${bucket}"${prefix === '' ? '' : ` under prefix "${prefix}"`}`;
+
+  const keys = (b: string): BackupKeys => backupKeys(prefix, b);
+  // Re-opened on every attempt, so the plugin host can replay the upload after a plugin restart.
+  const putFile = (key: string, file: string): Promise<void> => os.putObject(bucket, key, replayableBody(() => createReadStream(file)));
+
+  async function getOptional<T>(key: string, read: (s: AsyncIterable<Uint8Array>) => Promise<T>): Promise<T | undefined> {
+    let stream: AsyncIterable<Uint8Array>;
+    try {
+      stream = await os.getObject(bucket, key);
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+    return read(stream);
+  }
+  const getGzipJson = <T>(key: string, check: (v: unknown) => T = (v) => v as T): Promise<T | undefined> =>
+    getOptional(key, async (s) => check(await readGzipJson(s, maxBytes, key)));
+
+  async function deleteAll(dir: string): Promise<void> {
+    const all = await os.listObjects(bucket, dir);
+    await mapLimit(all, concurrency, (k) => os.deleteObject(bucket, k));
+  }
+
+  const store: BackupStore = {
+    bucket,
+    prefix,
+    keys,
+    putTarball: (b, body) => os.putObject(bucket, keys(b).tarball, body),
+    putLog: (b, file) => putFile(keys(b).log, file),
+    putResourceList: (b, list) => os.putObject(bucket, keys(b).resourceList, gzipJson(list)),
+    putResults: (b, results) => os.putObject(bucket, keys(b).results, gzipJson(results)),
+    putManifest: (b, m) => os.putObject(bucket, keys(b).manifest, gzipJson(m)),
+    putBackupMetadata: (b, obj) => os.putObject(bucket, keys(b).metadata, plainJson(obj)),
+    async completeBackup(b, a) {
+      await store.putResourceList(b, a.resourceList);
+      await store.putResults(b, a.results);
+      if (a.manifest) await store.putManifest(b, a.manifest);
+      await store.putBackupMetadata(b, a.backup);
+    },
+    getBackupMetadata: (b) =>
+      getOptional(keys(b).metadata, async (s) => checkBackup(parseJson(await readAllCapped(s, maxBytes, keys(b).metadata), keys(b).metadata), b)),
+    getTarball: (b) => os.getObject(bucket, keys(b).tarball),
+    getManifest: (b) => getGzipJson(keys(b).manifest, parseManifest),
+    getResourceList: (b) => getGzipJson<ResourceList>(keys(b).resourceList),
+    getResults: (b) => getGzipJson<RunResults>(keys(b).results),
+    async listBackupNames() {
+      const under = `${prefix}${BACKUPS_DIR}`;
+      const dirs = await os.listCommonPrefixes(bucket, under, '/');
+      const names = dirs.map((d) => relativeDir(d, under)).filter((n) => n !== '' && !n.includes('/'));
+      const whole = await mapLimit(names, concurrency, (n) => os.objectExists(bucket, keys(n).metadata));
+      return names.filter((_, i) => whole[i]).sort();
+    },
+    async deleteBackup(b, restores = []) {
+      const k = keys(b);
+      // Metadata first: a half-deleted backup must not be synced back into the cluster.
+      if (await os.objectExists(bucket, k.metadata)) await os.deleteObject(bucket, k.metadata);
+      await deleteAll(k.dir);
+      for (const r of restores) await deleteAll(restoreKeys(prefix, r).dir);
+    },
+    putRestoreLog: (r, file) => putFile(restoreKeys(prefix, r).log, file),
+    putRestoreResults: (r, results) => os.putObject(bucket, restoreKeys(prefix, r).results, gzipJson(results)),
+    putRestoreResourceList: (r, list) => os.putObject(bucket, restoreKeys(prefix, r).resourceList, gzipJson(list)),
+    getRestoreResults: (r) => getGzipJson<RunResults>(restoreKeys(prefix, r).results),
+    deleteRestore: (r) => deleteAll(restoreKeys(prefix, r).dir),
+    signedURL: (kind, name, ttl) => os.createSignedURL(bucket, downloadKey(prefix, kind, name), ttl),
+    async validate() {
+      let dirs: string[];
+      try {
+        dirs = await os.listCommonPrefixes(bucket, prefix, '/');
+      } catch (err) {
+        throw new LocationValidationError(`${where} is not reachable: ${errorMessage(err)}`, { cause: err });
+      }
+      const unknown = dirs.map((d) => `${relativeDir(d, prefix)}/`).filter((d) => !TOP_LEVEL_DIRS.includes(d));
+      if (unknown.length > 0) {
+        const list = unknown.sort().map((d) => `"${d}"`).join(', ');
+        throw new LocationValidationError(
+          `${where} holds unexpected ${unknown.length === 1 ? 'directory' : 'directories'} ${list} at its top level; ` +
+            `only ${TOP_LEVEL_DIRS.join(' and ')} may be there (give the location its own bucket or prefix)`,
+        );
+      }
+    },
+  };
+  return store;
+}
+
+function checkBackup(value: unknown, name: string): Backup {
+  const v = value as Partial<Backup> | null;
+  if (v === null || typeof v !== 'object' || v.kind !== 'Backup' || typeof v.metadata?.name !== 'string') {
+    throw new Error(`stowage-backup.json of backup "${name}" is not a Backup object`);
+  }
+  return v as Backup;
+}

@@ -1,0 +1,43 @@
+// Warnings and errors of a run, split by cluster and by namespace (the <b>-results.gz file), and the
+// resource list (groupResource -> ["ns/name" | "name"]).
+
+export interface ScopedMessages {
+  cluster: string[];
+  namespaces: Record<string, string[]>;
+}
+
+export interface RunResults {
+  warnings: ScopedMessages;
+  errors: ScopedMessages;
+}
+
+/** groupResource (`deployments.apps`) -> sorted item names, `ns/name` or `name` for cluster-scoped. */
+export type ResourceList = Record<string, string[]>;
+
+export function emptyResults(): RunResults {
+  return { warnings: { cluster: [], namespaces: {} }, errors: { cluster: [], namespaces: {} } };
+}
+
+/** Records a message against a namespace, or the cluster when namespace is undefined or ''. */
+export function addResult(results: RunResults, kind: 'warnings' | 'errors', namespace: string | undefined, message: string): void {
+  const scoped = results[kind];
+  if (namespace === undefined || namespace === '') {
+    scoped.cluster.push(message);
+    return;
+  }
+  (scoped.namespaces[namespace] ??= []).push(message);
+}
+
+export function countResults(results: RunResults): { warnings: number; errors: number } {
+  const count = (s: ScopedMessages): number => s.cluster.length + Object.values(s.namespaces).reduce((n, l) => n + l.length, 0);
+  return { warnings: count(results.warnings), errors: count(results.errors) };
+}
+
+/** Builds a resource list from item identities, with names sorted for stable output. */
+export function resourceListOf(items: Iterable<{ groupResource: string; namespace?: string; name: string }>): ResourceList {
+  const out: ResourceList = {};
+  for (const it of items) (out[it.groupResource] ??= []).push(it.namespace ? `${it.namespace}/${it.name}` : it.name);
+  const sorted: ResourceList = {};
+  for (const gr of Object.keys(out).sort()) sorted[gr] = (out[gr] ?? []).sort();
+  return sorted;
+}
