@@ -1,0 +1,162 @@
+import { describe, expect, it } from 'vitest';
+import { newBackup, newRestore, type RestoreSpec } from '../apis/v1/index.js';
+import type { ArchiveContents, ArchiveItem, ArchiveObject } from '../archive/index.js';
+import { itemPath } from '../archive/index.js';
+import type { ApiResource } from '../kube/index.js';
+import { buildPlan, RestoreRefusedError, type RestorePlan } from './plan.js';
+import { newRestoreRequest } from './request.js';
+
+function res(group: string, version: string, resource: string, kind: string, namespaced: boolean): ApiResource {
+  const gr = group === '' ? resource : `${resource}.${group}`;
+  return { group, version, resource, kind, namespaced, verbs: ['create', 'get', 'list'], groupResource: gr, apiVersion: group === '' ? version : `${group}/${version}`, shortNames: [], singularName: kind.toLowerCase() };
+}
+
+const DISCOVERED: ApiResource[] = [
+  res('', 'v1', 'namespaces', 'Namespace', false),
+  res('', 'v1', 'configmaps', 'ConfigMap', true),
+  res('', 'v1', 'pods', 'Pod', true),
+  res('', 'v1', 'events', 'Event', true),
+  res('', 'v1', 'nodes', 'Node', false),
+  { ...res('', 'v1', 'persistentvolumes', 'PersistentVolume', false), shortNames: ['pv'] },
+  res('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim', true),
+  res('apps', 'v1', 'deployments', 'Deployment', true),
+  res('apps', 'v1', 'replicasets', 'ReplicaSet', true),
+  res('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false),
+  res('stowage.dev', 'v1', 'backups', 'Backup', true),
+];
+
+function item(groupResource: string, obj: ArchiveObject): ArchiveItem {
+  const ns = obj.metadata.namespace;
+  const it: ArchiveItem = { path: itemPath(groupResource, ns, obj.metadata.name), groupResource, name: obj.metadata.name, object: obj, sha256: '', bytes: 0 };
+  if (ns !== undefined) it.namespace = ns;
+  return it;
+}
+
+const o = (apiVersion: string, kind: string, name: string, namespace?: string, extra: Record<string, unknown> = {}): ArchiveObject => ({
+  apiVersion, kind, metadata: { name, ...(namespace !== undefined ? { namespace } : {}), ...((extra.metadata as object | undefined) ?? {}) }, ...Object.fromEntries(Object.entries(extra).filter(([k]) => k !== 'metadata')),
+});
+
+const CRD = o('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'widgets.example.com', undefined, {
+  spec: { group: 'example.com', scope: 'Namespaced', names: { plural: 'widgets', kind: 'Widget' }, versions: [{ name: 'v1', served: true, storage: true }] },
+});
+
+function archive(items: ArchiveItem[]): ArchiveContents {
+  return { formatVersion: '1.1.0', items, alternateVersions: [], entries: {}, tarball: { sha256: '', bytes: 0 }, inflatedBytes: 0, ignored: [] };
+}
+
+const ITEMS: ArchiveItem[] = [
+  item('namespaces', o('v1', 'Namespace', 'app', undefined, { metadata: { labels: { team: 'a' } } })),
+  item('configmaps', o('v1', 'ConfigMap', 'cfg', 'app', { metadata: { labels: { tier: 'web' } } })),
+  item('configmaps', o('v1', 'ConfigMap', 'cfg', 'other')),
+  item('deployments.apps', o('apps/v1', 'Deployment', 'web', 'app')),
+  item('replicasets.apps', o('apps/v1', 'ReplicaSet', 'web-1', 'app', { metadata: { ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'u', controller: true }] } })),
+  item('pods', o('v1', 'Pod', 'web-1-a', 'app', { metadata: { ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-1', uid: 'u2', controller: true }] } })),
+  item('events', o('v1', 'Event', 'e1', 'app')),
+  item('nodes', o('v1', 'Node', 'n1')),
+  item('backups.stowage.dev', o('stowage.dev/v1', 'Backup', 'b0', 'app')),
+  item('persistentvolumes', o('v1', 'PersistentVolume', 'pv1', undefined, { spec: { claimRef: { namespace: 'app', name: 'data' } } })),
+  item('persistentvolumes', o('v1', 'PersistentVolume', 'pv-other', undefined, { spec: { claimRef: { namespace: 'other', name: 'data' } } })),
+  item('persistentvolumeclaims', o('v1', 'PersistentVolumeClaim', 'data', 'app')),
+  item('customresourcedefinitions.apiextensions.k8s.io', CRD),
+  item('widgets.example.com', o('example.com/v1', 'Widget', 'w1', 'app')),
+];
+
+function plan(spec: RestoreSpec, items = ITEMS): RestorePlan {
+  const req = newRestoreRequest(newRestore('r1', 'stowage', { backupName: 'b1', ...spec }), newBackup('b1', 'stowage'));
+  return buildPlan(archive(items), req, DISCOVERED);
+}
+
+const keys = (p: RestorePlan): string[] => [...p.items.values()].map((i) => `${i.groupResource} ${i.namespace}/${i.name}`).sort();
+
+describe('buildPlan', () => {
+  it('restores everything restorable, never nodes, events or stowage.dev kinds', () => {
+    const p = plan({});
+    expect(keys(p)).toEqual([
+      'configmaps app/cfg', 'configmaps other/cfg', 'customresourcedefinitions.apiextensions.k8s.io /widgets.example.com',
+      'deployments.apps app/web', 'namespaces /app', 'namespaces /other', 'persistentvolumeclaims app/data', 'persistentvolumes /pv-other',
+      'persistentvolumes /pv1', 'pods app/web-1-a',
+      'replicasets.apps app/web-1', 'widgets.example.com app/w1',
+    ]);
+    expect([...p.neverRestored.keys()].sort()).toEqual(['backups.stowage.dev', 'events', 'nodes']);
+    // 'other' has no Namespace object in the backup: a bare one is created for its items.
+    expect(p.namespaces.get('other')?.synthesized).toBe(true);
+    expect(p.namespaces.get('app')?.synthesized).toBeUndefined();
+  });
+
+  it('skips controller-owned items whose controller is restored, with the reason', () => {
+    const p = plan({});
+    const skip = (gr: string, name: string): string | undefined => [...p.items.values()].find((i) => i.groupResource === gr && i.name === name)?.skip;
+    expect(skip('replicasets.apps', 'web-1')).toBe('owned by Deployment web, which this restore recreates; its controller makes a new one');
+    expect(skip('pods', 'web-1-a')).toBe('owned by ReplicaSet web-1, which this restore recreates; its controller makes a new one');
+    expect(skip('deployments.apps', 'web')).toBeUndefined();
+    // Without the Deployment in the restore, the ReplicaSet is restored (orphaned) and its pods left to it.
+    const q = plan({ excludedResources: ['deployments.apps'] });
+    expect([...q.items.values()].find((i) => i.name === 'web-1')?.skip).toBeUndefined();
+    expect([...q.items.values()].find((i) => i.name === 'web-1-a')?.skip).toContain('ReplicaSet web-1');
+  });
+
+  it('orders tiers by priority: CRDs, namespaces, PVs, configmaps, pods, replicasets, then the rest alphabetically', () => {
+    expect(plan({}).tiers.map((t) => t.tier.groupResources.join())).toEqual([
+      'customresourcedefinitions.apiextensions.k8s.io', 'namespaces', 'persistentvolumes', 'persistentvolumeclaims', 'configmaps', 'pods', 'replicasets.apps',
+      'deployments.apps', 'widgets.example.com',
+    ]);
+  });
+
+  it('filters by namespace and maps namespaces, creating the mapped Namespace from the backed-up one', () => {
+    const p = plan({ includedNamespaces: ['app'], namespaceMapping: { app: 'app-copy' } });
+    expect(keys(p)).toEqual([
+      'configmaps app-copy/cfg', 'customresourcedefinitions.apiextensions.k8s.io /widgets.example.com', 'deployments.apps app-copy/web',
+      'namespaces /app-copy', 'persistentvolumeclaims app-copy/data', 'persistentvolumes /pv1', 'pods app-copy/web-1-a', 'replicasets.apps app-copy/web-1',
+      'widgets.example.com app-copy/w1',
+    ]);
+    // The CRD and the claim's PV come along although cluster-scoped resources are not included.
+    expect(p.crds.get('widgets.example.com')?.name).toBe('widgets.example.com');
+    expect(p.namespaces.get('app-copy')?.original.metadata.labels).toEqual({ team: 'a' });
+  });
+
+  it('leaves related cluster-scoped items out when their resource is excluded, or includeClusterResources is false', () => {
+    const p = plan({ includedNamespaces: ['app'], excludedResources: ['customresourcedefinitions', 'pv'] });
+    expect(p.crds.size).toBe(0);
+    expect(keys(p)).toContain('widgets.example.com app/w1');
+    expect(keys(p).filter((k) => k.startsWith('persistentvolumes '))).toEqual([]);
+    const q = plan({ includeClusterResources: false });
+    expect(q.crds.size).toBe(0);
+    expect(keys(q).filter((k) => k.startsWith('persistentvolumes ') || k.startsWith('customresourcedefinitions'))).toEqual([]);
+    expect(keys(q)).toContain('namespaces /app');
+  });
+
+  it('selects by label, still creating the namespaces the selected items live in', () => {
+    expect(keys(plan({ labelSelector: { matchLabels: { tier: 'web' } } }))).toEqual(['configmaps app/cfg', 'namespaces /app']);
+    expect(keys(plan({ orLabelSelectors: [{ matchLabels: { tier: 'web' } }, { matchLabels: { team: 'a' } }] }))).toEqual(['configmaps app/cfg', 'namespaces /app']);
+  });
+
+  it('filters by resource, by kind name too', () => {
+    expect(keys(plan({ includedResources: ['Widget'] }))).toEqual([
+      'customresourcedefinitions.apiextensions.k8s.io /widgets.example.com', 'namespaces /app', 'widgets.example.com app/w1',
+    ]);
+  });
+
+  it('refuses an item whose stored scope contradicts the cluster or its CRD, before anything is created', () => {
+    const bad = [...ITEMS, item('configmaps', o('v1', 'ConfigMap', 'c-cluster'))];
+    expect(() => plan({}, bad)).toThrow(RestoreRefusedError);
+    expect(() => plan({}, bad)).toThrow('entry resources/configmaps/cluster/c-cluster.json: configmaps is namespaced but the item is stored as cluster-scoped; refused');
+    const badCr = [...ITEMS, item('widgets.example.com', o('example.com/v1', 'Widget', 'w-cluster'))];
+    expect(() => plan({}, badCr)).toThrow('widgets.example.com is namespaced but the item is stored as cluster-scoped');
+  });
+
+  it('refuses a mapping that restores two items onto one object, but merges two namespaces onto one', () => {
+    expect(() => plan({ namespaceMapping: { other: 'app' } })).toThrow(
+      'namespaceMapping restores configmaps app/cfg and other/cfg onto the same object app/cfg; refused',
+    );
+    const p = plan({ namespaceMapping: { other: 'merged', app: 'merged' }, includedResources: ['namespaces', 'deployments.apps'] });
+    expect(keys(p)).toEqual(['deployments.apps merged/web', 'namespaces /merged']);
+  });
+
+  it('plans additional items on demand, by backup or target namespace, never for never-restored kinds', () => {
+    const p = plan({ includedResources: ['deployments.apps'], namespaceMapping: { other: 'moved' } });
+    expect(p.planAdditional('configmaps', 'moved', 'cfg')?.sourceNamespace).toBe('other');
+    expect(p.planAdditional('configmaps', 'app', 'cfg')?.namespace).toBe('app');
+    expect(p.planAdditional('events', 'app', 'e1')).toBeUndefined();
+    expect(p.planAdditional('configmaps', 'app', 'missing')).toBeUndefined();
+  });
+});

@@ -1,0 +1,280 @@
+// Planning: which archive items a restore creates, in which namespace, and in which order. Runs on
+// the whole archive after it was read and checked, and before anything is created, so every reason
+// to refuse the restore (an item whose scope contradicts the cluster's, two items mapped onto one
+// target) is found first.
+import type { ArchiveContents, ArchiveItem } from '../archive/index.js';
+import { splitGroupResource, versionOfApiVersion } from '../archive/index.js';
+import type { ApiResource, ResourceRef } from '../kube/index.js';
+import type { KubeObject } from '../plugin/api/index.js';
+import { resourceEntryMatches, type ResourceLike } from '../util/filters.js';
+import { anyLabelSelectorMatches } from '../util/labels.js';
+import { neverRestoredReason } from './kinds.js';
+import { displayName, recordAt } from './objects.js';
+import { ownerIndex, restoredController } from './ownership.js';
+import { orderTiers, type RestoreTier } from './priorities.js';
+import { targetNamespace, type RestoreRequest } from './request.js';
+
+export const CRD_GROUP_RESOURCE = 'customresourcedefinitions.apiextensions.k8s.io';
+
+/** Why a restore was refused before anything was created (the archive or the spec cannot be restored as is). */
+export class RestoreRefusedError extends Error {
+  override readonly name = 'RestoreRefusedError';
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface PlannedItem {
+  /** groupResource, source namespace and name: the item's identity in the archive. */
+  key: string;
+  groupResource: string;
+  /** Namespace in the backup ('' for cluster-scoped items). */
+  sourceNamespace: string;
+  /** Namespace restored into ('' for cluster-scoped items). */
+  namespace: string;
+  /** Name restored as (a mapped Namespace gets its new name). */
+  name: string;
+  ref: ResourceRef;
+  resource: ResourceLike;
+  /** The object as backed up. */
+  original: KubeObject;
+  /** Set when the plan already decided to skip the item, with the reason. */
+  skip?: string;
+  /** A Namespace the backup does not hold, created bare because restored items live in it. */
+  synthesized?: boolean;
+}
+
+export interface RestorePlan {
+  items: Map<string, PlannedItem>;
+  tiers: { tier: RestoreTier; items: PlannedItem[] }[];
+  /** Target namespace -> its Namespace item. */
+  namespaces: Map<string, PlannedItem>;
+  /** Custom resource group-resource -> its CRD's item, for CRDs in the plan. */
+  crds: Map<string, PlannedItem>;
+  /** Group-resources left out because they are never restored, with the reason and item count. */
+  neverRestored: Map<string, { reason: string; count: number }>;
+  /** Plans an archive item on demand (an action's additional item); undefined when it cannot be restored. */
+  planAdditional(groupResource: string, namespace: string, name: string): PlannedItem | undefined;
+}
+
+export function itemKey(groupResource: string, namespace: string, name: string): string {
+  return `${groupResource}\u0000${namespace}\u0000${name}`;
+}
+
+/** `widgets.example.com` for a CRD object (its spec.names.plural and spec.group). */
+export function crdServes(crd: KubeObject): { groupResource: string; namespaced: boolean } | undefined {
+  const spec = recordAt(crd, 'spec');
+  const names = spec === undefined ? undefined : recordAt(spec, 'names');
+  if (spec === undefined || names === undefined || typeof spec.group !== 'string' || typeof names.plural !== 'string') return undefined;
+  return { groupResource: `${names.plural}.${spec.group}`, namespaced: spec.scope !== 'Cluster' };
+}
+
+export function buildPlan(contents: ArchiveContents, req: RestoreRequest, discovered: readonly ApiResource[]): RestorePlan {
+  const byGr = new Map<string, ApiResource>(discovered.map((r) => [r.groupResource, r]));
+  const archived = new Map<string, ArchiveItem>();
+  const kindOf = new Map<string, string>();
+  const crdItems = new Map<string, ArchiveItem>();
+  for (const it of contents.items) {
+    archived.set(itemKey(it.groupResource, it.namespace ?? '', it.name), it);
+    if (!kindOf.has(it.groupResource)) kindOf.set(it.groupResource, it.object.kind);
+    if (it.groupResource === CRD_GROUP_RESOURCE) {
+      const serves = crdServes(it.object);
+      if (serves !== undefined) crdItems.set(serves.groupResource, it);
+    }
+  }
+  const describe = (gr: string): ResourceLike => {
+    const d = byGr.get(gr);
+    if (d !== undefined) return d;
+    const { group, resource } = splitGroupResource(gr);
+    const kind = kindOf.get(gr);
+    return kind === undefined ? { group, resource } : { group, resource, kind };
+  };
+
+  checkScopes(contents.items, byGr, crdItems);
+
+  const neverRestored = new Map<string, { reason: string; count: number }>();
+  const mapNs = (ns: string): string => targetNamespace(req, ns);
+  const toPlanned = (it: ArchiveItem): PlannedItem => {
+    const { group, resource } = splitGroupResource(it.groupResource);
+    const src = it.namespace ?? '';
+    return {
+      key: itemKey(it.groupResource, src, it.name),
+      groupResource: it.groupResource,
+      sourceNamespace: src,
+      namespace: src === '' ? '' : mapNs(src),
+      name: it.groupResource === 'namespaces' ? mapNs(it.name) : it.name,
+      ref: { group, version: versionOfApiVersion(it.object.apiVersion), resource, namespaced: it.namespace !== undefined },
+      resource: describe(it.groupResource),
+      original: it.object,
+    };
+  };
+  const labelsMatch = (it: ArchiveItem): boolean => anyLabelSelectorMatches(req.selectors, it.object.metadata.labels);
+
+  const selected = new Map<string, PlannedItem>();
+  const namespaceItems: ArchiveItem[] = [];
+  for (const it of contents.items) {
+    const never = neverRestoredReason(it.groupResource);
+    if (never !== undefined) {
+      const n = neverRestored.get(it.groupResource) ?? { reason: never, count: 0 };
+      n.count++;
+      neverRestored.set(it.groupResource, n);
+      continue;
+    }
+    if (it.groupResource === 'namespaces') {
+      namespaceItems.push(it);
+      continue;
+    }
+    if (!req.resources.shouldInclude(describe(it.groupResource))) continue;
+    if (it.namespace !== undefined ? !req.namespaces.shouldInclude(it.namespace) : !req.includeClusterScoped) continue;
+    if (!labelsMatch(it)) continue;
+    const p = toPlanned(it);
+    selected.set(p.key, p);
+  }
+
+  // Related cluster-scoped items come along unless includeClusterResources is false or their
+  // resource is excluded explicitly: the CRDs of restored custom resources, the PVs of restored claims.
+  const explicitlyExcluded = (gr: string): boolean => {
+    const like = describe(gr);
+    return req.resources.excludes.some((p) => resourceEntryMatches(p, like));
+  };
+  const related = (gr: string): boolean => req.includeRelatedClusterScoped && !explicitlyExcluded(gr);
+  const selectedGrs = new Set([...selected.values()].map((p) => p.groupResource));
+  const crds = new Map<string, PlannedItem>();
+  for (const [gr, crd] of crdItems) {
+    const key = itemKey(CRD_GROUP_RESOURCE, '', crd.name);
+    if (!selected.has(key) && selectedGrs.has(gr) && related(CRD_GROUP_RESOURCE)) selected.set(key, toPlanned(crd));
+    const planned = selected.get(key);
+    if (planned !== undefined) crds.set(gr, planned);
+  }
+  if (related('persistentvolumes')) {
+    const claims = new Set([...selected.values()].filter((p) => p.groupResource === 'persistentvolumeclaims').map((p) => `${p.sourceNamespace}/${p.name}`));
+    for (const it of contents.items) {
+      if (it.groupResource !== 'persistentvolumes') continue;
+      const ref = recordAt(recordAt(it.object, 'spec') ?? {}, 'claimRef');
+      if (ref !== undefined && claims.has(`${String(ref.namespace)}/${String(ref.name)}`)) {
+        const p = toPlanned(it);
+        if (!selected.has(p.key)) selected.set(p.key, p);
+      }
+    }
+  }
+
+  // Namespaces: those the filters select, and every namespace a restored item lives in.
+  const namespaces = new Map<string, PlannedItem>();
+  const nsArchived = new Map(namespaceItems.map((it) => [it.name, it]));
+  const nsSelectable = req.resources.shouldInclude(describe('namespaces'));
+  for (const it of namespaceItems) {
+    if (nsSelectable && req.namespaces.shouldInclude(it.name) && labelsMatch(it)) {
+      const p = toPlanned(it);
+      // Two namespaces mapped onto one: their items merge, and the first Namespace object stands for both.
+      if (namespaces.has(p.name)) continue;
+      selected.set(p.key, p);
+      namespaces.set(p.name, p);
+    }
+  }
+  for (const p of [...selected.values()]) {
+    if (p.sourceNamespace === '' || namespaces.has(p.namespace)) continue;
+    const archivedNs = nsArchived.get(p.sourceNamespace);
+    const np = archivedNs !== undefined ? toPlanned(archivedNs) : synthesizeNamespace(p.sourceNamespace, p.namespace, describe('namespaces'));
+    selected.set(np.key, np);
+    namespaces.set(np.name, np);
+  }
+
+  checkTargetsUnique(selected.values());
+
+  // Controller-owned items whose controller is restored too are left to that controller.
+  const owners = ownerIndex([...selected.values()].filter((p) => !p.synthesized).map((p) => p.original));
+  for (const p of selected.values()) {
+    const owner = restoredController(p.original, owners);
+    if (owner !== undefined) p.skip = `owned by ${owner}, which this restore recreates; its controller makes a new one`;
+  }
+
+  const groups = new Map<string, PlannedItem[]>();
+  for (const p of selected.values()) {
+    const list = groups.get(p.groupResource) ?? [];
+    list.push(p);
+    groups.set(p.groupResource, list);
+  }
+  const tiers = orderTiers(groups.keys(), req.priorities, describe).map((tier) => ({
+    tier,
+    items: tier.groupResources
+      .flatMap((gr) => groups.get(gr) ?? [])
+      .sort((a, b) => (a.namespace === b.namespace ? cmp(a.name, b.name) : cmp(a.namespace, b.namespace))),
+  }));
+
+  const planAdditional = (groupResource: string, namespace: string, name: string): PlannedItem | undefined => {
+    if (neverRestoredReason(groupResource) !== undefined) return undefined;
+    // Actions may name an item by its namespace in the backup or by the namespace it is restored into.
+    const sources = [namespace, ...[...req.namespaceMapping].filter(([, to]) => to === namespace).map(([from]) => from)];
+    for (const src of sources) {
+      const key = itemKey(groupResource, src, name);
+      const have = selected.get(key);
+      if (have !== undefined) return have;
+      const it = archived.get(key);
+      if (it !== undefined) {
+        const p = toPlanned(it);
+        selected.set(p.key, p);
+        return p;
+      }
+    }
+    return undefined;
+  };
+
+  return { items: selected, tiers, namespaces, crds, neverRestored, planAdditional };
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function synthesizeNamespace(source: string, target: string, resource: ResourceLike): PlannedItem {
+  return {
+    key: itemKey('namespaces', '', source),
+    groupResource: 'namespaces',
+    sourceNamespace: '',
+    namespace: '',
+    name: target,
+    ref: { group: '', version: 'v1', resource: 'namespaces', namespaced: false },
+    resource,
+    original: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: source } },
+    synthesized: true,
+  };
+}
+
+/** Refuses an item stored as namespaced when its resource is cluster-scoped, or the reverse. */
+function checkScopes(items: readonly ArchiveItem[], byGr: ReadonlyMap<string, ApiResource>, crds: ReadonlyMap<string, ArchiveItem>): void {
+  const crdScope = new Map<string, boolean>();
+  for (const [gr, crd] of crds) {
+    const s = crdServes(crd.object);
+    if (s !== undefined) crdScope.set(gr, s.namespaced);
+  }
+  for (const it of items) {
+    const namespaced = byGr.get(it.groupResource)?.namespaced ?? crdScope.get(it.groupResource);
+    if (namespaced === undefined || namespaced === (it.namespace !== undefined)) continue;
+    const where = it.namespace !== undefined ? `under namespace "${it.namespace}"` : 'as cluster-scoped';
+    throw new RestoreRefusedError(
+      'scope-mismatch',
+      `entry ${it.path}: ${it.groupResource} is ${namespaced ? 'namespaced' : 'cluster-scoped'} but the item is stored ${where}; refused`,
+    );
+  }
+}
+
+/** Refuses a namespace mapping that would restore two items onto one object. */
+function checkTargetsUnique(items: Iterable<PlannedItem>): void {
+  const seen = new Map<string, PlannedItem>();
+  for (const p of items) {
+    const target = itemKey(p.groupResource, p.namespace, p.name);
+    const other = seen.get(target);
+    if (other !== undefined) {
+      const a = displayName(other.sourceNamespace, other.original.metadata.name);
+      const b = displayName(p.sourceNamespace, p.original.metadata.name);
+      throw new RestoreRefusedError(
+        'mapping-collision',
+        `namespaceMapping restores ${p.groupResource} ${a} and ${b} onto the same object ${displayName(p.namespace, p.name)}; refused`,
+      );
+    }
+    seen.set(target, p);
+  }
+}
