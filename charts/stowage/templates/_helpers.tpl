@@ -1,0 +1,119 @@
+{{/* Chart name, overridable. */}}
+{{- define "stowage.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Full name for the release's objects: the release name when it already contains the chart name. */}}
+{{- define "stowage.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "stowage.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels that select the server pods; never change them after an install. */}}
+{{- define "stowage.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "stowage.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: server
+{{- end -}}
+
+{{/* Labels for every object. */}}
+{{- define "stowage.labels" -}}
+app.kubernetes.io/name: {{ include "stowage.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: stowage
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ include "stowage.chart" . }}
+{{- with .Values.labels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "stowage.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "stowage.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret holding BackupStorageLocation credentials: existingSecret, else the chart's own. */}}
+{{- define "stowage.secretName" -}}
+{{- if .Values.credentials.existingSecret -}}
+{{- .Values.credentials.existingSecret -}}
+{{- else -}}
+{{- default (include "stowage.fullname" .) .Values.credentials.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "stowage.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A location's credential: its own, else key "cloud" of the chart's Secret when credentials.useSecret.
+Call with (dict "location" $entry "root" $).
+*/}}
+{{- define "stowage.credential" -}}
+{{- if .location.credential -}}
+credential:
+  name: {{ required "configuration.*Location[].credential.name is required" .location.credential.name | quote }}
+  key: {{ required "configuration.*Location[].credential.key is required" .location.credential.key | quote }}
+{{- else if .root.Values.credentials.useSecret -}}
+credential:
+  name: {{ include "stowage.secretName" .root | quote }}
+  key: cloud
+{{- end -}}
+{{- end -}}
+
+{{/* Server flags from .Values.configuration: value key -> flag, rendered only when set. */}}
+{{- define "stowage.configurationArgs" -}}
+{{- $flags := dict
+  "logLevel" "log-level"
+  "logFormat" "log-format"
+  "defaultBackupStorageLocation" "default-backup-storage-location"
+  "defaultBackupTTL" "default-backup-ttl"
+  "backupSyncPeriod" "backup-sync-period"
+  "storeValidationFrequency" "store-validation-frequency"
+  "garbageCollectionFrequency" "garbage-collection-frequency"
+  "restoreResourcePriorities" "restore-resource-priorities"
+  "clientQPS" "client-qps"
+  "clientBurst" "client-burst"
+  "clientPageSize" "client-page-size"
+  "concurrentBackups" "concurrent-backups"
+  "pluginStartTimeout" "plugin-start-timeout"
+  "pluginIdleTimeout" "plugin-idle-timeout"
+  "terminationGracePeriod" "termination-grace-period"
+-}}
+{{- range $key := keys $flags | sortAlpha }}
+{{- $value := get $.Values.configuration $key }}
+{{- if or $value (eq (toString $value) "0") }}
+- --{{ get $flags $key }}={{ $value }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* An emptyDir source from {sizeLimit}, as flow YAML. */}}
+{{- define "stowage.emptyDir" -}}
+{{- if .sizeLimit -}}
+{{ printf "{sizeLimit: %s}" (.sizeLimit | quote) }}
+{{- else -}}
+{}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,255 @@
+// Renders charts/stowage with stowage-helm (a `helm template` work-alike, see scripts/helm/) and
+// validates the output on the real apiserver with server-side dry run: CRDs first, for real, as
+// `helm install` does. Also keeps the chart and deploy/ in step (CRDs, RBAC rules, pod spec).
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CORE, createDynamicClient, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
+import { helmTemplate, type TemplateOptions } from '../../scripts/helm/render.js';
+import { adminConfig, uniqueName } from '../support/kube.js';
+import { applyObjects, deployRuleIds, ensureDeployCrds, loadDeployManifests, parseManifestText, REPO, type PolicyRule } from './manifests.js';
+
+const CHART = path.join(REPO, 'charts/stowage');
+const ALL_VALUES = path.join(CHART, 'ci/all-values.yaml');
+const SERVICE_MONITOR_CRD = path.join(import.meta.dirname, 'fixtures/servicemonitors.monitoring.coreos.com.yaml');
+
+interface Rendered {
+  object: KubeObject;
+  ruleIds: string[];
+}
+
+async function render(o: Partial<TemplateOptions> & { releaseName: string; namespace: string }): Promise<Rendered[]> {
+  const text = await helmTemplate({ chartDir: CHART, ...o });
+  return parseManifestText(text, `helm template ${o.releaseName}`);
+}
+
+function find(objs: readonly Rendered[], kind: string, name?: string): KubeObject {
+  const o = objs.find((x) => x.object.kind === kind && (name === undefined || x.object.metadata?.name === name));
+  if (o === undefined) throw new Error(`no ${kind}${name !== undefined ? ` ${name}` : ''} rendered (got ${objs.map((x) => `${x.object.kind}/${x.object.metadata?.name}`).join(', ')})`);
+  return o.object;
+}
+
+type Json = unknown;
+
+/** Paths of `sent` the apiserver did not keep (pruned or dropped as unknown): none is the goal. */
+function dropped(sent: Json, got: Json, at = ''): string[] {
+  // The apiserver omits empty maps and lists (`properties: {}`); that loses nothing.
+  if (got === undefined && typeof sent === 'object' && sent !== null && Object.keys(sent).length === 0) return [];
+  if (sent === null || typeof sent !== 'object') return JSON.stringify(sent) === JSON.stringify(got) ? [] : [`${at} (sent ${JSON.stringify(sent)}, kept ${JSON.stringify(got)})`];
+  if (got === null || typeof got !== 'object') return [at];
+  if (Array.isArray(sent)) {
+    if (!Array.isArray(got)) return [at];
+    return sent.flatMap((s, i) => dropped(s, got[i], `${at}[${i}]`));
+  }
+  return Object.entries(sent as Record<string, Json>).flatMap(([k, v]) => dropped(v, (got as Record<string, Json>)[k], `${at}.${k}`));
+}
+
+interface PodSpec {
+  securityContext?: Json;
+  volumes?: { name: string; emptyDir?: Json }[];
+  affinity?: { podAntiAffinity?: Json };
+  initContainers?: Json[];
+  containers: {
+    name: string;
+    image?: string;
+    args?: string[];
+    env?: { name: string; value?: string; valueFrom?: Json }[];
+    ports?: Json;
+    livenessProbe?: Json;
+    readinessProbe?: Json;
+    resources?: Json;
+    securityContext?: Json;
+    volumeMounts?: { name: string; mountPath: string }[];
+  }[];
+}
+
+function podSpec(deployment: KubeObject): PodSpec {
+  return (deployment as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+}
+
+let client: DynamicClient;
+const namespaces: string[] = [];
+
+async function dryRunInstall(objs: readonly Rendered[], namespace: string): Promise<void> {
+  const sent = objs.map((r) => r.object);
+  const got = await applyObjects(client, sent, { dryRun: true, namespace, fieldManager: 'helm' });
+  sent.forEach((s, i) => {
+    const lost = dropped(s, got[i]);
+    expect(lost, `${s.kind} ${s.metadata?.name}: fields the apiserver did not keep`).toEqual([]);
+  });
+}
+
+beforeAll(async () => {
+  client = createDynamicClient(adminConfig(), { qps: 0 });
+  // `helm install` creates crds/ first (the chart's copy of deploy/crds, checked below).
+  await ensureDeployCrds(client);
+});
+
+afterAll(async () => {
+  for (const ns of namespaces) await client.delete(CORE.namespaces, undefined, ns).catch(() => undefined);
+  client.close();
+});
+
+async function releaseNamespace(): Promise<string> {
+  const ns = uniqueName('stowage-chart');
+  await client.create(CORE.namespaces, undefined, { metadata: { name: ns } });
+  namespaces.push(ns);
+  return ns;
+}
+
+describe('charts/stowage', () => {
+  it('carries exactly the CRDs of deploy/crds', () => {
+    const deployCrds = fs.readdirSync(path.join(REPO, 'deploy/crds')).sort();
+    const chartCrds = fs.readdirSync(path.join(CHART, 'crds')).sort();
+    expect(chartCrds, 'run: bash scripts/helm/sync-crds.sh').toEqual(deployCrds);
+    for (const f of deployCrds) {
+      expect(fs.readFileSync(path.join(CHART, 'crds', f), 'utf8'), `charts/stowage/crds/${f} differs; run: bash scripts/helm/sync-crds.sh`).toBe(
+        fs.readFileSync(path.join(REPO, 'deploy/crds', f), 'utf8'),
+      );
+    }
+  });
+
+  it('versions match package.json, and deploy/ runs the same image tag', () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string };
+    const chart = fs.readFileSync(path.join(CHART, 'Chart.yaml'), 'utf8');
+    expect(chart).toContain(`appVersion: "${pkg.version}"`);
+    const dep = loadDeployManifests().find((m) => m.object.kind === 'Deployment');
+    expect(podSpec(dep?.object ?? {}).containers[0]?.image).toBe(`stowage:${pkg.version}`);
+  });
+
+  it('renders the default values and passes server-side dry run', async () => {
+    const ns = await releaseNamespace();
+    const release = uniqueName('stw');
+    const objs = await render({ releaseName: release, namespace: ns });
+    // Hooks (the upgradeCRDs Job and its RBAC) come last, as in `helm template`.
+    expect(objs.map((o) => o.object.kind)).toEqual([
+      'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Service', 'Deployment',
+      'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Job',
+    ]);
+    await dryRunInstall(objs, ns);
+    const notes = await helmTemplate({ chartDir: CHART, releaseName: release, namespace: ns, notes: true });
+    expect(notes).toContain('No BackupStorageLocation was configured');
+  });
+
+  it('renders every option (ci/all-values.yaml) and passes server-side dry run', async () => {
+    const ns = await releaseNamespace();
+    await applyObjects(client, parseManifestText(fs.readFileSync(SERVICE_MONITOR_CRD, 'utf8'), 'servicemonitor CRD').map((d) => d.object));
+    const release = uniqueName('stw');
+    const objs = await render({ releaseName: release, namespace: ns, valuesFiles: [ALL_VALUES], apiVersions: ['monitoring.coreos.com/v1'] });
+    const kinds = objs.map((o) => o.object.kind);
+    for (const k of ['Secret', 'Job', 'BackupStorageLocation', 'VolumeSnapshotLocation', 'Schedule', 'ServiceMonitor', 'Service', 'Deployment']) {
+      expect(kinds, k).toContain(k);
+    }
+    // A disabled schedule renders nothing.
+    expect(objs.filter((o) => o.object.kind === 'Schedule').map((o) => o.object.metadata?.name)).toEqual([`${release}-backup-daily`]);
+    await dryRunInstall(objs, ns);
+
+    // upgradeCRDs: a pre-upgrade hook Job (run by the dockerfile test against the simulated image)
+    // with a ServiceAccount that may only touch Stowage's CRDs.
+    const hooks = objs.filter((o) => o.object.metadata?.annotations?.['helm.sh/hook'] !== undefined);
+    expect(hooks.map((o) => o.object.kind).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'Job', 'ServiceAccount']);
+    for (const h of hooks) expect(h.object.metadata?.annotations?.['helm.sh/hook']).toBe('pre-upgrade');
+    const hookRole = hooks.find((o) => o.object.kind === 'ClusterRole')?.object as KubeObject & { rules: PolicyRule[] };
+    expect(hookRole.rules[0]?.resourceNames?.slice().sort()).toEqual(
+      fs.readdirSync(path.join(REPO, 'deploy/crds')).map((f) => f.replace(/\.yaml$/, '')).sort(),
+    );
+    expect(objs.some((o) => o.object.kind === 'CustomResourceDefinition')).toBe(false);
+
+    // The chart's Secret holds the credentials, and a location without its own credential uses it.
+    const secret = find(objs, 'Secret') as KubeObject & { data: Record<string, string> };
+    expect(Buffer.from(secret.data.cloud ?? '', 'base64').toString()).toContain('aws_access_key_id = AKIAEXAMPLE');
+    const bsl = find(objs, 'BackupStorageLocation', 'default') as KubeObject & { spec: { credential: Json; config: Json } };
+    expect(bsl.spec.credential).toEqual({ name: secret.metadata?.name, key: 'cloud' });
+    expect(bsl.spec.config).toEqual({ region: 'eu-west-1', s3Url: 'https://minio.example.com:9000', s3ForcePathStyle: 'true' });
+
+    // Every configuration value becomes its server flag.
+    const spec = podSpec(find(objs, 'Deployment'));
+    const args = spec.containers[0]?.args ?? [];
+    expect(args[0]).toBe('server');
+    for (const a of ['--log-level=debug', '--log-format=json', '--client-qps=50.5', '--client-burst=100', '--client-page-size=0', '--default-backup-ttl=240h0m0s', '--restore-resource-priorities=customresourcedefinitions,namespaces,secrets,configmaps,-,clusters.cluster.x-k8s.io', '--metrics-address=:8085']) {
+      expect(args).toContain(a);
+    }
+    expect(spec.initContainers?.length).toBe(1);
+    expect(JSON.stringify(spec.initContainers)).toContain('stowage-plugin-example:0.1.0');
+
+    const notes = await helmTemplate({ chartDir: CHART, releaseName: release, namespace: ns, valuesFiles: [ALL_VALUES], notes: true });
+    expect(notes).toContain('2 replicas run');
+    expect(notes).not.toContain('upgradeCRDs is off');
+  });
+
+  it('replicaCount 2 renders 2 replicas spread over nodes, with leader election on the release Lease', async () => {
+    const objs = await render({ releaseName: 'stowage', namespace: 'backup-system', set: ['replicaCount=2'] });
+    const dep = find(objs, 'Deployment') as KubeObject & { spec: { replicas: number } };
+    expect(dep.spec.replicas).toBe(2);
+    const spec = podSpec(dep);
+    expect(spec.affinity?.podAntiAffinity).toBeDefined();
+    // The server always elects a leader, on a Lease in the namespace it is told about.
+    const env = spec.containers[0]?.env ?? [];
+    expect(env.find((e) => e.name === 'STOWAGE_NAMESPACE')?.valueFrom).toEqual({ fieldRef: { fieldPath: 'metadata.namespace' } });
+    const role = find(objs, 'Role');
+    expect(role.metadata?.namespace).toBe('backup-system');
+    expect(role.rules).toEqual([{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] }]);
+    const binding = find(objs, 'RoleBinding') as KubeObject & { subjects: Json; roleRef: { name: string } };
+    expect(binding.roleRef.name).toBe(role.metadata?.name);
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'stowage', namespace: 'backup-system' }]);
+
+    const single = podSpec(find(await render({ releaseName: 'stowage', namespace: 'backup-system' }), 'Deployment'));
+    expect(single.affinity).toBeUndefined();
+  });
+
+  it('renders the RBAC rules of deploy/20-rbac.yaml, rule for rule', async () => {
+    const objs = await render({ releaseName: 'stowage', namespace: 'stowage' });
+    const fromDeploy = deployRuleIds();
+    const release = objs.filter((o) => o.object.metadata?.annotations?.['helm.sh/hook'] === undefined);
+    const fromChart = release.flatMap((o) => o.ruleIds.map((id, i) => ({ id, kind: String(o.object.kind), rule: (o.object.rules as PolicyRule[])[i] })));
+    expect(fromChart).toEqual(fromDeploy.map(({ id, kind, rule }) => ({ id, kind, rule })));
+  });
+
+  it('renders the pod of deploy/30-deployment.yaml with default values', async () => {
+    const chart = podSpec(find(await render({ releaseName: 'stowage', namespace: 'stowage' }), 'Deployment'));
+    const plain = podSpec(loadDeployManifests().find((m) => m.object.kind === 'Deployment')?.object ?? {});
+    expect(chart.securityContext).toEqual(plain.securityContext);
+    expect(chart.volumes).toEqual(plain.volumes);
+    const [c, p] = [chart.containers[0], plain.containers[0]];
+    for (const field of ['args', 'env', 'ports', 'livenessProbe', 'readinessProbe', 'resources', 'securityContext', 'volumeMounts'] as const) {
+      expect(c?.[field], field).toEqual(p?.[field]);
+    }
+  });
+
+  it('fails with a clear message when a location lacks its bucket', async () => {
+    await expect(
+      render({ releaseName: 'stowage', namespace: 'stowage', set: ['configuration.backupStorageLocation[0].provider=stowage.dev/aws'] }),
+    ).rejects.toThrow(/execution error at \(stowage\/templates\/backupstoragelocation.yaml:\d+:\d+\): configuration.backupStorageLocation\[\].bucket is required/);
+  });
+});
+
+describe('deploy/30-deployment.yaml', () => {
+  it('mounts a writable emptyDir at every path the server, plugins and the runtime write', () => {
+    const spec = podSpec(loadDeployManifests().find((m) => m.object.kind === 'Deployment')?.object ?? {});
+    const c = spec.containers[0];
+    expect((c?.securityContext as { readOnlyRootFilesystem?: boolean }).readOnlyRootFilesystem).toBe(true);
+    const mounts = new Map((c?.volumeMounts ?? []).map((m) => [m.mountPath, m.name]));
+    const emptyDirs = new Set((spec.volumes ?? []).filter((v) => v.emptyDir !== undefined).map((v) => v.name));
+    const env = new Map((c?.env ?? []).map((e) => [e.name, e.value]));
+    // /tmp: plugin processes start with a minimal environment (no TMPDIR) and put sockets there.
+    const writable = ['HOME', 'TMPDIR', 'STOWAGE_SCRATCH_DIR', 'STOWAGE_LOG_SPOOL_DIR'].map((k) => env.get(k) ?? `(${k} unset)`).concat('/tmp');
+    for (const p of writable) expect(emptyDirs.has(mounts.get(p) ?? ''), `${p} is an emptyDir mount`).toBe(true);
+    expect(env.get('STOWAGE_PLUGIN_DIR')).toBe('/plugins');
+    expect(emptyDirs.has(mounts.get('/plugins') ?? '')).toBe(true);
+    // The image sets the same paths (Dockerfile ENV), so `docker run` and the manifests agree.
+    const dockerfile = fs.readFileSync(path.join(REPO, 'Dockerfile'), 'utf8');
+    for (const k of ['STOWAGE_SCRATCH_DIR', 'STOWAGE_LOG_SPOOL_DIR', 'STOWAGE_PLUGIN_DIR', 'HOME', 'TMPDIR']) {
+      expect(dockerfile).toMatch(new RegExp(`\\b${k}=${env.get(k) ?? '(unset)'}\\b`));
+    }
+  });
+
+  it('the example BackupStorageLocation is valid on the real apiserver', async () => {
+    const file = path.join(REPO, 'deploy/examples/backupstoragelocation.yaml');
+    const objs = parseManifestText(fs.readFileSync(file, 'utf8'), file);
+    const ns = await releaseNamespace();
+    await dryRunInstall(
+      objs.map((o) => ({ ...o, object: { ...o.object, metadata: { ...o.object.metadata, namespace: ns } } })),
+      ns,
+    );
+  });
+});
