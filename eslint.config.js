@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import { layersRule } from './scripts/eslint/layers.js';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'src/gen/**', 'examples/**/node_modules/**', 'examples/**/dist/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'node_modules/**', '.cache/**', '.scratch/**', 'src/gen/**', 'examples/**/node_modules/**', 'examples/**/dist/**', 'coverage/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

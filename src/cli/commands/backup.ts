@@ -1,0 +1,727 @@
+// `stowage backup create|get|describe|logs|delete|download|verify`.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import { Command, Option } from 'commander';
+import * as tar from 'tar-stream';
+import {
+  LABEL_SCHEDULE_NAME,
+  LABEL_STORAGE_LOCATION,
+  RESOURCES,
+  isBackupTerminal,
+  labelValue,
+  newBackup,
+  newDeleteBackupRequest,
+  type Backup,
+  type BackupSpec,
+  type Schedule,
+} from '../../apis/v1/index.js';
+import { parseManifest, type BackupManifest } from '../../archive/index.js';
+import { isAlreadyExists, isNotFound } from '../../kube/index.js';
+import { sleep } from '../../util/backoff.js';
+import { formatDuration, parseDuration } from '../../util/duration.js';
+import { errorMessage } from '../../util/errors.js';
+import { labelKeyProblem, labelValueProblem } from '../../util/labels.js';
+import { action, type Session } from './action.js';
+import { describeRunHeader } from './common.js';
+import { eventsSection, filtersSection, messagesSection, metadataSection, progressText, selectorText, type ScopedMessages } from './describe.js';
+import { download, HttpStatusError, readJson } from './download.js';
+import { CliError, UsageError } from './errors.js';
+import {
+  addFilterFlags, checkName, filterSpec, hasFilterFlags, keyValueList, parseBool, parseSelector, parseTimeout, timestampSuffix, type FilterFlags,
+} from './flags.js';
+import type { CliContext } from './kubeContext.js';
+import { addGlobalOptions } from './kubeContext.js';
+import {
+  formatBytes,
+  formatData,
+  formatFields,
+  formatTable,
+  formatTimestamp,
+  out,
+  outputOption,
+  parseOutputFormat,
+  timeLeft,
+} from './output.js';
+import { printRunLog } from './runLog.js';
+import { waitForRun } from './wait.js';
+
+const DEFAULT_DOWNLOAD_TIMEOUT = '1m';
+
+export function backupNotFound(name: string, namespace: string): CliError {
+  return new CliError(`backup "${name}" not found in namespace ${namespace}`);
+}
+
+export async function getBackup(ctx: CliContext, name: string): Promise<Backup> {
+  try {
+    return await ctx.client.get<Backup>(RESOURCES.Backup, ctx.namespace, name);
+  } catch (err) {
+    if (isNotFound(err)) throw backupNotFound(name, ctx.namespace);
+    throw err;
+  }
+}
+
+function timeoutOption(what: string, def = DEFAULT_DOWNLOAD_TIMEOUT): Option {
+  return new Option('--timeout <duration>', `how long to wait for the server to provide the ${what}`).default(def);
+}
+
+function tlsOptions(cmd: Command): Command {
+  return cmd
+    .option('--cacert <file>', 'PEM file with the CA certificates of the object store, when it uses a private CA')
+    .option('--insecure-skip-tls-verify', 'do not verify the object store\'s TLS certificate (insecure)');
+}
+
+// ---- create -------------------------------------------------------------------------------------
+
+interface CreateFlags extends FilterFlags {
+  ttl?: string;
+  storageLocation?: string;
+  fromSchedule?: string;
+  wait?: boolean;
+  labels?: Record<string, string>;
+  snapshotVolumes?: string | boolean;
+}
+
+function checkLabels(labels: Record<string, string> | undefined): Record<string, string> | undefined {
+  for (const [k, v] of Object.entries(labels ?? {})) {
+    const p = labelKeyProblem(k) ?? labelValueProblem(v);
+    if (p !== undefined) throw new UsageError(`--labels: ${p}`);
+  }
+  return labels;
+}
+
+/** The Backup `backup create` would submit, from its flags (exported for tests). */
+export function backupSpecFromFlags(f: CreateFlags): BackupSpec {
+  const spec: BackupSpec = filterSpec(f);
+  if (f.ttl !== undefined) {
+    let ms: number;
+    try {
+      ms = parseDuration(f.ttl, '--ttl');
+    } catch (err) {
+      throw new UsageError(errorMessage(err));
+    }
+    if (ms < 0) throw new UsageError('--ttl must not be negative');
+    spec.ttl = formatDuration(ms);
+  }
+  if (f.storageLocation !== undefined) spec.storageLocation = f.storageLocation;
+  const snap = parseBool('snapshot-volumes', f.snapshotVolumes);
+  if (snap !== undefined) spec.snapshotVolumes = snap;
+  return spec;
+}
+
+async function createBackup(cmd: Command, s: Session): Promise<void> {
+  const f = cmd.opts<CreateFlags>();
+  let name = cmd.processedArgs[0] as string | undefined;
+  const labels = { ...(checkLabels(f.labels) ?? {}) };
+  let spec: BackupSpec | undefined;
+  if (f.fromSchedule === undefined) {
+    if (name === undefined) throw new UsageError('a backup name is required (stowage backup create NAME), unless --from-schedule is given');
+    spec = backupSpecFromFlags(f);
+  } else if (hasFilterFlags(f) || f.ttl !== undefined || f.storageLocation !== undefined || f.snapshotVolumes !== undefined) {
+    throw new UsageError('--from-schedule takes the whole spec from the schedule; it cannot be combined with filter, --ttl, --storage-location or --snapshot-volumes flags');
+  }
+  if (name !== undefined) checkName('backup', name);
+  const ctx = s.client();
+  if (spec === undefined && f.fromSchedule !== undefined) {
+    let schedule: Schedule;
+    try {
+      schedule = await ctx.client.get<Schedule>(RESOURCES.Schedule, ctx.namespace, f.fromSchedule);
+    } catch (err) {
+      if (isNotFound(err)) throw new CliError(`schedule "${f.fromSchedule}" not found in namespace ${ctx.namespace}`);
+      throw err;
+    }
+    spec = structuredClone(schedule.spec.template);
+    labels[LABEL_SCHEDULE_NAME] = labelValue(f.fromSchedule);
+    name ??= `${f.fromSchedule}-${timestampSuffix()}`;
+  }
+  if (spec === undefined || name === undefined) throw new UsageError('a backup name is required');
+  if (spec.storageLocation !== undefined && f.fromSchedule === undefined) {
+    try {
+      await ctx.client.get(RESOURCES.BackupStorageLocation, ctx.namespace, spec.storageLocation);
+    } catch (err) {
+      if (isNotFound(err)) throw new CliError(`backup storage location "${spec.storageLocation}" not found in namespace ${ctx.namespace}`);
+      throw err;
+    }
+  }
+  const backup = newBackup(name, ctx.namespace, spec, Object.keys(labels).length > 0 ? labels : undefined);
+  try {
+    await ctx.client.create(RESOURCES.Backup, ctx.namespace, backup);
+  } catch (err) {
+    if (isAlreadyExists(err)) throw new CliError(`backup "${name}" already exists in namespace ${ctx.namespace}`);
+    throw err;
+  }
+  out(`Backup request "${name}" submitted successfully.`);
+  if (f.wait !== true) {
+    out(`Run \`stowage backup describe ${name}\` or \`stowage backup logs ${name}\` for more details.`);
+    return;
+  }
+  out('Waiting for the backup to complete. Ctrl-C stops waiting; the backup goes on in the server.');
+  const final = await waitForRun<Backup>({
+    ctx,
+    res: RESOURCES.Backup,
+    kind: 'backup',
+    name,
+    noun: 'items backed up',
+    snapshot: (b) => ({ phase: b.status?.phase ?? 'New', done: b.status?.progress?.itemsBackedUp ?? 0, total: b.status?.progress?.totalItems ?? 0 }),
+    isTerminal: (b) => isBackupTerminal(b.status?.phase),
+  });
+  const phase = final.status?.phase ?? 'New';
+  out(`Backup completed with status: ${phase}. Run \`stowage backup describe ${name}\` or \`stowage backup logs ${name}\` for more details.`);
+  if (phase !== 'Completed') {
+    const reason = final.status?.failureReason ?? final.status?.validationErrors?.join('; ');
+    throw new CliError(`backup "${name}" finished ${phase}${reason ? `: ${reason}` : ''}`);
+  }
+}
+
+// ---- get ----------------------------------------------------------------------------------------
+
+function sortByName<T extends { metadata: { name: string } }>(items: T[]): T[] {
+  return [...items].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+}
+
+/** Fetches the named objects (all when none are named); the missing ones become errors after output. */
+export async function fetchNamed<T extends { metadata: { name: string } }>(
+  ctx: CliContext,
+  names: readonly string[],
+  list: () => Promise<T[]>,
+  get: (name: string) => Promise<T>,
+): Promise<{ items: T[]; missing: CliError[] }> {
+  if (names.length === 0) return { items: sortByName(await list()), missing: [] };
+  const items: T[] = [];
+  const missing: CliError[] = [];
+  for (const n of names) {
+    try {
+      items.push(await get(n));
+    } catch (err) {
+      if (err instanceof CliError) missing.push(err);
+      else throw err;
+    }
+  }
+  return { items, missing };
+}
+
+/** Prints objects as kubectl does: one object as itself, several (or a listing) as a List. */
+export function printObjects(items: readonly object[], listKind: string, format: 'json' | 'yaml', single: boolean): void {
+  const value = single && items.length === 1 ? items[0] : { apiVersion: 'stowage.dev/v1', kind: listKind, items };
+  process.stdout.write(formatData(value, format));
+}
+
+/** Reports the named objects that were not found, after the found ones were printed. */
+export function failMissing(missing: CliError[]): void {
+  if (missing.length === 0) return;
+  for (const m of missing.slice(0, -1)) process.stderr.write(`error: ${m.message}\n`);
+  throw missing[missing.length - 1] as CliError;
+}
+
+export function backupRows(items: readonly Backup[], now = Date.now()): string[][] {
+  return items.map((b) => [
+    b.metadata.name,
+    b.status?.phase ?? 'New',
+    String(b.status?.errors ?? 0),
+    String(b.status?.warnings ?? 0),
+    formatTimestamp(b.metadata.creationTimestamp),
+    timeLeft(b.status?.expiration, now),
+    b.spec.storageLocation ?? b.metadata.labels?.[LABEL_STORAGE_LOCATION] ?? '<default>',
+    selectorText(b.spec),
+  ]);
+}
+
+export const BACKUP_COLUMNS = ['NAME', 'STATUS', 'ERRORS', 'WARNINGS', 'CREATED', 'EXPIRES', 'STORAGE LOCATION', 'SELECTOR'];
+
+async function getBackups(cmd: Command, s: Session): Promise<void> {
+  const o = cmd.opts<{ output: string; selector?: string }>();
+  const format = parseOutputFormat(o.output);
+  const names = cmd.processedArgs[0] as string[];
+  if (o.selector !== undefined) parseSelector('selector', o.selector);
+  const ctx = s.client();
+  const { items, missing } = await fetchNamed<Backup>(
+    ctx,
+    names,
+    async () => (await ctx.client.listAll<Backup>(RESOURCES.Backup, { namespace: ctx.namespace, labelSelector: o.selector })).items,
+    (n) => getBackup(ctx, n),
+  );
+  if (format === 'table') {
+    if (items.length > 0) process.stdout.write(formatTable(BACKUP_COLUMNS, backupRows(items)));
+    else if (missing.length === 0) process.stderr.write(`No backups found in namespace ${ctx.namespace}.\n`);
+  } else {
+    printObjects(items, 'BackupList', format, names.length === 1);
+  }
+  failMissing(missing);
+}
+
+// ---- describe -----------------------------------------------------------------------------------
+
+type ResourceList = Record<string, string[]>;
+
+async function fetchResourceList(ctx: CliContext, name: string, timeoutMs: number): Promise<ResourceList> {
+  const body = await download(ctx, { kind: 'BackupResourceList', name }, { timeoutMs });
+  const v = await readJson(body, `the resource list of backup "${name}"`);
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new CliError(`the resource list of backup "${name}" is not a map of resources`);
+  return v as ResourceList;
+}
+
+async function fetchResults(ctx: CliContext, name: string, timeoutMs: number): Promise<{ warnings?: ScopedMessages; errors?: ScopedMessages } | undefined> {
+  try {
+    const body = await download(ctx, { kind: 'BackupResults', name }, { timeoutMs });
+    return (await readJson(body, `the results of backup "${name}"`)) as { warnings?: ScopedMessages; errors?: ScopedMessages };
+  } catch (err) {
+    if (err instanceof HttpStatusError && err.status === 404) return undefined;
+    throw err;
+  }
+}
+
+export function resourceListSection(list: ResourceList): string {
+  const groups = Object.keys(list).sort();
+  if (groups.length === 0) return 'Resource List:  <none>\n';
+  let s = 'Resource List:\n';
+  for (const gr of groups) {
+    s += `  ${gr}:\n`;
+    for (const item of list[gr] ?? []) s += `    - ${item}\n`;
+  }
+  return s;
+}
+
+export async function describeBackupText(ctx: CliContext, b: Backup, opts: { details: boolean; timeoutMs: number }): Promise<string> {
+  const st = b.status ?? {};
+  const phase = st.phase ?? 'New';
+  let s = metadataSection(b.metadata) + '\n';
+  s += describeRunHeader(phase, st.validationErrors, st.failureReason, st.errors, st.warnings);
+  s += filtersSection(b.spec) + '\n';
+  s += formatFields([
+    ['Storage Location', b.spec.storageLocation ?? '<default>'],
+    ['TTL', b.spec.ttl ?? '<server default>'],
+    ['Snapshot volumes', b.spec.snapshotVolumes === true ? 'yes' : b.spec.snapshotVolumes === false ? 'no' : 'auto'],
+    ['Hooks', b.spec.hooks === undefined || Object.keys(b.spec.hooks).length === 0 ? '<none>' : 'yes (see -o yaml)'],
+  ]);
+  s += '\n';
+  s += formatFields([
+    ['Format version', st.formatVersion ?? '<none>'],
+    ['Started', formatTimestamp(st.startTimestamp)],
+    ['Completed', formatTimestamp(st.completionTimestamp)],
+    ['Expiration', formatTimestamp(st.expiration)],
+  ]);
+  s += '\n';
+  s += formatFields([
+    ['Total items to be backed up', st.progress?.totalItems === undefined ? '<none>' : String(st.progress.totalItems)],
+    ['Items backed up', progressText(st.progress?.itemsBackedUp, st.progress?.totalItems)],
+  ]);
+  s += '\n';
+  const finished = phase === 'Completed' || phase === 'PartiallyFailed' || phase === 'Failed';
+  if (opts.details) {
+    if (!finished) s += `Resource List:  <not available: the backup is ${phase}>\n`;
+    else {
+      try {
+        s += resourceListSection(await fetchResourceList(ctx, b.metadata.name, opts.timeoutMs));
+      } catch (err) {
+        s += `Resource List:  <not available: ${errorMessage(err)}>\n`;
+      }
+      if ((st.warnings ?? 0) > 0 || (st.errors ?? 0) > 0) {
+        try {
+          const results = await fetchResults(ctx, b.metadata.name, opts.timeoutMs);
+          if (results !== undefined) s += '\n' + messagesSection('Warnings', results.warnings) + '\n' + messagesSection('Errors', results.errors);
+        } catch (err) {
+          s += `\nWarnings and errors:  <not available: ${errorMessage(err)}>\n`;
+        }
+      }
+    }
+  } else {
+    s += 'Resource List:  <use --details to see it>\n';
+  }
+  s += '\n' + (await eventsSection(ctx, 'Backup', b.metadata));
+  return s;
+}
+
+async function describeBackups(cmd: Command, s: Session): Promise<void> {
+  const o = cmd.opts<{ output: string; details?: boolean; timeout: string }>();
+  const format = parseOutputFormat(o.output);
+  const timeoutMs = parseTimeout('timeout', o.timeout);
+  const names = cmd.processedArgs[0] as string[];
+  const ctx = s.client();
+  const { items, missing } = await fetchNamed<Backup>(
+    ctx,
+    names,
+    async () => (await ctx.client.listAll<Backup>(RESOURCES.Backup, { namespace: ctx.namespace })).items,
+    (n) => getBackup(ctx, n),
+  );
+  if (format !== 'table') {
+    if (o.details === true) {
+      const withLists = [];
+      for (const b of items) {
+        const finished = ['Completed', 'PartiallyFailed', 'Failed'].includes(b.status?.phase ?? '');
+        withLists.push({ backup: b, resourceList: finished ? await fetchResourceList(ctx, b.metadata.name, timeoutMs) : null });
+      }
+      process.stdout.write(formatData(withLists.length === 1 && names.length === 1 ? withLists[0] : withLists, format));
+    } else {
+      printObjects(items, 'BackupList', format, names.length === 1);
+    }
+    failMissing(missing);
+    return;
+  }
+  const parts: string[] = [];
+  for (const b of items) parts.push(await describeBackupText(ctx, b, { details: o.details === true, timeoutMs }));
+  if (parts.length > 0) process.stdout.write(parts.join('\n---\n\n'));
+  else if (missing.length === 0) process.stderr.write(`No backups found in namespace ${ctx.namespace}.\n`);
+  failMissing(missing);
+}
+
+// ---- logs ---------------------------------------------------------------------------------------
+
+async function waitUntilStarted(kind: 'backup' | 'restore', name: string, get: () => Promise<{ status?: { phase?: string } }>): Promise<void> {
+  let said = false;
+  for (;;) {
+    const obj = await get();
+    const phase = obj.status?.phase ?? 'New';
+    if (phase !== 'New') return;
+    if (!said) {
+      process.stderr.write(`The ${kind} "${name}" has not started yet; waiting for it to start...\n`);
+      said = true;
+    }
+    await sleep(500);
+  }
+}
+
+export async function runLogs(
+  s: Session,
+  kind: 'backup' | 'restore',
+  name: string,
+  o: { follow?: boolean; output: string; timeout: string; cacert?: string; insecureSkipTlsVerify?: boolean },
+  get: (ctx: CliContext) => Promise<{ status?: { phase?: string; validationErrors?: string[] } }>,
+): Promise<void> {
+  const format = o.output.toLowerCase();
+  if (format !== 'text' && format !== 'table' && format !== 'json') throw new UsageError(`unknown log format "${o.output}" (use text or json)`);
+  const timeoutMs = parseTimeout('timeout', o.timeout);
+  const ctx = s.client();
+  const obj = await get(ctx);
+  const phase = obj.status?.phase ?? 'New';
+  if (phase === 'FailedValidation') {
+    throw new CliError(`${kind} "${name}" failed validation and has no log: ${(obj.status?.validationErrors ?? []).join('; ') || 'see describe'}`);
+  }
+  if (phase === 'New') {
+    if (o.follow !== true) throw new CliError(`${kind} "${name}" has not started yet, so it has no log; use --follow to wait for it`);
+    await waitUntilStarted(kind, name, () => get(ctx));
+  }
+  await printRunLog(ctx, kind === 'backup' ? 'BackupLog' : 'RestoreLog', name, {
+    follow: o.follow === true,
+    json: format === 'json',
+    timeoutMs,
+    ...(o.cacert !== undefined ? { cacert: o.cacert } : {}),
+    ...(o.insecureSkipTlsVerify === true ? { insecureSkipTlsVerify: true } : {}),
+  });
+}
+
+// ---- delete -------------------------------------------------------------------------------------
+
+export async function confirm(question: string): Promise<boolean> {
+  const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await new Promise<string>((resolve) => rl.question(`${question} [y/N] `, resolve));
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    rl.close();
+  }
+}
+
+async function deleteBackups(cmd: Command, s: Session): Promise<void> {
+  const o = cmd.opts<{ confirm?: boolean; wait?: boolean; timeout: string }>();
+  const names = cmd.processedArgs[0] as string[];
+  const timeoutMs = parseTimeout('timeout', o.timeout);
+  if (o.confirm !== true && process.stdin.isTTY !== true) {
+    throw new UsageError('refusing to delete without confirmation: stdin is not a terminal, so pass --confirm');
+  }
+  const ctx = s.client();
+  for (const n of names) await getBackup(ctx, n);
+  if (o.confirm !== true) {
+    const what = names.length === 1 ? `backup "${names[0]}"` : `${names.length} backups (${names.join(', ')})`;
+    if (!(await confirm(`Delete ${what} and all its data in object storage?`))) {
+      throw new CliError('nothing deleted');
+    }
+  }
+  for (const n of names) {
+    await ctx.client.create(RESOURCES.DeleteBackupRequest, ctx.namespace, newDeleteBackupRequest(n, ctx.namespace));
+    out(`Request to delete backup "${n}" submitted successfully.`);
+  }
+  if (o.wait !== true) {
+    out('The backup will be fully deleted once its data in object storage and its restores are removed.');
+    return;
+  }
+  const deadline = Date.now() + timeoutMs;
+  for (const n of names) {
+    for (;;) {
+      try {
+        await ctx.client.get(RESOURCES.Backup, ctx.namespace, n);
+      } catch (err) {
+        if (isNotFound(err)) break;
+        throw err;
+      }
+      if (Date.now() > deadline) throw new CliError(`backup "${n}" still exists after ${o.timeout}; see \`kubectl -n ${ctx.namespace} get deletebackuprequests\``);
+      await sleep(500);
+    }
+    out(`Backup "${n}" deleted.`);
+  }
+}
+
+// ---- download -----------------------------------------------------------------------------------
+
+async function downloadBackup(cmd: Command, s: Session): Promise<void> {
+  const o = cmd.opts<{ output?: string; force?: boolean; timeout: string; cacert?: string; insecureSkipTlsVerify?: boolean }>();
+  const name = cmd.processedArgs[0] as string;
+  const timeoutMs = parseTimeout('timeout', o.timeout);
+  const toStdout = o.output === '-';
+  const file = toStdout ? '-' : path.resolve(o.output ?? `${name}-data.tar.gz`);
+  if (!toStdout && fs.existsSync(file) && o.force !== true) throw new CliError(`${file} already exists; use --force to overwrite it`);
+  const ctx = s.client();
+  const b = await getBackup(ctx, name);
+  const phase = b.status?.phase ?? 'New';
+  if (phase !== 'Completed' && phase !== 'PartiallyFailed') throw new CliError(`backup "${name}" is ${phase}; only a Completed or PartiallyFailed backup has contents to download`);
+  const body = await download(ctx, { kind: 'BackupContents', name }, { timeoutMs, ...tls(o) });
+  try {
+    if (toStdout) {
+      await pipeline(body.stream, process.stdout);
+      return;
+    }
+    const partial = `${file}.partial`;
+    try {
+      await pipeline(body.stream, fs.createWriteStream(partial));
+      fs.renameSync(partial, file);
+    } catch (err) {
+      fs.rmSync(partial, { force: true });
+      throw err;
+    }
+  } finally {
+    await body.close();
+  }
+  out(`Backup "${name}" downloaded to ${file} (${formatBytes(fs.statSync(file).size)}).`);
+}
+
+function tls(o: { cacert?: string; insecureSkipTlsVerify?: boolean }): { cacert?: string; insecureSkipTlsVerify?: boolean } {
+  const r: { cacert?: string; insecureSkipTlsVerify?: boolean } = {};
+  if (o.cacert !== undefined) r.cacert = o.cacert;
+  if (o.insecureSkipTlsVerify === true) r.insecureSkipTlsVerify = true;
+  return r;
+}
+
+// ---- verify -------------------------------------------------------------------------------------
+
+export interface VerifyProblem {
+  kind: 'tarball' | 'mismatch' | 'missing' | 'extra' | 'unreadable';
+  path?: string;
+  message: string;
+}
+
+export interface VerifyReport {
+  backup: string;
+  ok: boolean;
+  tarball: { sha256: string; bytes: number; expectedSha256: string; expectedBytes: number };
+  /** Files in the manifest. */
+  checked: number;
+  matched: number;
+  problems: VerifyProblem[];
+}
+
+/** Compares what was read from the tarball with the manifest: every difference, classified. */
+export function compareWithManifest(
+  backup: string,
+  got: { tarball: { sha256: string; bytes: number }; entries: Record<string, string> },
+  manifest: BackupManifest,
+): VerifyReport {
+  const problems: VerifyProblem[] = [];
+  if (got.tarball.sha256 !== manifest.tarball.sha256) {
+    problems.push({ kind: 'tarball', message: `the tarball's SHA-256 is ${got.tarball.sha256} (${got.tarball.bytes} bytes), the manifest says ${manifest.tarball.sha256} (${manifest.tarball.bytes} bytes)` });
+  }
+  let matched = 0;
+  for (const [p, sha] of Object.entries(manifest.entries)) {
+    const have = Object.hasOwn(got.entries, p) ? got.entries[p] : undefined;
+    if (have === undefined) problems.push({ kind: 'missing', path: p, message: `${p} is in the manifest but not in the tarball` });
+    else if (have !== sha) problems.push({ kind: 'mismatch', path: p, message: `${p} has SHA-256 ${have}, the manifest says ${sha}` });
+    else matched++;
+  }
+  for (const p of Object.keys(got.entries).sort()) {
+    if (!Object.hasOwn(manifest.entries, p)) problems.push({ kind: 'extra', path: p, message: `${p} is in the tarball but not in the manifest` });
+  }
+  return {
+    backup,
+    ok: problems.length === 0,
+    tarball: { sha256: got.tarball.sha256, bytes: got.tarball.bytes, expectedSha256: manifest.tarball.sha256, expectedBytes: manifest.tarball.bytes },
+    checked: Object.keys(manifest.entries).length,
+    matched,
+    problems,
+  };
+}
+
+/**
+ * SHA-256 of the gzipped stream and of every file entry in it. Deliberately not the validating
+ * archive reader: a tampered archive must still be hashed entry by entry to say what changed.
+ */
+export async function hashTarball(source: AsyncIterable<Uint8Array>): Promise<{ tarball: { sha256: string; bytes: number }; entries: Record<string, string> }> {
+  const whole = createHash('sha256');
+  let bytes = 0;
+  async function* tap(): AsyncGenerator<Uint8Array> {
+    for await (const chunk of source) {
+      whole.update(chunk);
+      bytes += chunk.byteLength;
+      yield chunk;
+    }
+  }
+  const extract = tar.extract();
+  const input = Readable.from(tap());
+  const gunzip = createGunzip();
+  input.on('error', (err) => gunzip.destroy(err));
+  gunzip.on('error', (err) => extract.destroy(err));
+  input.pipe(gunzip).pipe(extract);
+  const entries: Record<string, string> = {};
+  for await (const entry of extract) {
+    const h = createHash('sha256');
+    for await (const c of entry) h.update(c as Buffer);
+    if (entry.header.type === 'file') entries[entry.header.name] = h.digest('hex');
+  }
+  return { tarball: { sha256: whole.digest('hex'), bytes }, entries };
+}
+
+async function verifyBackup(cmd: Command, s: Session): Promise<void> {
+  const o = cmd.opts<{ output: string; timeout: string; cacert?: string; insecureSkipTlsVerify?: boolean }>();
+  const format = parseOutputFormat(o.output);
+  const name = cmd.processedArgs[0] as string;
+  const timeoutMs = parseTimeout('timeout', o.timeout);
+  const ctx = s.client();
+  const b = await getBackup(ctx, name);
+  const phase = b.status?.phase ?? 'New';
+  if (phase !== 'Completed' && phase !== 'PartiallyFailed') throw new CliError(`backup "${name}" is ${phase}; only a Completed or PartiallyFailed backup can be verified`);
+  let manifest: BackupManifest;
+  try {
+    const body = await download(ctx, { kind: 'BackupManifest', name }, { timeoutMs, ...tls(o) });
+    manifest = parseManifest(await readJson(body, `the manifest of backup "${name}"`));
+  } catch (err) {
+    if (err instanceof HttpStatusError && err.status === 404) {
+      throw new CliError(`backup "${name}" has no manifest in object storage (made by Velero or before manifests existed?), so it cannot be verified`);
+    }
+    throw err;
+  }
+  const body = await download(ctx, { kind: 'BackupContents', name }, { timeoutMs, ...tls(o) });
+  let report: VerifyReport;
+  try {
+    report = compareWithManifest(name, await hashTarball(body.stream), manifest);
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    report = {
+      backup: name,
+      ok: false,
+      tarball: { sha256: '', bytes: 0, expectedSha256: manifest.tarball.sha256, expectedBytes: manifest.tarball.bytes },
+      checked: Object.keys(manifest.entries).length,
+      matched: 0,
+      problems: [{ kind: 'unreadable', message: `the tarball cannot be read: ${errorMessage(err)}` }],
+    };
+  } finally {
+    await body.close();
+  }
+  if (format !== 'table') process.stdout.write(formatData(report, format));
+  else {
+    const t = report.tarball;
+    if (t.sha256 !== '') out(`Tarball:  ${formatBytes(t.bytes)}, SHA-256 ${t.sha256}${t.sha256 === t.expectedSha256 ? ' (matches the manifest)' : ''}`);
+    out(`Items:    ${report.matched} of ${report.checked} files match the manifest`);
+    for (const p of report.problems) out(`${p.kind.toUpperCase().padEnd(10)} ${p.message}`);
+    if (report.ok) out(`Backup "${name}" is intact: the tarball and every item match the manifest written at backup time.`);
+  }
+  if (!report.ok) throw new CliError(`backup "${name}" failed verification: ${report.problems.length} problem${report.problems.length === 1 ? '' : 's'}`);
+}
+
+// ---- registration -------------------------------------------------------------------------------
+
+export function backupCommand(): Command {
+  const backup = new Command('backup').description('Create and manage backups');
+
+  const create = addGlobalOptions(
+    addFilterFlags(
+      new Command('create')
+        .description('Create a backup')
+        .argument('[name]', 'name of the backup (optional with --from-schedule)')
+        .usage('NAME [flags]'),
+      'backup',
+    ),
+  )
+    .option('--ttl <duration>', 'how long to keep the backup, e.g. 72h or 720h0m0s (default: the server\'s, 720h)')
+    .option('--storage-location <name>', 'backup storage location to write to (default: the default location)')
+    .option('--from-schedule <schedule>', 'create the backup from the template of this schedule')
+    .addOption(new Option('--snapshot-volumes [bool]', 'take volume snapshots: true or false').hideHelp())
+    .option('--labels <labels>', 'labels for the backup, e.g. team=a,env=prod', keyValueList('labels', '='))
+    .option('-w, --wait', 'wait for the backup to finish, showing its progress')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  stowage backup create app-1 --include-namespaces app --wait
+  stowage backup create cluster-wide --include-cluster-resources=true --ttl 72h
+  stowage backup create web --selector app=web --exclude-resources secrets
+  stowage backup create --from-schedule nightly`,
+    )
+    .action(action(async (cmd, s) => createBackup(cmd, s)));
+
+  const get = addGlobalOptions(
+    new Command('get')
+      .description('List backups, or show the named ones')
+      .argument('[names...]', 'backups to show (default: all)')
+      .addOption(outputOption())
+      .option('-l, --selector <selector>', 'only backups with these labels, e.g. stowage.dev/schedule-name=nightly'),
+  ).action(action(async (cmd, s) => getBackups(cmd, s)));
+
+  const describe = addGlobalOptions(
+    new Command('describe')
+      .description('Show the details of backups')
+      .argument('[names...]', 'backups to describe (default: all)')
+      .option('--details', 'also show the resource list and the warnings and errors, read from object storage')
+      .addOption(outputOption())
+      .addOption(timeoutOption('resource list')),
+  ).action(action(async (cmd, s) => describeBackups(cmd, s)));
+
+  const logs = addGlobalOptions(
+    tlsOptions(
+      new Command('logs')
+        .description('Show the log of a backup (also while it runs)')
+        .argument('<name>', 'the backup')
+        .option('-f, --follow', 'keep streaming new lines until the backup finishes')
+        .addOption(new Option('-o, --output <format>', 'text, or json for the log lines as stored').default('text'))
+        .addOption(timeoutOption('log')),
+    ),
+  ).action(
+    action(async (cmd, s) => {
+      const name = cmd.processedArgs[0] as string;
+      await runLogs(s, 'backup', name, cmd.opts(), (ctx) => getBackup(ctx, name));
+    }),
+  );
+
+  const del = addGlobalOptions(
+    new Command('delete')
+      .description('Delete backups: their data in object storage, their restores, and the Backup objects')
+      .argument('<names...>', 'backups to delete')
+      .option('--confirm', 'do not ask for confirmation')
+      .option('-w, --wait', 'wait until the backups are gone')
+      .addOption(new Option('--timeout <duration>', 'how long --wait waits').default('5m')),
+  ).action(action(async (cmd, s) => deleteBackups(cmd, s)));
+
+  const dl = addGlobalOptions(
+    tlsOptions(
+      new Command('download')
+        .description('Download the tarball of a backup')
+        .argument('<name>', 'the backup')
+        .option('-o, --output <file>', 'where to write the tarball; - for stdout (default: NAME-data.tar.gz)')
+        .option('--force', 'overwrite the file if it exists')
+        .addOption(timeoutOption('download URL')),
+    ),
+  ).action(action(async (cmd, s) => downloadBackup(cmd, s)));
+
+  const verify = addGlobalOptions(
+    tlsOptions(
+      new Command('verify')
+        .description('Check a backup\'s tarball and every item in it against the SHA-256 manifest written at backup time')
+        .argument('<name>', 'the backup')
+        .addOption(outputOption())
+        .addOption(timeoutOption('download URLs')),
+    ),
+  ).action(action(async (cmd, s) => verifyBackup(cmd, s)));
+
+  for (const c of [create, get, describe, logs, del, dl, verify]) backup.addCommand(c);
+  return backup;
+}

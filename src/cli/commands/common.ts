@@ -1,0 +1,21 @@
+// Describe output shared by backups and restores: phase, why it failed, counts.
+import { formatFields } from './output.js';
+
+export function describeRunHeader(
+  phase: string,
+  validationErrors: readonly string[] | undefined,
+  failureReason: string | undefined,
+  errors: number | undefined,
+  warnings: number | undefined,
+): string {
+  let s = formatFields([['Phase', phase]]);
+  if (validationErrors !== undefined && validationErrors.length > 0) {
+    s += '\nValidation errors:\n' + validationErrors.map((e) => `  ${e}`).join('\n') + '\n';
+  }
+  if (failureReason !== undefined && failureReason !== '') s += '\n' + formatFields([['Failure reason', failureReason]]);
+  s += '\n' + formatFields([
+    ['Errors', String(errors ?? 0)],
+    ['Warnings', String(warnings ?? 0)],
+  ]);
+  return s + '\n';
+}

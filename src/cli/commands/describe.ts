@@ -1,0 +1,117 @@
+// Pieces of `describe` output shared by backups and restores: metadata, filters, events, results.
+import type { LabelSelector, ObjectMeta } from '../../apis/v1/index.js';
+import { CORE, type KubeObject } from '../../kube/index.js';
+import { labelSelectorToString } from '../../util/labels.js';
+import type { CliContext } from './kubeContext.js';
+import { age, formatFields, formatTable, listOrNone, mapOrNone } from './output.js';
+
+export function metadataSection(md: ObjectMeta): string {
+  return formatFields([
+    ['Name', md.name],
+    ['Namespace', md.namespace ?? ''],
+    ['Labels', mapOrNone(md.labels)],
+    ['Annotations', mapOrNone(md.annotations)],
+  ]);
+}
+
+export interface FilterFields {
+  includedNamespaces?: string[];
+  excludedNamespaces?: string[];
+  includedResources?: string[];
+  excludedResources?: string[];
+  includeClusterResources?: boolean | null;
+  labelSelector?: LabelSelector;
+  orLabelSelectors?: LabelSelector[];
+}
+
+export function selectorText(spec: FilterFields): string {
+  if (spec.orLabelSelectors !== undefined && spec.orLabelSelectors.length > 0) {
+    return spec.orLabelSelectors.map((s) => labelSelectorToString(s) || '<all>').join(' or ');
+  }
+  const s = labelSelectorToString(spec.labelSelector);
+  return s === '' ? '<none>' : s;
+}
+
+export function filtersSection(spec: FilterFields): string {
+  const cluster = spec.includeClusterResources === true ? 'included' : spec.includeClusterResources === false ? 'excluded' : 'auto';
+  return (
+    'Namespaces:\n' +
+    formatFields(
+      [
+        ['Included', listOrNone(spec.includedNamespaces, true)],
+        ['Excluded', listOrNone(spec.excludedNamespaces)],
+      ],
+      '  ',
+    ) +
+    '\nResources:\n' +
+    formatFields(
+      [
+        ['Included', listOrNone(spec.includedResources, true)],
+        ['Excluded', listOrNone(spec.excludedResources)],
+        ['Cluster-scoped', cluster],
+      ],
+      '  ',
+    ) +
+    '\n' +
+    formatFields([['Label selector', selectorText(spec)]])
+  );
+}
+
+type EventObj = KubeObject & {
+  type?: string;
+  reason?: string;
+  message?: string;
+  count?: number;
+  firstTimestamp?: string;
+  lastTimestamp?: string;
+  eventTime?: string;
+  involvedObject?: { uid?: string; kind?: string; name?: string };
+};
+
+/** The Events recorded on an object, oldest first, as a table (or a note that there are none / they are not readable). */
+export async function eventsSection(ctx: CliContext, kind: string, md: ObjectMeta): Promise<string> {
+  let items: EventObj[];
+  try {
+    const res = await ctx.client.list<EventObj>(CORE.events, {
+      namespace: md.namespace ?? ctx.namespace,
+      fieldSelector: `involvedObject.kind=${kind},involvedObject.name=${md.name}`,
+    });
+    items = res.items.filter((e) => md.uid === undefined || e.involvedObject?.uid === undefined || e.involvedObject.uid === md.uid);
+  } catch (err) {
+    return `Events:  <cannot list events: ${(err as Error).message}>\n`;
+  }
+  if (items.length === 0) return 'Events:  <none>\n';
+  const when = (e: EventObj): string => e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '';
+  items.sort((a, b) => when(a).localeCompare(when(b)));
+  const rows = items.slice(-20).map((e) => [e.type ?? '', e.reason ?? '', `${age(when(e) || undefined)}${(e.count ?? 1) > 1 ? ` (x${e.count})` : ''}`, e.message ?? '']);
+  const table = formatTable(['TYPE', 'REASON', 'AGE', 'MESSAGE'], rows)
+    .split('\n')
+    .map((l) => (l === '' ? l : `  ${l}`))
+    .join('\n');
+  return `Events:\n${table}`;
+}
+
+export interface ScopedMessages {
+  cluster?: string[];
+  namespaces?: Record<string, string[]>;
+}
+
+/** Warnings or errors from a results file, by scope. */
+export function messagesSection(title: string, m: ScopedMessages | undefined): string {
+  const cluster = m?.cluster ?? [];
+  const namespaces = Object.entries(m?.namespaces ?? {}).filter(([, l]) => l.length > 0);
+  if (cluster.length === 0 && namespaces.length === 0) return `${title}:  <none>\n`;
+  let s = `${title}:\n`;
+  if (cluster.length > 0) s += `  Cluster:\n${cluster.map((l) => `    ${l}`).join('\n')}\n`;
+  if (namespaces.length > 0) {
+    s += '  Namespaces:\n';
+    for (const [ns, list] of namespaces.sort(([a], [b]) => a.localeCompare(b))) s += `    ${ns}:\n${list.map((l) => `      ${l}`).join('\n')}\n`;
+  }
+  return s;
+}
+
+/** `12 of 40` style progress, or `<none>` when the run has not counted yet. */
+export function progressText(done: number | undefined, total: number | undefined): string {
+  if (total === undefined || total === 0) return done === undefined ? '<none>' : String(done);
+  return `${done ?? 0} of ${total}`;
+}

@@ -1,0 +1,151 @@
+// Flag parsing shared by `backup create` and `restore create`: comma lists, booleans, selectors,
+// key=value maps, names. Every problem is a UsageError naming the flag.
+import { Option, type Command } from 'commander';
+import type { LabelSelector } from '../../apis/v1/index.js';
+import { parseDuration } from '../../util/duration.js';
+import { errorMessage } from '../../util/errors.js';
+import { LabelSelectorParseError, parseLabelSelector } from '../../util/labels.js';
+import { UsageError } from './errors.js';
+
+/** Comma-separated and repeatable: `--x a,b --x c` -> [a, b, c]. */
+export function commaList(value: string, previous: string[] | undefined): string[] {
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  return [...(previous ?? []), ...items];
+}
+
+export function parseBool(flag: string, value: string | boolean | undefined): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value === true) return true;
+  if (value === false) return false;
+  const v = value.toLowerCase();
+  if (v === 'true' || v === '1' || v === 'yes') return true;
+  if (v === 'false' || v === '0' || v === 'no') return false;
+  throw new UsageError(`--${flag} takes true or false, not "${value}" (write --${flag}=false)`);
+}
+
+/** The namespace/resource filter flags, added in one go. */
+export function addFilterFlags(cmd: Command, what: 'backup' | 'restore'): Command {
+  const scope = what === 'backup' ? 'back up' : 'restore';
+  return cmd
+    .option('--include-namespaces <namespaces>', `namespaces to ${scope}, comma-separated; * means all (default: all)`, commaList)
+    .option('--exclude-namespaces <namespaces>', `namespaces not to ${scope}, comma-separated`, commaList)
+    .option('--include-resources <resources>', `resources to ${scope}, e.g. deployments.apps,configmaps; * means all (default: all)`, commaList)
+    .option('--exclude-resources <resources>', `resources not to ${scope}, comma-separated`, commaList)
+    .addOption(
+      new Option(
+        '--include-cluster-resources [bool]',
+        `whether to ${scope} cluster-scoped resources: true or false (default: only those the included namespaces need, or all for a whole-cluster ${what})`,
+      ),
+    )
+    .option('-l, --selector <selector>', `only ${scope} items whose labels match, e.g. app=web,tier!=db`)
+    .option('--or-selector <selectors>', `only ${scope} items matching any of these selectors, separated by " or " (e.g. "app=a or app=b")`);
+}
+
+export interface FilterFlags {
+  includeNamespaces?: string[];
+  excludeNamespaces?: string[];
+  includeResources?: string[];
+  excludeResources?: string[];
+  includeClusterResources?: string | boolean;
+  selector?: string;
+  orSelector?: string;
+}
+
+export interface FilterSpec {
+  includedNamespaces?: string[];
+  excludedNamespaces?: string[];
+  includedResources?: string[];
+  excludedResources?: string[];
+  includeClusterResources?: boolean | null;
+  labelSelector?: LabelSelector;
+  orLabelSelectors?: LabelSelector[];
+}
+
+export function parseSelector(flag: string, text: string): LabelSelector {
+  try {
+    return parseLabelSelector(text);
+  } catch (err) {
+    if (err instanceof LabelSelectorParseError) throw new UsageError(`--${flag}: ${err.message}`);
+    throw err;
+  }
+}
+
+/** True when any filter flag was given (for --from-schedule, which takes none). */
+export function hasFilterFlags(f: FilterFlags): boolean {
+  return (
+    f.includeNamespaces !== undefined ||
+    f.excludeNamespaces !== undefined ||
+    f.includeResources !== undefined ||
+    f.excludeResources !== undefined ||
+    f.includeClusterResources !== undefined ||
+    f.selector !== undefined ||
+    f.orSelector !== undefined
+  );
+}
+
+export function filterSpec(f: FilterFlags): FilterSpec {
+  const spec: FilterSpec = {};
+  if (f.includeNamespaces !== undefined) spec.includedNamespaces = f.includeNamespaces;
+  if (f.excludeNamespaces !== undefined) spec.excludedNamespaces = f.excludeNamespaces;
+  if (f.includeResources !== undefined) spec.includedResources = f.includeResources;
+  if (f.excludeResources !== undefined) spec.excludedResources = f.excludeResources;
+  const icr = parseBool('include-cluster-resources', f.includeClusterResources);
+  if (icr !== undefined) spec.includeClusterResources = icr;
+  if (f.selector !== undefined && f.orSelector !== undefined) throw new UsageError('--selector and --or-selector cannot be used together');
+  if (f.selector !== undefined) spec.labelSelector = parseSelector('selector', f.selector);
+  if (f.orSelector !== undefined) {
+    const parts = f.orSelector
+      .split(/\s+or\s+/)
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
+    if (parts.length === 0) throw new UsageError('--or-selector needs at least one selector');
+    spec.orLabelSelectors = parts.map((p) => parseSelector('or-selector', p));
+  }
+  return spec;
+}
+
+/** `k=v,k2=v2` -> map; repeatable. */
+export function keyValueList(flag: string, sep: string) {
+  return (value: string, previous: Record<string, string> | undefined): Record<string, string> => {
+    const out = { ...(previous ?? {}) };
+    for (const part of value.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+      const i = part.indexOf(sep);
+      if (i <= 0 || i === part.length - 1) throw new UsageError(`--${flag}: "${part}" is not of the form key${sep}value`);
+      out[part.slice(0, i).trim()] = part.slice(i + 1).trim();
+    }
+    return out;
+  };
+}
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** A name usable for a Backup or Restore (DNS subdomain; Stowage also keys object storage by it). */
+export function checkName(kind: string, name: string): string {
+  if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
+    throw new UsageError(
+      `"${name}" is not a valid ${kind} name: use lower-case letters, digits, "-" and ".", starting and ending with a letter or digit`,
+    );
+  }
+  return name;
+}
+
+/** `yyyyMMddHHmmss` in UTC, for generated names. */
+export function timestampSuffix(d = new Date()): string {
+  return d.toISOString().replace(/[-:T]/g, '').slice(0, 14);
+}
+
+/** A positive Go-style duration flag (`30s`, `2m`), in milliseconds. */
+export function parseTimeout(flag: string, text: string): number {
+  try {
+    const ms = parseDuration(text, `--${flag}`);
+    if (ms <= 0) throw new UsageError(`--${flag} must be positive`);
+    return ms;
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    throw new UsageError(errorMessage(err));
+  }
+}
+

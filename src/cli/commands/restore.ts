@@ -1,0 +1,377 @@
+// `stowage restore create|get|describe|logs`.
+import { Command, Option } from 'commander';
+import {
+  EXISTING_RESOURCE_POLICIES,
+  RESOURCES,
+  isRestoreTerminal,
+  newRestore,
+  type Backup,
+  type ExistingResourcePolicy,
+  type Restore,
+  type RestoreSpec,
+  type Schedule,
+} from '../../apis/v1/index.js';
+import { isAlreadyExists, isNotFound } from '../../kube/index.js';
+import { errorMessage } from '../../util/errors.js';
+import { labelKeyProblem, labelValueProblem } from '../../util/labels.js';
+import { action, type Session } from './action.js';
+import { failMissing, fetchNamed, getBackup, printObjects, runLogs } from './backup.js';
+import { describeRunHeader } from './common.js';
+import { eventsSection, filtersSection, messagesSection, metadataSection, progressText, selectorText, type ScopedMessages } from './describe.js';
+import { download, HttpStatusError, readJson } from './download.js';
+import { CliError, UsageError } from './errors.js';
+import { addFilterFlags, checkName, commaList, filterSpec, keyValueList, parseSelector, parseTimeout, timestampSuffix, type FilterFlags } from './flags.js';
+import { addGlobalOptions, type CliContext } from './kubeContext.js';
+import { formatFields, formatTable, formatTimestamp, mapOrNone, out, outputOption, parseOutputFormat } from './output.js';
+import { waitForRun } from './wait.js';
+
+export function restoreNotFound(name: string, namespace: string): CliError {
+  return new CliError(`restore "${name}" not found in namespace ${namespace}`);
+}
+
+export async function getRestore(ctx: CliContext, name: string): Promise<Restore> {
+  try {
+    return await ctx.client.get<Restore>(RESOURCES.Restore, ctx.namespace, name);
+  } catch (err) {
+    if (isNotFound(err)) throw restoreNotFound(name, ctx.namespace);
+    throw err;
+  }
+}
+
+// ---- create -------------------------------------------------------------------------------------
+
+interface CreateFlags extends FilterFlags {
+  fromBackup?: string;
+  fromSchedule?: string;
+  namespaceMappings?: Record<string, string>;
+  existingResourcePolicy?: string;
+  dryRun?: boolean;
+  restoreStatus?: string[];
+  preserveNodeports?: boolean;
+  labels?: Record<string, string>;
+  wait?: boolean;
+}
+
+const NAMESPACE_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** The Restore spec `restore create` submits, from its flags (exported for tests). */
+export function restoreSpecFromFlags(f: CreateFlags): RestoreSpec {
+  if ((f.fromBackup === undefined) === (f.fromSchedule === undefined)) {
+    throw new UsageError('give exactly one of --from-backup BACKUP or --from-schedule SCHEDULE');
+  }
+  const spec: RestoreSpec = filterSpec(f);
+  if (f.fromBackup !== undefined) spec.backupName = f.fromBackup;
+  if (f.fromSchedule !== undefined) spec.scheduleName = f.fromSchedule;
+  if (f.namespaceMappings !== undefined) {
+    for (const [from, to] of Object.entries(f.namespaceMappings)) {
+      for (const n of [from, to]) {
+        if (!NAMESPACE_RE.test(n) || n.length > 63) throw new UsageError(`--namespace-mappings: "${n}" is not a valid namespace name`);
+      }
+    }
+    spec.namespaceMapping = f.namespaceMappings;
+  }
+  if (f.existingResourcePolicy !== undefined) {
+    if (!(EXISTING_RESOURCE_POLICIES as readonly string[]).includes(f.existingResourcePolicy)) {
+      throw new UsageError(`--existing-resource-policy must be ${EXISTING_RESOURCE_POLICIES.join(' or ')}, not "${f.existingResourcePolicy}"`);
+    }
+    spec.existingResourcePolicy = f.existingResourcePolicy as ExistingResourcePolicy;
+  }
+  if (f.dryRun === true) spec.dryRun = true;
+  if (f.restoreStatus !== undefined) spec.restoreStatus = { includedResources: f.restoreStatus };
+  if (f.preserveNodeports === true) spec.preserveNodePorts = true;
+  return spec;
+}
+
+async function createRestore(cmd: Command, s: Session): Promise<void> {
+  const f = cmd.opts<CreateFlags>();
+  const spec = restoreSpecFromFlags(f);
+  for (const [k, v] of Object.entries(f.labels ?? {})) {
+    const p = labelKeyProblem(k) ?? labelValueProblem(v);
+    if (p !== undefined) throw new UsageError(`--labels: ${p}`);
+  }
+  const given = cmd.processedArgs[0] as string | undefined;
+  if (given !== undefined) checkName('restore', given);
+  const ctx = s.client();
+  let source: string;
+  if (spec.backupName !== undefined) {
+    const b: Backup = await getBackup(ctx, spec.backupName);
+    const phase = b.status?.phase ?? 'New';
+    if (phase !== 'Completed' && phase !== 'PartiallyFailed') {
+      throw new CliError(`backup "${spec.backupName}" is ${phase}; only a Completed or PartiallyFailed backup can be restored`);
+    }
+    source = spec.backupName;
+  } else {
+    const schedule = spec.scheduleName ?? '';
+    try {
+      await ctx.client.get<Schedule>(RESOURCES.Schedule, ctx.namespace, schedule);
+    } catch (err) {
+      if (isNotFound(err)) throw new CliError(`schedule "${schedule}" not found in namespace ${ctx.namespace}`);
+      throw err;
+    }
+    source = schedule;
+  }
+  const name = checkName('restore', given ?? `${source}-${timestampSuffix()}`);
+  const restore = newRestore(name, ctx.namespace, spec, f.labels);
+  try {
+    await ctx.client.create(RESOURCES.Restore, ctx.namespace, restore);
+  } catch (err) {
+    if (isAlreadyExists(err)) throw new CliError(`restore "${name}" already exists in namespace ${ctx.namespace}`);
+    throw err;
+  }
+  out(`Restore request "${name}" submitted successfully${spec.dryRun === true ? ' (dry run: nothing will be written to the cluster)' : ''}.`);
+  if (f.wait !== true) {
+    out(`Run \`stowage restore describe ${name}\` or \`stowage restore logs ${name}\` for more details.`);
+    return;
+  }
+  out('Waiting for the restore to complete. Ctrl-C stops waiting; the restore goes on in the server.');
+  const final = await waitForRun<Restore>({
+    ctx,
+    res: RESOURCES.Restore,
+    kind: 'restore',
+    name,
+    noun: spec.dryRun === true ? 'items checked' : 'items restored',
+    snapshot: (r) => ({ phase: r.status?.phase ?? 'New', done: r.status?.progress?.itemsRestored ?? 0, total: r.status?.progress?.totalItems ?? 0 }),
+    isTerminal: (r) => isRestoreTerminal(r.status?.phase),
+  });
+  const phase = final.status?.phase ?? 'New';
+  const sum = final.status?.summary;
+  const counts = sum === undefined ? '' : ` (${spec.dryRun === true ? 'would create' : 'created'} ${sum.created}, ${spec.dryRun === true ? 'would update' : 'updated'} ${sum.updated}, skipped ${sum.skipped}, failed ${sum.failed})`;
+  out(`Restore completed with status: ${phase}${counts}. Run \`stowage restore describe ${name}\` or \`stowage restore logs ${name}\` for more details.`);
+  if (phase !== 'Completed') {
+    const reason = final.status?.failureReason ?? final.status?.validationErrors?.join('; ');
+    throw new CliError(`restore "${name}" finished ${phase}${reason ? `: ${reason}` : ''}`);
+  }
+}
+
+// ---- get ----------------------------------------------------------------------------------------
+
+export const RESTORE_COLUMNS = ['NAME', 'BACKUP', 'STATUS', 'STARTED', 'COMPLETED', 'ERRORS', 'WARNINGS', 'CREATED', 'SELECTOR'];
+
+export function restoreRows(items: readonly Restore[]): string[][] {
+  return items.map((r) => [
+    r.metadata.name,
+    r.spec.backupName ?? (r.spec.scheduleName !== undefined ? `(schedule ${r.spec.scheduleName})` : ''),
+    `${r.status?.phase ?? 'New'}${r.spec.dryRun === true ? ' (dry run)' : ''}`,
+    formatTimestamp(r.status?.startTimestamp),
+    formatTimestamp(r.status?.completionTimestamp),
+    String(r.status?.errors ?? 0),
+    String(r.status?.warnings ?? 0),
+    formatTimestamp(r.metadata.creationTimestamp),
+    selectorText(r.spec),
+  ]);
+}
+
+async function getRestores(cmd: Command, s: Session): Promise<void> {
+  const o = cmd.opts<{ output: string; selector?: string }>();
+  const format = parseOutputFormat(o.output);
+  const names = cmd.processedArgs[0] as string[];
+  if (o.selector !== undefined) parseSelector('selector', o.selector);
+  const ctx = s.client();
+  const { items, missing } = await fetchNamed<Restore>(
+    ctx,
+    names,
+    async () => (await ctx.client.listAll<Restore>(RESOURCES.Restore, { namespace: ctx.namespace, labelSelector: o.selector })).items,
+    (n) => getRestore(ctx, n),
+  );
+  if (format === 'table') {
+    if (items.length > 0) process.stdout.write(formatTable(RESTORE_COLUMNS, restoreRows(items)));
+    else if (missing.length === 0) process.stderr.write(`No restores found in namespace ${ctx.namespace}.\n`);
+  } else {
+    printObjects(items, 'RestoreList', format, names.length === 1);
+  }
+  failMissing(missing);
+}
+
+// ---- describe -----------------------------------------------------------------------------------
+
+/** One item's outcome, as the restore writes it into its results file. */
+export interface ItemOutcome {
+  groupResource: string;
+  namespace: string;
+  name: string;
+  action: 'created' | 'updated' | 'skipped' | 'failed';
+  reason: string;
+  validated?: boolean;
+}
+
+/** The restore-<r>-results.gz file: warnings and errors by scope, and (when written) every item's outcome. */
+export interface RestoreResultsFile {
+  warnings?: ScopedMessages;
+  errors?: ScopedMessages;
+  outcomes?: ItemOutcome[];
+}
+
+const ACTION_TITLES: Record<ItemOutcome['action'], [string, string]> = {
+  created: ['Created', 'Would be created'],
+  updated: ['Updated', 'Would be updated'],
+  skipped: ['Skipped', 'Would be skipped'],
+  failed: ['Failed', 'Would fail'],
+};
+
+export function outcomesSection(outcomes: readonly ItemOutcome[], dryRun: boolean): string {
+  if (outcomes.length === 0) return `${dryRun ? 'Plan' : 'Items'}:  <none>\n`;
+  let s = dryRun ? 'Plan (dry run: nothing was written to the cluster):\n' : 'Items:\n';
+  for (const act of ['created', 'updated', 'skipped', 'failed'] as const) {
+    const list = outcomes.filter((o) => o.action === act);
+    if (list.length === 0) continue;
+    s += `  ${ACTION_TITLES[act][dryRun ? 1 : 0]} (${list.length}):\n`;
+    for (const o of [...list].sort((a, b) => `${a.groupResource}/${a.namespace}/${a.name}`.localeCompare(`${b.groupResource}/${b.namespace}/${b.name}`))) {
+      const id = `${o.groupResource} ${o.namespace === '' ? '' : `${o.namespace}/`}${o.name}`;
+      const why = o.reason !== '' && o.reason !== act ? `: ${o.reason}` : '';
+      s += `    ${id}${why}${dryRun && o.validated === false ? ' (not validated by the API server)' : ''}\n`;
+    }
+  }
+  return s;
+}
+
+async function fetchRestoreResults(ctx: CliContext, name: string, timeoutMs: number): Promise<RestoreResultsFile | undefined> {
+  try {
+    const body = await download(ctx, { kind: 'RestoreResults', name }, { timeoutMs });
+    const v = await readJson(body, `the results of restore "${name}"`);
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new CliError(`the results of restore "${name}" are not an object`);
+    return v as RestoreResultsFile;
+  } catch (err) {
+    if (err instanceof HttpStatusError && err.status === 404) return undefined;
+    throw err;
+  }
+}
+
+export async function describeRestoreText(ctx: CliContext, r: Restore, timeoutMs: number): Promise<string> {
+  const st = r.status ?? {};
+  const phase = st.phase ?? 'New';
+  const dryRun = r.spec.dryRun === true;
+  let s = metadataSection(r.metadata) + '\n';
+  s += describeRunHeader(`${phase}${dryRun ? ' (dry run)' : ''}`, st.validationErrors, st.failureReason, st.errors, st.warnings);
+  s += formatFields([r.spec.backupName !== undefined ? ['Backup', r.spec.backupName] : ['Schedule', r.spec.scheduleName ?? '<none>']]) + '\n';
+  s += filtersSection(r.spec) + '\n';
+  s += formatFields([
+    ['Namespace mappings', mapOrNone(r.spec.namespaceMapping, ' -> ')],
+    ['Existing resource policy', r.spec.existingResourcePolicy ?? 'none'],
+    ['Restore status of', r.spec.restoreStatus?.includedResources?.join(', ') ?? '<none>'],
+    ['Preserve node ports', r.spec.preserveNodePorts === true ? 'yes' : 'no'],
+  ]);
+  s += '\n';
+  s += formatFields([
+    ['Started', formatTimestamp(st.startTimestamp)],
+    ['Completed', formatTimestamp(st.completionTimestamp)],
+    ['Items restored', progressText(st.progress?.itemsRestored, st.progress?.totalItems)],
+  ]);
+  if (st.summary !== undefined) {
+    const w = dryRun ? 'would be ' : '';
+    s += formatFields([['Summary', `${st.summary.created} ${w}created, ${st.summary.updated} ${w}updated, ${st.summary.skipped} ${w}skipped, ${st.summary.failed} failed`]]);
+  }
+  s += '\n';
+  const finished = phase === 'Completed' || phase === 'PartiallyFailed' || phase === 'Failed';
+  if (finished) {
+    try {
+      const results = await fetchRestoreResults(ctx, r.metadata.name, timeoutMs);
+      if (results === undefined) s += 'Results:  <not in object storage>\n';
+      else {
+        if (results.outcomes !== undefined) s += outcomesSection(results.outcomes, dryRun) + '\n';
+        s += messagesSection('Warnings', results.warnings) + '\n' + messagesSection('Errors', results.errors);
+      }
+    } catch (err) {
+      s += `Results:  <not available: ${errorMessage(err)}>\n`;
+    }
+    s += '\n';
+  }
+  s += await eventsSection(ctx, 'Restore', r.metadata);
+  return s;
+}
+
+async function describeRestores(cmd: Command, s: Session): Promise<void> {
+  const o = cmd.opts<{ output: string; timeout: string }>();
+  const format = parseOutputFormat(o.output);
+  const names = cmd.processedArgs[0] as string[];
+  const timeoutMs = parseTimeout('timeout', o.timeout);
+  const ctx = s.client();
+  const { items, missing } = await fetchNamed<Restore>(
+    ctx,
+    names,
+    async () => (await ctx.client.listAll<Restore>(RESOURCES.Restore, { namespace: ctx.namespace })).items,
+    (n) => getRestore(ctx, n),
+  );
+  if (format !== 'table') {
+    printObjects(items, 'RestoreList', format, names.length === 1);
+    failMissing(missing);
+    return;
+  }
+  const parts: string[] = [];
+  for (const r of items) parts.push(await describeRestoreText(ctx, r, timeoutMs));
+  if (parts.length > 0) process.stdout.write(parts.join('\n---\n\n'));
+  else if (missing.length === 0) process.stderr.write(`No restores found in namespace ${ctx.namespace}.\n`);
+  failMissing(missing);
+}
+
+// ---- registration -------------------------------------------------------------------------------
+
+export function restoreCommand(): Command {
+  const restore = new Command('restore').description('Restore from backups and inspect restores');
+
+  const create = addGlobalOptions(
+    addFilterFlags(
+      new Command('create')
+        .description('Restore a backup')
+        .argument('[name]', 'name of the restore (default: BACKUP-yyyyMMddHHmmss)')
+        .usage('[NAME] --from-backup BACKUP [flags]')
+        .option('--from-backup <backup>', 'the backup to restore')
+        .option('--from-schedule <schedule>', 'restore the newest successful backup of this schedule'),
+      'restore',
+    ),
+  )
+    .option('--namespace-mappings <mappings>', 'restore namespaces under other names, e.g. prod:staging,a:b', keyValueList('namespace-mappings', ':'))
+    .addOption(
+      new Option('--existing-resource-policy <policy>', 'what to do with objects that already exist: leave them and warn, or update them to match the backup').choices([
+        ...EXISTING_RESOURCE_POLICIES,
+      ]),
+    )
+    .option('--dry-run', 'only report what would be created, updated or skipped; write nothing to the cluster')
+    .option('--restore-status <resources>', 'also restore the status of these resources, comma-separated (* for all)', commaList)
+    .option('--preserve-nodeports', 'keep the nodePorts of Services')
+    .option('--labels <labels>', 'labels for the restore, e.g. ticket=123', keyValueList('labels', '='))
+    .option('-w, --wait', 'wait for the restore to finish, showing its progress')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  stowage restore create --from-backup app-1 --wait
+  stowage restore create app-copy --from-backup app-1 --namespace-mappings app:app-copy
+  stowage restore create --from-backup app-1 --dry-run --existing-resource-policy update --wait`,
+    )
+    .action(action(async (cmd, s) => createRestore(cmd, s)));
+
+  const get = addGlobalOptions(
+    new Command('get')
+      .description('List restores, or show the named ones')
+      .argument('[names...]', 'restores to show (default: all)')
+      .addOption(outputOption())
+      .option('-l, --selector <selector>', 'only restores with these labels'),
+  ).action(action(async (cmd, s) => getRestores(cmd, s)));
+
+  const describe = addGlobalOptions(
+    new Command('describe')
+      .description('Show the details of restores; for a dry run, what would be created, updated or skipped and why')
+      .argument('[names...]', 'restores to describe (default: all)')
+      .addOption(outputOption())
+      .addOption(new Option('--timeout <duration>', 'how long to wait for the server to provide the results').default('1m')),
+  ).action(action(async (cmd, s) => describeRestores(cmd, s)));
+
+  const logs = addGlobalOptions(
+    new Command('logs')
+      .description('Show the log of a restore (also while it runs)')
+      .argument('<name>', 'the restore')
+      .option('-f, --follow', 'keep streaming new lines until the restore finishes')
+      .addOption(new Option('-o, --output <format>', 'text, or json for the log lines as stored').default('text'))
+      .addOption(new Option('--timeout <duration>', 'how long to wait for the server to provide the log').default('1m'))
+      .option('--cacert <file>', 'PEM file with the CA certificates of the object store, when it uses a private CA')
+      .option('--insecure-skip-tls-verify', 'do not verify the object store\'s TLS certificate (insecure)'),
+  ).action(
+    action(async (cmd, s) => {
+      const name = cmd.processedArgs[0] as string;
+      await runLogs(s, 'restore', name, cmd.opts(), (ctx) => getRestore(ctx, name));
+    }),
+  );
+
+  for (const c of [create, get, describe, logs]) restore.addCommand(c);
+  return restore;
+}

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ANNOTATION_SYNCED_FROM,
+  LABEL_SCHEDULE_NAME,
+  LABEL_STORAGE_LOCATION,
+  newBackup,
+  newBackupStorageLocation,
+  type Backup,
+  type BackupPhase,
+  type BackupStorageLocation,
+} from '../apis/v1/index.js';
+import { importedBackup, planSync } from './backupSync.js';
+
+function loc(name: string, isDefault = false): BackupStorageLocation {
+  return newBackupStorageLocation(name, 'stowage', { provider: 'stowage.dev/aws', objectStorage: { bucket: 'b' }, ...(isDefault ? { default: true } : {}) });
+}
+
+function backup(name: string, phase: BackupPhase | undefined, location?: string): Backup {
+  const b = newBackup(name, 'stowage', location === undefined ? {} : { storageLocation: location });
+  if (phase !== undefined) b.status = { phase };
+  return b;
+}
+
+const names = (bs: Backup[]): string[] => bs.map((b) => b.metadata.name).sort();
+
+describe('planSync', () => {
+  it('imports every bucket backup without a resource of that name', () => {
+    const plan = planSync(['b3', 'b1', 'b2'], [backup('b2', 'Completed', 'primary')], loc('primary'), '');
+    expect(plan.toImport).toEqual(['b1', 'b3']);
+    expect(plan.toRemove).toEqual([]);
+  });
+
+  it('a resource of the same name in another location blocks the import', () => {
+    expect(planSync(['b1'], [backup('b1', 'Completed', 'other')], loc('primary'), '').toImport).toEqual([]);
+  });
+
+  it('removes only Completed/PartiallyFailed resources of this location whose data is gone', () => {
+    const cluster = [
+      backup('done', 'Completed', 'primary'),
+      backup('partial', 'PartiallyFailed', 'primary'),
+      backup('failed', 'Failed', 'primary'),
+      backup('invalid', 'FailedValidation', 'primary'),
+      backup('running', 'InProgress', 'primary'),
+      backup('new', 'New', 'primary'),
+      backup('unset', undefined, 'primary'),
+      backup('deleting', 'Deleting', 'primary'),
+      backup('elsewhere', 'Completed', 'other'),
+      backup('present', 'Completed', 'primary'),
+    ];
+    const plan = planSync(['present'], cluster, loc('primary'), '');
+    expect(names(plan.toRemove)).toEqual(['done', 'partial']);
+  });
+
+  it('a backup without storageLocation belongs to the default location', () => {
+    const cluster = [backup('implicit', 'Completed')];
+    expect(names(planSync([], cluster, loc('primary', true), '').toRemove)).toEqual(['implicit']);
+    expect(names(planSync([], cluster, loc('primary'), 'primary').toRemove)).toEqual(['implicit']);
+    expect(names(planSync([], cluster, loc('primary'), 'other').toRemove)).toEqual([]);
+  });
+});
+
+describe('importedBackup', () => {
+  it('keeps the stored spec and labels, points at the local location, and marks the import', () => {
+    const stored = newBackup('nightly-20240101000000', 'old-ns', { includedNamespaces: ['shop'], storageLocation: 'old-name', ttl: '24h' }, { [LABEL_SCHEDULE_NAME]: 'nightly' });
+    stored.metadata.annotations = { note: 'x' };
+    stored.metadata.uid = 'old-uid';
+    stored.metadata.resourceVersion = '42';
+    stored.status = { phase: 'Completed' };
+    expect(importedBackup(stored, loc('primary'), 'stowage')).toEqual({
+      apiVersion: 'stowage.dev/v1',
+      kind: 'Backup',
+      metadata: {
+        name: 'nightly-20240101000000',
+        namespace: 'stowage',
+        labels: { [LABEL_SCHEDULE_NAME]: 'nightly', [LABEL_STORAGE_LOCATION]: 'primary' },
+        annotations: { note: 'x', [ANNOTATION_SYNCED_FROM]: 'primary' },
+      },
+      spec: { includedNamespaces: ['shop'], storageLocation: 'primary', ttl: '24h' },
+    });
+  });
+});

@@ -1,0 +1,197 @@
+// Backup sync: makes the cluster's Backup resources match what each location's bucket holds, every
+// backupSyncPeriod per location (default 1m), so a fresh cluster pointed at an old bucket can see
+// and restore its backups.
+// - Skipped while the location is not Available.
+// - Import: every whole backup in the bucket (its stowage-backup.json exists) that has no Backup
+//   resource of that name gets one: spec and status from stowage-backup.json, spec.storageLocation
+//   rewritten to this location's name, the storage-location label, and the synced-from annotation.
+//   The resource is created first and its status patched right after (status is a subresource).
+// - Removal: a Backup resource of this location that was Completed or PartiallyFailed before the
+//   bucket was listed, and whose stowage-backup.json is no longer there, is deleted (resource
+//   only; the data is already gone). Failed backups are left alone: the backup controller writes
+//   no stowage-backup.json for them, so "not in the bucket" says nothing; GC expires them by TTL.
+//   New, InProgress and Deleting backups are never touched.
+// ReadOnly locations are synced too: sync writes nothing to storage.
+import {
+  ANNOTATION_SYNCED_FROM,
+  API_VERSION,
+  LABEL_STORAGE_LOCATION,
+  RESOURCES,
+  labelValue,
+  type Backup,
+  type BackupStorageLocation,
+} from '../apis/v1/index.js';
+import { isAlreadyExists, isNotFound } from '../kube/index.js';
+import type { Result } from '../runtime/index.js';
+import { parseDuration } from '../util/duration.js';
+import { safeErrorMessage } from '../util/errors.js';
+import type { ControllerContext, ControllerDefinition } from './context.js';
+import { openBackupStore } from './locations.js';
+import { stamp } from './runs.js';
+
+const BACKUPS = RESOURCES.Backup;
+const BSLS = RESOURCES.BackupStorageLocation;
+
+export interface SyncPlan {
+  /** Names in the bucket with no Backup resource. */
+  toImport: string[];
+  /** Backup resources of this location whose data is gone. */
+  toRemove: Backup[];
+}
+
+/**
+ * Compares the bucket's backup names with the Backup resources (a snapshot taken BEFORE listing
+ * the bucket, so a backup that completes during the listing is not mistaken for a deleted one). Pure.
+ */
+export function planSync(bucketNames: readonly string[], clusterBackups: readonly Backup[], location: BackupStorageLocation, defaultLocation: string): SyncPlan {
+  const inBucket = new Set(bucketNames);
+  const inCluster = new Set(clusterBackups.map((b) => b.metadata.name));
+  const name = location.metadata.name;
+  const isOurs = (b: Backup): boolean => {
+    const l = b.spec.storageLocation;
+    if (l !== undefined && l !== '') return l === name;
+    return location.spec.default === true || (defaultLocation !== '' && defaultLocation === name);
+  };
+  return {
+    toImport: bucketNames.filter((n) => !inCluster.has(n)).sort(),
+    toRemove: clusterBackups.filter(
+      (b) => isOurs(b) && (b.status?.phase === 'Completed' || b.status?.phase === 'PartiallyFailed') && !inBucket.has(b.metadata.name),
+    ),
+  };
+}
+
+/** The Backup resource to create for a backup found in `location`'s bucket (status goes in separately). */
+export function importedBackup(stored: Backup, location: BackupStorageLocation, namespace: string): Backup {
+  const locationName = location.metadata.name;
+  return {
+    apiVersion: API_VERSION,
+    kind: 'Backup',
+    metadata: {
+      name: stored.metadata.name,
+      namespace,
+      labels: { ...(stored.metadata.labels ?? {}), [LABEL_STORAGE_LOCATION]: labelValue(locationName) },
+      annotations: { ...(stored.metadata.annotations ?? {}), [ANNOTATION_SYNCED_FROM]: locationName },
+    },
+    spec: { ...structuredClone(stored.spec ?? {}), storageLocation: locationName },
+  };
+}
+
+function syncPeriodMs(ctx: ControllerContext, bsl: BackupStorageLocation): number {
+  const p = bsl.spec.backupSyncPeriod;
+  if (p === undefined || p === '') return ctx.config.backupSyncPeriod;
+  try {
+    return parseDuration(p, 'backupSyncPeriod');
+  } catch {
+    return ctx.config.backupSyncPeriod;
+  }
+}
+
+export interface SyncResult {
+  imported: string[];
+  removed: string[];
+  /** Backups that could not be imported, with the reason. */
+  failed: { name: string; reason: string }[];
+}
+
+/** One sync of one location, now. Throws when the bucket cannot be listed. */
+export async function syncLocation(ctx: ControllerContext, bsl: BackupStorageLocation): Promise<SyncResult> {
+  const locationName = bsl.metadata.name;
+  const namespace = bsl.metadata.namespace ?? ctx.namespace;
+  // Snapshot the cluster before listing the bucket (see planSync).
+  const clusterBackups = ctx.informer<Backup>('Backup').list().filter((b) => (b.metadata.namespace ?? '') === namespace);
+  const result: SyncResult = { imported: [], removed: [], failed: [] };
+  const handle = ctx.plugins.handle({ kind: 'controller', namespace, name: `backup-sync/${locationName}` });
+  try {
+    const store = await openBackupStore(ctx, handle, bsl);
+    const names = await store.listBackupNames();
+    const plan = planSync(names, clusterBackups, bsl, ctx.config.defaultBackupStorageLocation);
+    for (const name of plan.toImport) {
+      try {
+        const stored = await store.getBackupMetadata(name);
+        if (stored === undefined) continue; // deleted since the listing
+        if (stored.metadata.name !== name) {
+          result.failed.push({ name, reason: `its stowage-backup.json describes a backup named "${stored.metadata.name}"` });
+          continue;
+        }
+        try {
+          await ctx.client.create(BACKUPS, namespace, importedBackup(stored, bsl, namespace));
+        } catch (err) {
+          if (isAlreadyExists(err)) continue; // created meanwhile (by its own backup run or another sync)
+          throw err;
+        }
+        await ctx.client.patchStatus(BACKUPS, namespace, name, { status: stored.status ?? {} });
+        result.imported.push(name);
+      } catch (err) {
+        result.failed.push({ name, reason: safeErrorMessage(err) });
+      }
+    }
+    for (const b of plan.toRemove) {
+      try {
+        await ctx.client.delete(BACKUPS, namespace, b.metadata.name, { preconditions: { uid: b.metadata.uid } });
+        result.removed.push(b.metadata.name);
+      } catch (err) {
+        if (!isNotFound(err)) result.failed.push({ name: b.metadata.name, reason: `removing its Backup resource failed: ${safeErrorMessage(err)}` });
+      }
+    }
+  } finally {
+    handle.release();
+  }
+  return result;
+}
+
+export function backupSyncController(ctx: ControllerContext): ControllerDefinition {
+  const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation');
+  const backups = ctx.informer<Backup>('Backup');
+  // Elapsed time per location (not ctx.clock, which tests may freeze) paces the syncs.
+  const lastSync = new Map<string, number>();
+  return {
+    name: 'backup-sync',
+    // Backups are read from the cache (it must be synced); their events enqueue nothing.
+    watches: [locations, { informer: backups, mapKeys: () => [] }],
+    reconciler: {
+      async reconcile(key): Promise<Result> {
+        const bsl = locations.get(key);
+        if (bsl === undefined) {
+          lastSync.delete(key);
+          return;
+        }
+        const period = syncPeriodMs(ctx, bsl);
+        if (period <= 0) return;
+        const last = lastSync.get(key);
+        const elapsed = last === undefined ? Infinity : performance.now() - last;
+        if (elapsed < period) return { requeueAfter: period - elapsed };
+        // Not validated yet, or Unavailable: the validation's status update brings the key back.
+        if (bsl.status?.phase !== 'Available') return { requeueAfter: period };
+        lastSync.set(key, performance.now());
+        const where = `backup sync of location ${bsl.metadata.name}`;
+        let result: SyncResult;
+        try {
+          result = await syncLocation(ctx, bsl);
+        } catch (err) {
+          ctx.logger.warn(`${where} failed: ${safeErrorMessage(err)}`, { location: bsl.metadata.name });
+          return { requeueAfter: period };
+        }
+        for (const name of result.imported) {
+          ctx.logger.info(`${where}: imported backup ${name} from object storage`, { location: bsl.metadata.name });
+        }
+        for (const name of result.removed) {
+          ctx.logger.info(`${where}: removed Backup ${name}: its data is no longer in object storage`, { location: bsl.metadata.name });
+        }
+        for (const f of result.failed) {
+          ctx.logger.warn(`${where}: backup ${f.name}: ${f.reason}`, { location: bsl.metadata.name });
+        }
+        if (result.imported.length > 0 || result.removed.length > 0 || result.failed.length > 0) {
+          const parts = [`${result.imported.length} imported`, `${result.removed.length} removed`];
+          if (result.failed.length > 0) parts.push(`${result.failed.length} failed (${result.failed.map((f) => `${f.name}: ${f.reason}`).join('; ')})`);
+          void ctx.events.event(bsl, result.failed.length > 0 ? 'Warning' : 'Normal', 'BackupSync', parts.join(', '));
+        }
+        try {
+          await ctx.client.patchStatus(BSLS, bsl.metadata.namespace, bsl.metadata.name, { status: { lastSyncedTime: stamp(ctx.clock.now()) } });
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+        return { requeueAfter: period };
+      },
+    },
+  };
+}

@@ -1,0 +1,82 @@
+// What every controller receives from the composition root (src/main.ts), and how it declares
+// itself. Controllers are plain functions `xxxController(ctx) => ControllerDefinition`; main.ts
+// starts each definition's reconciler with runtime/startController once this replica leads.
+import type winston from 'winston';
+import type { StowageKind } from '../apis/v1/index.js';
+import type { ServerConfig } from '../config/index.js';
+import type { DynamicClient, EventRecorder, KubeObject } from '../kube/index.js';
+import type { LogSpool } from '../logging/index.js';
+import type { StowageMetrics } from '../metrics/index.js';
+import type { PluginPool } from '../plugin/host/index.js';
+import type { Informer, Reconciler, WatchSource } from '../runtime/index.js';
+import type { Clock } from '../util/clock.js';
+
+export interface ControllerContext {
+  config: ServerConfig;
+  /** The namespace the server watches for its own resources (Backups, locations, ...). */
+  namespace: string;
+  client: DynamicClient;
+  /** The server log (stdout). Per-run logs are created by the backup and restore controllers. */
+  logger: winston.Logger;
+  metrics: StowageMetrics;
+  plugins: PluginPool;
+  events: EventRecorder;
+  spool: LogSpool;
+  clock: Clock;
+  /** Where run logs are written while a run is going (served live to `stowage backup logs --follow`). */
+  runLogDir: string;
+  /** Scratch space (credential files for plugins, temporary downloads). */
+  scratchDir: string;
+  serverVersion: string;
+  /** Shared informer over one of Stowage's kinds in `namespace`; one per kind per server. */
+  informer<T extends KubeObject = KubeObject>(kind: StowageKind): Informer<T>;
+  /** Aborted when the server starts shutting down: stop starting new work. */
+  shutdown: AbortSignal;
+  /** Runs in progress on this server (backups and restores), for live logs and shutdown. */
+  runs: RunRegistry;
+}
+
+export interface ControllerDefinition {
+  name: string;
+  reconciler: Reconciler;
+  /** Informers whose events enqueue keys (see runtime WatchSource for mapping events to other keys). */
+  watches: (Informer<KubeObject> | WatchSource)[];
+  /** Concurrent reconciles. Default 1. */
+  workers?: number;
+  /** Runs once when this replica starts leading, before the workers start (e.g. the stale-run sweep). */
+  onStart?: () => Promise<void>;
+}
+
+export interface ActiveRun {
+  kind: 'backup' | 'restore';
+  namespace: string;
+  name: string;
+  /** Path of the run's gzip log while it is going. */
+  logPath: string;
+  /** The lines written so far (while the run is going). */
+  linesSoFar(): Promise<string[]>;
+  /** Live lines of the run's log; returns the unsubscribe function. */
+  follow(cb: (line: string) => void, opts?: { fromStart?: boolean; onEnd?: () => void }): () => void;
+  /** Aborts the run (it ends Failed with `reason`). */
+  abort(reason: string): void;
+  /** Settles when the run has finished and its status is written. */
+  done: Promise<void>;
+}
+
+export interface RunRegistry {
+  add(run: ActiveRun): void;
+  remove(kind: ActiveRun['kind'], namespace: string, name: string): void;
+  get(kind: ActiveRun['kind'], namespace: string, name: string): ActiveRun | undefined;
+  list(): ActiveRun[];
+}
+
+export function createRunRegistry(): RunRegistry {
+  const runs = new Map<string, ActiveRun>();
+  const key = (kind: string, ns: string, name: string): string => `${kind}/${ns}/${name}`;
+  return {
+    add: (run) => void runs.set(key(run.kind, run.namespace, run.name), run),
+    remove: (kind, ns, name) => void runs.delete(key(kind, ns, name)),
+    get: (kind, ns, name) => runs.get(key(kind, ns, name)),
+    list: () => [...runs.values()],
+  };
+}

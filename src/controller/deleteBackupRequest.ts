@@ -1,0 +1,254 @@
+// DeleteBackupRequest controller: deletes a backup completely.
+//
+// Order, so that whatever fails leaves something that can be retried:
+//   1. refuse (Processed with the reason, nothing touched) when the backup does not exist, is still
+//      running, or its location is missing, ReadOnly or Unavailable;
+//   2. mark the Backup Deleting (GC and sync leave it alone);
+//   3. run the DeleteItemAction plugins on the backup's items (read from its tarball);
+//   4. delete every object of the backup from storage (stowage-backup.json first, so a half-deleted
+//      backup is never synced back), and the restores/<r>/ artifacts of its Restores;
+//   5. delete the Restore resources that reference the backup, then the Backup resource.
+// If step 3 or 4 fails, nothing more is deleted, the Backup gets its phase back, and the request
+// ends Processed with every error listed. Retrying means a new DeleteBackupRequest: GC makes one
+// on its next run for an expired backup, and `stowage backup delete` makes one on demand. (A
+// Processed request is never re-run: its errors stay as the record of that attempt.)
+// A request found InProgress that this server is not working on was left by a server that died;
+// it is simply run again (every step tolerates what an earlier attempt already did).
+// Processed requests are deleted 24h after creation.
+import {
+  RESOURCES,
+  type Backup,
+  type BackupPhase,
+  type BackupStorageLocation,
+  type DeleteBackupRequest,
+  type DeleteBackupRequestStatus,
+  type Restore,
+} from '../apis/v1/index.js';
+import { readArchive, type ArchiveItem } from '../archive/index.js';
+import { isConflict, isNotFound as isKubeNotFound } from '../kube/index.js';
+import { isNotFound as isStoreNotFound } from '../persistence/backupStore.js';
+import type { DeleteItemAction, KubeObject } from '../plugin/api/index.js';
+import type { Result } from '../runtime/index.js';
+import { safeErrorMessage } from '../util/errors.js';
+import { namespaceFilter, resourceFilter } from '../util/filters.js';
+import { labelSelectorMatches, parseLabelSelector } from '../util/labels.js';
+import type { ControllerContext, ControllerDefinition } from './context.js';
+import { hasStoredData, locationBlocksDeletion } from './gc.js';
+import { openBackupStore, resolveLocation } from './locations.js';
+
+const DBRS = RESOURCES.DeleteBackupRequest;
+const BACKUPS = RESOURCES.Backup;
+const RESTORES = RESOURCES.Restore;
+/** Processed requests are removed this long after they were created. */
+export const PROCESSED_REQUEST_TTL_MS = 24 * 3_600_000;
+
+export interface NamedDeleteItemAction {
+  name: string;
+  action: DeleteItemAction;
+}
+
+function describeItem(item: ArchiveItem): string {
+  return `${item.groupResource} ${item.namespace !== undefined ? `${item.namespace}/` : ''}${item.name}`;
+}
+
+/**
+ * Runs each action on the items its AppliesTo selects (in archive order). Never throws: returns
+ * one precise message per failure, naming the plugin and the item.
+ */
+export async function runDeleteItemActions(actions: readonly NamedDeleteItemAction[], items: readonly ArchiveItem[], backup: KubeObject): Promise<string[]> {
+  const errors: string[] = [];
+  for (const { name, action } of actions) {
+    let matches: (item: ArchiveItem) => boolean;
+    try {
+      const sel = await action.appliesTo();
+      const ns = namespaceFilter(sel.includedNamespaces, sel.excludedNamespaces);
+      const rs = resourceFilter(sel.includedResources, sel.excludedResources);
+      const labels = sel.labelSelector === '' ? undefined : parseLabelSelector(sel.labelSelector);
+      matches = (item) =>
+        (item.namespace === undefined ? ns.includesEverything() : ns.shouldInclude(item.namespace)) &&
+        rs.shouldInclude(item.groupResource) &&
+        labelSelectorMatches(labels, item.object.metadata.labels);
+    } catch (err) {
+      const msg = safeErrorMessage(err);
+      errors.push(msg.includes(name) ? msg : `DeleteItemAction ${name}: AppliesTo failed: ${msg}`);
+      continue;
+    }
+    for (const item of items) {
+      if (!matches(item)) continue;
+      try {
+        await action.execute({ item: item.object, backup });
+      } catch (err) {
+        const msg = safeErrorMessage(err);
+        // Errors from plugin processes already name the plugin (and its executable).
+        errors.push(msg.includes(name) ? `${describeItem(item)}: ${msg}` : `DeleteItemAction ${name} on ${describeItem(item)}: ${msg}`);
+      }
+    }
+  }
+  return errors;
+}
+
+/** Why the backup cannot be deleted now, or undefined. Pure. */
+export function deletionRefusal(backup: Backup, locations: readonly BackupStorageLocation[], defaultLocation: string): string | undefined {
+  const phase = backup.status?.phase;
+  if (phase === undefined || phase === 'New' || phase === 'InProgress') {
+    return `backup "${backup.metadata.name}" is still ${phase ?? 'New'}; delete it once it has finished`;
+  }
+  if (!hasStoredData(backup)) return undefined;
+  return locationBlocksDeletion(backup, locations, defaultLocation);
+}
+
+export function deleteBackupRequestController(ctx: ControllerContext): ControllerDefinition {
+  const requests = ctx.informer<DeleteBackupRequest>('DeleteBackupRequest');
+  const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation');
+  const restores = ctx.informer<Restore>('Restore');
+  /** Requests this server is working on right now (keys). */
+  const working = new Set<string>();
+
+  const patchStatus = (d: DeleteBackupRequest, status: Partial<Record<keyof DeleteBackupRequestStatus, unknown>>, resourceVersion?: string): Promise<DeleteBackupRequest> =>
+    ctx.client.patchStatus<DeleteBackupRequest>(DBRS, d.metadata.namespace, d.metadata.name,
+      resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status });
+
+  const setBackupPhase = (b: Backup, phase: BackupPhase): Promise<unknown> =>
+    ctx.client.patchStatus(BACKUPS, b.metadata.namespace, b.metadata.name, { status: { phase } });
+
+  /** Deletes the backup; returns every error (empty on success). */
+  async function deleteBackup(d: DeleteBackupRequest, backup: Backup): Promise<string[]> {
+    const { namespace = ctx.namespace, name } = backup.metadata;
+    const previous = backup.status?.phase ?? 'Completed';
+    // Refs whose Restore resources go with it (only in the backup's namespace, where they live).
+    const ownRestores = restores.list().filter((r) => r.spec.backupName === name && (r.metadata.namespace ?? '') === namespace);
+    if (previous !== 'Deleting') await setBackupPhase(backup, 'Deleting');
+    void ctx.events.event(backup, 'Normal', 'Deleting', `deletion requested by DeleteBackupRequest ${d.metadata.name}`);
+
+    if (hasStoredData(backup)) {
+      const location = resolveLocation(ctx, backup.spec.storageLocation);
+      if (location === undefined) return [`backup storage location "${backup.spec.storageLocation ?? ''}" disappeared during the deletion`];
+      const bucket = `bucket "${location.spec.objectStorage.bucket}" of location "${location.metadata.name}"`;
+      const handle = ctx.plugins.handle({ kind: 'controller', namespace, name: `deletebackuprequest/${d.metadata.name}` });
+      try {
+        const store = await openBackupStore(ctx, handle, location);
+        const actions = handle.deleteItemActions().map((a) => ({ name: a.name, action: a }));
+        if (actions.length > 0) {
+          let items: ArchiveItem[] | undefined;
+          try {
+            items = (await readArchive(await store.getTarball(name))).items;
+          } catch (err) {
+            // No tarball (e.g. a Failed backup): there are no items for the actions to clean up.
+            if (!isStoreNotFound(err)) {
+              return [`reading the backup's tarball from ${bucket} for the DeleteItemAction plugins (${actions.map((a) => a.name).join(', ')}) failed: ${safeErrorMessage(err)}`];
+            }
+          }
+          if (items !== undefined) {
+            const errors = await runDeleteItemActions(actions, items, backup);
+            if (errors.length > 0) return errors;
+          }
+        }
+        try {
+          await store.deleteBackup(name, ownRestores.map((r) => r.metadata.name));
+        } catch (err) {
+          return [`deleting the backup's objects from ${bucket} failed: ${safeErrorMessage(err)}`];
+        }
+      } catch (err) {
+        return [`opening ${bucket} failed: ${safeErrorMessage(err)}`];
+      } finally {
+        handle.release();
+      }
+    }
+
+    const errors: string[] = [];
+    for (const r of ownRestores) {
+      try {
+        await ctx.client.delete(RESTORES, r.metadata.namespace, r.metadata.name);
+      } catch (err) {
+        if (!isKubeNotFound(err)) errors.push(`deleting Restore ${r.metadata.namespace ?? ''}/${r.metadata.name} failed: ${safeErrorMessage(err)}`);
+      }
+    }
+    if (errors.length > 0) return errors; // keep the Backup so the request can be repeated
+    try {
+      await ctx.client.delete(BACKUPS, namespace, name);
+    } catch (err) {
+      if (!isKubeNotFound(err)) return [`deleting Backup ${namespace}/${name} failed: ${safeErrorMessage(err)}`];
+    }
+    return [];
+  }
+
+  /** One deletion attempt; every error, or none. */
+  async function attempt(d: DeleteBackupRequest): Promise<string[]> {
+    const { namespace = ctx.namespace } = d.metadata;
+    const backupName = d.spec.backupName;
+    let backup: Backup;
+    try {
+      backup = await ctx.client.get<Backup>(BACKUPS, namespace, backupName);
+    } catch (err) {
+      if (isKubeNotFound(err)) return [`backup "${backupName}" does not exist in namespace ${namespace}`];
+      throw err;
+    }
+    const refusal = deletionRefusal(backup, locations.list(), ctx.config.defaultBackupStorageLocation);
+    if (refusal !== undefined) return [refusal];
+    const previous = backup.status?.phase ?? 'Completed';
+    const errors = await deleteBackup(d, backup);
+    if (errors.length > 0 && previous !== 'Deleting') {
+      // Give the backup its phase back so it stays usable and GC can ask again.
+      await setBackupPhase(backup, previous).catch(() => undefined);
+    }
+    return errors;
+  }
+
+  async function process(d: DeleteBackupRequest): Promise<void> {
+    const { namespace = ctx.namespace } = d.metadata;
+    const backupName = d.spec.backupName;
+    try {
+      await patchStatus(d, { phase: 'InProgress', errors: null }, d.metadata.resourceVersion);
+    } catch (err) {
+      if (isKubeNotFound(err) || isConflict(err)) return; // changed under us: the next event brings it back
+      throw err;
+    }
+    const errors = await attempt(d);
+    await patchStatus(d, { phase: 'Processed', errors: errors.length > 0 ? errors : null });
+    const what = `DeleteBackupRequest ${namespace}/${d.metadata.name} for backup ${backupName}`;
+    if (errors.length === 0) {
+      ctx.logger.info(`${what}: backup deleted`, { backup: `${namespace}/${backupName}` });
+      void ctx.events.event(d, 'Normal', 'Processed', `backup ${backupName} deleted`);
+    } else {
+      ctx.logger.warn(`${what} failed: ${errors.join('; ')}`, { backup: `${namespace}/${backupName}` });
+      void ctx.events.event(d, 'Warning', 'Failed', errors.join('; '));
+    }
+  }
+
+  return {
+    name: 'delete-backup-request',
+    // Locations and Restores are read from their caches, so they must be synced; their events enqueue nothing.
+    watches: [requests, { informer: locations, mapKeys: () => [] }, { informer: restores, mapKeys: () => [] }],
+    workers: 2,
+    reconciler: {
+      async reconcile(key): Promise<Result> {
+        const d = requests.get(key);
+        if (d === undefined) return;
+        const phase = d.status?.phase ?? 'New';
+        if (phase === 'Processed') {
+          const created = Date.parse(d.metadata.creationTimestamp ?? '');
+          const left = (Number.isNaN(created) ? 0 : created) + PROCESSED_REQUEST_TTL_MS - ctx.clock.now().getTime();
+          if (left > 0) return { requeueAfter: Math.min(left, 3_600_000) };
+          try {
+            await ctx.client.delete(DBRS, d.metadata.namespace, d.metadata.name);
+          } catch (err) {
+            if (!isKubeNotFound(err)) throw err;
+          }
+          return;
+        }
+        if (phase === 'InProgress' && working.has(key)) return;
+        if (ctx.shutdown.aborted) return;
+        // Another request for the same backup in flight here: wait for it rather than race it.
+        const busy = [...working].some((k) => k !== key && requests.get(k)?.spec.backupName === d.spec.backupName && requests.get(k)?.metadata.namespace === d.metadata.namespace);
+        if (busy) return { requeueAfter: 2000 };
+        working.add(key);
+        try {
+          await process(d);
+        } finally {
+          working.delete(key);
+        }
+        return;
+      },
+    },
+  };
+}

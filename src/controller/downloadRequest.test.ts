@@ -1,0 +1,62 @@
+// Unit tests for the download endpoint's tokens and addresses, and the ServerStatusRequest helpers.
+// The controllers themselves run against the real apiserver in test/cli/.
+import { describe, expect, it } from 'vitest';
+import { baseURLFor, createTokenSigner, downloadServerOptionsFromEnv } from './downloadRequest.js';
+import { expiresAt, pluginInfos } from './serverStatusRequest.js';
+
+describe('download tokens', () => {
+  const signer = createTokenSigner(Buffer.alloc(32, 7));
+  const t = { exp: 2_000, loc: 'default', bucket: 'b', key: 'backups/x/x.tar.gz' };
+
+  it('round-trips a token until it expires', () => {
+    const token = signer.sign(t);
+    expect(token).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+    expect(signer.verify(token, 1_999)).toEqual(t);
+    expect(signer.verify(token, 2_000)).toEqual({ error: 'the download link has expired; run the command again' });
+  });
+
+  it('refuses altered tokens and tokens signed with another secret', () => {
+    const token = signer.sign(t);
+    const [body, sig] = token.split('.') as [string, string];
+    const other = Buffer.from(JSON.stringify({ ...t, key: 'backups/y/y.tar.gz' })).toString('base64url');
+    expect(signer.verify(`${other}.${sig}`, 0)).toMatchObject({ error: expect.stringMatching(/invalid download token/) });
+    expect(createTokenSigner(Buffer.alloc(32, 8)).verify(token, 0)).toMatchObject({ error: expect.stringMatching(/invalid download token/) });
+    expect(signer.verify(body, 0)).toEqual({ error: 'malformed download token' });
+  });
+});
+
+describe('download endpoint address', () => {
+  it('advertises the bound host, the pod IP for a wildcard bind, or the configured URL', () => {
+    expect(baseURLFor('127.0.0.1', 4000, undefined, undefined)).toBe('http://127.0.0.1:4000');
+    expect(baseURLFor('', 8086, undefined, '10.1.2.3')).toBe('http://10.1.2.3:8086');
+    expect(baseURLFor('::', 8086, undefined, 'fd00::5')).toBe('http://[fd00::5]:8086');
+    expect(baseURLFor('0.0.0.0', 8086, undefined, undefined)).toBe('http://127.0.0.1:8086');
+    expect(baseURLFor('', 8086, 'https://stowage.example/', '10.1.2.3')).toBe('https://stowage.example');
+  });
+
+  it('listens on loopback outside a cluster and on :8086 in a pod, unless told otherwise', () => {
+    expect(downloadServerOptionsFromEnv({})).toEqual({ address: '127.0.0.1:0' });
+    expect(downloadServerOptionsFromEnv({ KUBERNETES_SERVICE_HOST: '10.0.0.1' })).toEqual({ address: ':8086' });
+    expect(downloadServerOptionsFromEnv({ STOWAGE_DOWNLOAD_ADDRESS: ':9000', STOWAGE_DOWNLOAD_URL: 'http://x' })).toEqual({ address: ':9000', publicURL: 'http://x' });
+  });
+});
+
+describe('server status', () => {
+  it('lists plugins sorted by kind, then name', () => {
+    expect(pluginInfos([
+      { name: 'b/x', kind: 'ObjectStore' },
+      { name: 'a/y', kind: 'ObjectStore' },
+      { name: 'z/z', kind: 'BackupItemAction' },
+    ])).toEqual([
+      { name: 'z/z', kind: 'BackupItemAction' },
+      { name: 'a/y', kind: 'ObjectStore' },
+      { name: 'b/x', kind: 'ObjectStore' },
+    ]);
+  });
+
+  it('expires a processed request a minute after it was processed', () => {
+    const req = { apiVersion: 'stowage.dev/v1', kind: 'ServerStatusRequest', metadata: { name: 'r' }, status: { phase: 'Processed', processedTimestamp: '2025-01-01T00:00:00Z' } } as const;
+    expect(expiresAt(req)).toBe(Date.parse('2025-01-01T00:01:00Z'));
+    expect(expiresAt({ ...req, status: {} })).toBe(0);
+  });
+});

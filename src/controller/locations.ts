@@ -1,0 +1,81 @@
+// BackupStorageLocations as the controllers use them: which one a backup means, and a BackupStore
+// opened through the plugin pool with the location's config and credentials.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { RESOURCES, type BackupStorageLocation } from '../apis/v1/index.js';
+import type { KubeObject } from '../kube/index.js';
+import { createBackupStore, type BackupStore } from '../persistence/backupStore.js';
+import type { ObjectStore } from '../plugin/api/index.js';
+import type { PluginHandle } from '../plugin/host/index.js';
+import type { ControllerContext } from './context.js';
+
+type Secret = KubeObject & { data?: Record<string, string> };
+
+/** Velero-style short provider names map to Stowage's built-ins. */
+const PROVIDER_ALIASES: Record<string, string> = {
+  aws: 'stowage.dev/aws',
+  filesystem: 'stowage.dev/filesystem',
+};
+
+export function providerName(provider: string): string {
+  return PROVIDER_ALIASES[provider] ?? provider;
+}
+
+export function isReadOnly(bsl: BackupStorageLocation): boolean {
+  return bsl.spec.accessMode === 'ReadOnly';
+}
+
+export function isAvailable(bsl: BackupStorageLocation): boolean {
+  return bsl.status?.phase === 'Available';
+}
+
+/** The location a backup names, or the default one: the `default: true` location, else the configured name. */
+export function resolveLocation(ctx: ControllerContext, name: string | undefined): BackupStorageLocation | undefined {
+  const all = ctx.informer<BackupStorageLocation>('BackupStorageLocation').list();
+  if (name !== undefined && name !== '') return all.find((l) => l.metadata.name === name);
+  return all.find((l) => l.spec.default === true) ?? all.find((l) => l.metadata.name === ctx.config.defaultBackupStorageLocation);
+}
+
+/**
+ * Writes the credential Secret's key to a 0600 file under the scratch dir and returns its path.
+ * The file name is a hash of the content, so instances with identical credentials share a file and
+ * the plugin's Init config (and thus its instance) stays stable across reconciles.
+ */
+async function credentialsFile(ctx: ControllerContext, bsl: BackupStorageLocation): Promise<string | undefined> {
+  const ref = bsl.spec.credential;
+  if (ref === undefined) return undefined;
+  const secret = await ctx.client.get<Secret>({ group: '', version: 'v1', resource: 'secrets', namespaced: true }, ctx.namespace, ref.name);
+  const value = secret.data?.[ref.key];
+  if (value === undefined) throw new Error(`credential secret ${ctx.namespace}/${ref.name} has no key "${ref.key}"`);
+  const content = Buffer.from(value, 'base64');
+  const dir = path.join(ctx.scratchDir, 'credentials');
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const file = path.join(dir, crypto.createHash('sha256').update(content).digest('hex').slice(0, 24));
+  if (!fs.existsSync(file)) {
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, content, { mode: 0o600 });
+    fs.renameSync(tmp, file);
+  }
+  return file;
+}
+
+/** The location's initialised object store (through `handle`; the caller releases the handle). */
+export async function openObjectStore(ctx: ControllerContext, handle: PluginHandle, bsl: BackupStorageLocation): Promise<ObjectStore> {
+  const provider = providerName(bsl.spec.provider);
+  const config: Record<string, string> = { ...(bsl.spec.config ?? {}) };
+  if (provider === 'stowage.dev/aws') {
+    if (bsl.spec.objectStorage.caCert !== undefined) config.caCert = bsl.spec.objectStorage.caCert;
+    const creds = await credentialsFile(ctx, bsl);
+    if (creds !== undefined) config.credentialsFile = creds;
+  }
+  return handle.objectStore(provider, config);
+}
+
+/** Opens the location's BackupStore through `handle` (the caller releases the handle). */
+export async function openBackupStore(ctx: ControllerContext, handle: PluginHandle, bsl: BackupStorageLocation): Promise<BackupStore> {
+  const objectStore = await openObjectStore(ctx, handle, bsl);
+  return createBackupStore({ objectStore, bucket: bsl.spec.objectStorage.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' });
+}
+
+export const BSL_RESOURCE = RESOURCES.BackupStorageLocation;

@@ -1,0 +1,104 @@
+// Plumbing shared by the backup and restore controllers: the run's own log, its upload (or the
+// spool when storage is down), throttled progress patches and timestamps.
+import fs from 'node:fs';
+import type { BackupStorageLocation } from '../apis/v1/index.js';
+import { createRunLogger, type RunKind, type RunLog } from '../logging/index.js';
+import { errorMessage, safeErrorMessage } from '../util/errors.js';
+import type { ActiveRun, ControllerContext } from './context.js';
+import { openObjectStore } from './locations.js';
+
+export function stamp(d: Date): string {
+  return d.toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+export function openRunLog(ctx: ControllerContext, kind: RunKind, namespace: string, name: string): RunLog {
+  const log = createRunLogger({ server: ctx.logger, kind, namespace, name, dir: ctx.runLogDir });
+  return log;
+}
+
+/** Registers a run so the server can show its live log and abort it on shutdown. */
+export function registerRun(ctx: ControllerContext, kind: RunKind, namespace: string, name: string, log: RunLog, abort: AbortController): { finish(): void } {
+  let finish!: () => void;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  const run: ActiveRun = {
+    kind, namespace, name,
+    logPath: log.path,
+    linesSoFar: () => log.linesSoFar(),
+    follow: (cb, opts) => log.follow(cb, opts),
+    abort: (reason) => abort.abort(new Error(reason)),
+    done,
+  };
+  ctx.runs.add(run);
+  return {
+    finish: () => {
+      ctx.runs.remove(kind, namespace, name);
+      finish();
+    },
+  };
+}
+
+/**
+ * Uploads a closed run log with `put`; when that fails the log goes to the spool, to be uploaded
+ * once the location is reachable again, and the server log says where it is kept.
+ */
+export async function uploadRunLog(ctx: ControllerContext, log: RunLog, location: string, key: string, put: (file: string) => Promise<void>): Promise<void> {
+  try {
+    await put(log.path);
+    fs.rmSync(log.path, { force: true });
+  } catch (err) {
+    const kept = await ctx.spool.keep(log.path, { location, key });
+    ctx.logger.warn(`could not upload the run log to location ${location} (${safeErrorMessage(err)}); kept it at ${kept.file} and will upload it when the location is available`, { location, key });
+  }
+}
+
+/** Uploads every spooled log that belongs to `bsl` (called when the location is Available). */
+export async function flushSpool(ctx: ControllerContext, bsl: BackupStorageLocation): Promise<void> {
+  const pending = (await ctx.spool.list()).filter((s) => s.target.location === bsl.metadata.name);
+  if (pending.length === 0) return;
+  const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: `log-spool/${bsl.metadata.name}` });
+  try {
+    const store = await openObjectStore(ctx, handle, bsl);
+    const result = await ctx.spool.flush(async (file, target) => {
+      if (target.location !== bsl.metadata.name) throw new Error(`waiting for location ${target.location}`);
+      await store.putObject(bsl.spec.objectStorage.bucket, target.key, fs.createReadStream(file));
+    });
+    if (result.uploaded.length > 0) ctx.logger.info(`uploaded ${result.uploaded.length} spooled run log(s) to location ${bsl.metadata.name}`);
+  } catch (err) {
+    ctx.logger.warn(`spooled run logs for location ${bsl.metadata.name} not uploaded yet: ${errorMessage(err)}`);
+  } finally {
+    handle.release();
+  }
+}
+
+/**
+ * Calls `fn` at most once per `everyMs`, keeping the latest value; `flush()` waits for the last
+ * call, so a final status patch never races an older progress patch.
+ */
+export function throttled<T>(everyMs: number, fn: (value: T) => Promise<void>): { push(value: T): void; flush(): Promise<void> } {
+  let last = 0;
+  let pending: T | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let chain: Promise<void> = Promise.resolve();
+  const send = (): void => {
+    timer = undefined;
+    if (pending === undefined) return;
+    const v = pending;
+    pending = undefined;
+    last = Date.now();
+    chain = chain.then(() => fn(v)).catch(() => undefined);
+  };
+  return {
+    push(value) {
+      pending = value;
+      if (timer !== undefined) return;
+      const wait = Math.max(0, last + everyMs - Date.now());
+      timer = setTimeout(send, wait);
+    },
+    async flush() {
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+      pending = undefined;
+      await chain;
+    },
+  };
+}

@@ -1,0 +1,288 @@
+// Schedule controller: creates a Backup from the template at each cron tick (UTC).
+//
+// Timing (all from the context's clock, so tests can move time):
+// - The baseline is the latest of status.lastBackup, status.lastSkipped and the newest
+//   `<schedule>-<timestamp>` backup that exists (so a lost status update cannot make it fire
+//   twice). The next tick is the first cron tick after the baseline. Only times from our own clock
+//   count: the creation timestamp comes from the apiserver's clock and is not used.
+// - A schedule that never fired backs up at once (when created, or first unpaused), unless
+//   skipImmediately is set; then "now" is recorded as skipped and it waits for the next tick.
+// - When one or more ticks are due, it fires ONCE, for the latest due tick; the backup is named
+//   after that tick (`<schedule>-<yyyyMMddHHmmss>`), so a repeated reconcile of the same tick hits
+//   AlreadyExists instead of creating a second backup.
+// - If a backup of the schedule is still New/InProgress at a due tick, the tick is skipped and
+//   recorded in status.lastSkipped.
+// - Paused: nothing fires. With skipImmediately, each tick that passes while paused is recorded as
+//   skipped, so unpausing waits for the next tick; without it, unpausing after a missed tick backs
+//   up at once (once, whatever number of ticks were missed).
+// status.lastSkipped thus records every tick not fired on purpose (running backup, paused with
+// skipImmediately, the immediate backup skipped), as Velero's LastSkipped does.
+import {
+  LABEL_SCHEDULE_NAME,
+  RESOURCES,
+  labelValue,
+  newBackup,
+  type Backup,
+  type BackupPhase,
+  type Schedule,
+  type ScheduleStatus,
+} from '../apis/v1/index.js';
+import { isAlreadyExists, isConflict, isNotFound } from '../kube/index.js';
+import type { Result } from '../runtime/index.js';
+import { MAX_SCHEDULE_NAME_LENGTH, parseCron, parseScheduledBackupName, scheduledBackupName, validateCron } from '../util/cron.js';
+import { validateTtl } from '../util/duration.js';
+import { validateFilters } from '../util/filters.js';
+import type { ControllerContext, ControllerDefinition } from './context.js';
+import { stamp } from './runs.js';
+
+/** A backup of the schedule, as far as planning needs it. */
+export interface ScheduleBackup {
+  name: string;
+  phase?: BackupPhase;
+}
+
+export type SchedulePlan =
+  | { action: 'invalid'; errors: string[] }
+  /** Paused: `skipTick` is a tick to record as skipped (skipImmediately), `requeueAfterMs` when to look again. */
+  | { action: 'paused'; skipTick?: Date; requeueAfterMs?: number }
+  /** Nothing to fire; `skipTick` (skipImmediately on a schedule that never fired) is recorded as skipped. */
+  | { action: 'wait'; nextTick: Date; requeueAfterMs: number; skipTick?: Date }
+  | { action: 'create'; at: Date; backupName: string; nextTick: Date; requeueAfterMs: number }
+  | { action: 'skip'; at: Date; running: string[]; nextTick: Date; requeueAfterMs: number };
+
+/** Every reason the Schedule's spec is invalid; empty when valid. */
+export function validateSchedule(schedule: Schedule): string[] {
+  const errors: string[] = [];
+  const spec = schedule.spec;
+  if (typeof spec.schedule !== 'string' || spec.schedule.trim() === '') errors.push('spec.schedule is empty: give a 5-field cron expression, e.g. "0 3 * * *"');
+  else errors.push(...validateCron(spec.schedule).map((e) => `spec.schedule: ${e}`));
+  const name = schedule.metadata.name;
+  if (name.length > MAX_SCHEDULE_NAME_LENGTH) {
+    errors.push(
+      `the schedule's name is ${name.length} characters long; at most ${MAX_SCHEDULE_NAME_LENGTH} are allowed so that its backups' names (<schedule>-<yyyyMMddHHmmss>) fit in 253`,
+    );
+  }
+  const template = spec.template ?? {};
+  errors.push(...validateTtl(template.ttl, 'spec.template.ttl'));
+  errors.push(...validateFilters(template).map((e) => `spec.template: ${e}`));
+  return errors;
+}
+
+function isRunning(phase: BackupPhase | undefined): boolean {
+  return phase === undefined || phase === 'New' || phase === 'InProgress';
+}
+
+function parseTime(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const t = Date.parse(text);
+  return Number.isNaN(t) ? undefined : t;
+}
+
+/** Truncates to whole seconds: backup names and RFC 3339 status times have second precision. */
+function toSecond(d: Date): Date {
+  return new Date(Math.floor(d.getTime() / 1000) * 1000);
+}
+
+/**
+ * What the controller should do for `schedule` at `now`, given the schedule's existing backups
+ * (those labelled with its name). Pure.
+ */
+export function planSchedule(schedule: Schedule, backups: readonly ScheduleBackup[], now: Date): SchedulePlan {
+  const errors = validateSchedule(schedule);
+  if (errors.length > 0) return { action: 'invalid', errors };
+  const cron = parseCron(schedule.spec.schedule);
+  const name = schedule.metadata.name;
+  const status = schedule.status ?? {};
+
+  const lastBackup = parseTime(status.lastBackup);
+  const lastSkipped = parseTime(status.lastSkipped);
+  const newestOwn = backups
+    .map((b) => parseScheduledBackupName(name, b.name)?.getTime())
+    .filter((t): t is number => t !== undefined)
+    .reduce<number | undefined>((a, b) => (a === undefined || b > a ? b : a), undefined);
+  const neverFired = lastBackup === undefined && lastSkipped === undefined && newestOwn === undefined;
+  const baseline = Math.max(lastBackup ?? 0, lastSkipped ?? 0, newestOwn ?? 0);
+  const due = cron.next(new Date(baseline));
+  const nowMs = now.getTime();
+  const skipImmediately = schedule.spec.skipImmediately === true;
+
+  if (schedule.spec.paused === true) {
+    if (!skipImmediately) return { action: 'paused' };
+    const next = cron.next(now);
+    const plan: SchedulePlan = { action: 'paused', requeueAfterMs: next.getTime() - nowMs };
+    if (neverFired) plan.skipTick = toSecond(now);
+    else if (due.getTime() <= nowMs) plan.skipTick = cron.prev(new Date(nowMs + 1));
+    return plan;
+  }
+
+  if (neverFired) {
+    const nextTick = cron.next(now);
+    const requeueAfterMs = nextTick.getTime() - nowMs;
+    if (skipImmediately) return { action: 'wait', nextTick, requeueAfterMs, skipTick: toSecond(now) };
+    const at = toSecond(now);
+    return { action: 'create', at, backupName: scheduledBackupName(name, at), nextTick, requeueAfterMs };
+  }
+  if (due.getTime() > nowMs) return { action: 'wait', nextTick: due, requeueAfterMs: due.getTime() - nowMs };
+
+  // The latest tick at or before now; earlier missed ticks are folded into this one.
+  const at = cron.prev(new Date(nowMs + 1));
+  const nextTick = cron.next(at);
+  const requeueAfterMs = nextTick.getTime() - nowMs;
+  const running = backups.filter((b) => isRunning(b.phase)).map((b) => b.name).sort();
+  if (running.length > 0) return { action: 'skip', at, running, nextTick, requeueAfterMs };
+  return { action: 'create', at, backupName: scheduledBackupName(name, at), nextTick, requeueAfterMs };
+}
+
+/** The Backup a schedule creates: its template, its labels, and the schedule-name label. */
+export function backupFromSchedule(schedule: Schedule, backupName: string): Backup {
+  const namespace = schedule.metadata.namespace ?? '';
+  const labels: Record<string, string> = { ...(schedule.metadata.labels ?? {}), [LABEL_SCHEDULE_NAME]: labelValue(schedule.metadata.name) };
+  // structuredClone: the template must not be shared with the cached Schedule object.
+  const backup = newBackup(backupName, namespace, structuredClone(schedule.spec.template ?? {}), labels);
+  const uid = schedule.metadata.uid;
+  if (schedule.spec.useOwnerReferencesInBackup === true && uid !== undefined) {
+    backup.metadata.ownerReferences = [{ apiVersion: schedule.apiVersion, kind: 'Schedule', name: schedule.metadata.name, uid, controller: true }];
+  }
+  return backup;
+}
+
+// ---- controller ----------------------------------------------------------------------------------
+
+const SCHEDULES = RESOURCES.Schedule;
+const BACKUPS = RESOURCES.Backup;
+/** Longest requeue: timers beyond ~24.8 days overflow, and a periodic look survives clock jumps. */
+const MAX_REQUEUE_MS = 3_600_000;
+
+function requeue(ms: number | undefined): Result {
+  if (ms === undefined) return undefined;
+  return { requeueAfter: Math.min(MAX_REQUEUE_MS, Math.max(1, ms)) };
+}
+
+export function scheduleController(ctx: ControllerContext): ControllerDefinition {
+  const schedules = ctx.informer<Schedule>('Schedule');
+  const backups = ctx.informer<Backup>('Backup');
+
+  /**
+   * One status patch, conditional on the version planned from: a reconcile that planned from a
+   * stale cache (our previous patch not seen yet) gets a conflict and is retried, instead of
+   * recording a tick twice or skipping one.
+   */
+  const patchStatus = (s: Schedule, status: Partial<Record<keyof ScheduleStatus, unknown>>): Promise<Schedule> =>
+    ctx.client.patchStatus<Schedule>(SCHEDULES, s.metadata.namespace, s.metadata.name, {
+      metadata: { resourceVersion: s.metadata.resourceVersion },
+      status,
+    });
+
+  function backupsOf(s: Schedule): Backup[] {
+    const label = labelValue(s.metadata.name);
+    const ns = s.metadata.namespace ?? '';
+    return backups.list().filter((b) => (b.metadata.namespace ?? '') === ns && b.metadata.labels?.[LABEL_SCHEDULE_NAME] === label);
+  }
+
+  /** Creates the backup; false when a backup of that name exists that this schedule did not create. */
+  async function createBackup(s: Schedule, name: string): Promise<boolean> {
+    const ns = s.metadata.namespace ?? ctx.namespace;
+    try {
+      await ctx.client.create(BACKUPS, ns, backupFromSchedule(s, name));
+      return true;
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+      // The same tick reconciled twice (e.g. a status update that did not land): it is ours.
+      const existing = await ctx.client.get<Backup>(BACKUPS, ns, name);
+      return existing.metadata.labels?.[LABEL_SCHEDULE_NAME] === labelValue(s.metadata.name);
+    }
+  }
+
+  async function reconcile(key: string): Promise<Result> {
+    const s = schedules.get(key);
+    if (s === undefined || s.metadata.deletionTimestamp !== undefined) return;
+    const where = `schedule ${s.metadata.namespace ?? ''}/${s.metadata.name}`;
+    const now = ctx.clock.now();
+    let own = backupsOf(s).map((b) => ({ name: b.metadata.name, phase: b.status?.phase }));
+    let plan = planSchedule(s, own, now);
+    if (plan.action === 'skip') {
+      // Before skipping a tick, make sure the cache is not just behind a backup that has finished.
+      const running = new Set(plan.running);
+      own = await Promise.all(own.map(async (b) => {
+        if (!running.has(b.name)) return b;
+        try {
+          const live = await ctx.client.get<Backup>(BACKUPS, s.metadata.namespace, b.name);
+          return { name: b.name, phase: live.status?.phase };
+        } catch (err) {
+          if (isNotFound(err)) return { name: b.name, phase: 'Deleting' as const }; // gone: not running
+          throw err;
+        }
+      }));
+      plan = planSchedule(s, own, now);
+    }
+    const status = s.status ?? {};
+
+    if (plan.action === 'invalid') {
+      if (status.phase !== 'FailedValidation' || JSON.stringify(status.validationErrors ?? []) !== JSON.stringify(plan.errors)) {
+        await patchStatus(s, { phase: 'FailedValidation', validationErrors: plan.errors });
+        void ctx.events.event(s, 'Warning', 'FailedValidation', plan.errors.join('; '));
+        ctx.logger.warn(`${where} failed validation: ${plan.errors.join('; ')}`);
+      }
+      return;
+    }
+    const enable: Partial<Record<keyof ScheduleStatus, unknown>> = status.phase === 'Enabled' ? {} : { phase: 'Enabled', validationErrors: null };
+    const patch = async (more: Partial<Record<keyof ScheduleStatus, unknown>>): Promise<void> => {
+      const all = { ...enable, ...more };
+      if (Object.keys(all).length > 0) await patchStatus(s, all);
+      if (status.phase !== 'Enabled') ctx.logger.info(`${where} is Enabled (cron "${s.spec.schedule}", UTC)`);
+    };
+
+    switch (plan.action) {
+      case 'paused': {
+        const record = plan.skipTick !== undefined && status.lastSkipped !== stamp(plan.skipTick);
+        await patch(record && plan.skipTick !== undefined ? { lastSkipped: stamp(plan.skipTick) } : {});
+        if (record && plan.skipTick !== undefined) ctx.logger.info(`${where} is paused: ${stamp(plan.skipTick)} skipped`);
+        return requeue(plan.requeueAfterMs);
+      }
+      case 'wait':
+        await patch(plan.skipTick !== undefined ? { lastSkipped: stamp(plan.skipTick) } : {});
+        if (plan.skipTick !== undefined) ctx.logger.info(`${where}: skipImmediately: no backup now; next tick ${stamp(plan.nextTick)}`);
+        return requeue(plan.requeueAfterMs);
+      case 'skip': {
+        const message = `a backup of this schedule is still running (${plan.running.join(', ')}), so the tick at ${stamp(plan.at)} was skipped`;
+        await patch({ lastSkipped: stamp(plan.at) });
+        void ctx.events.event(s, 'Warning', 'BackupSkipped', message);
+        ctx.logger.warn(`${where}: ${message}`);
+        return requeue(plan.requeueAfterMs);
+      }
+      case 'create': {
+        if (ctx.shutdown.aborted) return; // a server going down starts nothing new; the next leader fires
+        const ours = await createBackup(s, plan.backupName);
+        if (!ours) {
+          const message = `backup ${plan.backupName} already exists and was not created by this schedule, so the tick at ${stamp(plan.at)} was skipped`;
+          await patch({ lastSkipped: stamp(plan.at) });
+          void ctx.events.event(s, 'Warning', 'BackupSkipped', message);
+          ctx.logger.warn(`${where}: ${message}`);
+          return requeue(plan.requeueAfterMs);
+        }
+        await patch({ lastBackup: stamp(plan.at), lastBackupName: plan.backupName });
+        void ctx.events.event(s, 'Normal', 'BackupCreated', `created backup ${plan.backupName}`);
+        ctx.logger.info(`${where}: created backup ${plan.backupName}; next tick ${stamp(plan.nextTick)}`);
+        return requeue(plan.requeueAfterMs);
+      }
+    }
+  }
+
+  return {
+    name: 'schedule',
+    // Backups only need to be in the cache (for the overlap check); their events do not enqueue.
+    watches: [schedules, { informer: backups, mapKeys: () => [] }],
+    reconciler: {
+      reconcile: async (key) => {
+        try {
+          return await reconcile(key);
+        } catch (err) {
+          if (isNotFound(err)) return; // the schedule was deleted while we worked
+          // Planned from a stale cache: look again once the cache has our last update.
+          if (isConflict(err)) return { requeueAfter: 200 };
+          throw err;
+        }
+      },
+    },
+  };
+}

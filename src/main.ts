@@ -1,0 +1,187 @@
+// Composition root of `stowage server`: configuration -> logger -> kube client -> plugin pool ->
+// informers -> controllers, started only while this replica holds the leader Lease.
+// SIGTERM: stop taking work, let running backups/restores finish within the grace period (what
+// does not finish is marked Failed by its controller), stop plugins, release the lease, exit 0.
+import fs from 'node:fs';
+import path from 'node:path';
+import { KINDS, RESOURCES, crdName, type StowageKind } from './apis/v1/index.js';
+import { DEFAULT_CONFIG, type ServerConfig } from './config/index.js';
+import { backupController } from './controller/backup.js';
+import { backupStorageLocationController } from './controller/backupStorageLocation.js';
+import { backupSyncController } from './controller/backupSync.js';
+import { deleteBackupRequestController } from './controller/deleteBackupRequest.js';
+import { downloadRequestController } from './controller/downloadRequest.js';
+import { gcController } from './controller/gc.js';
+import { serverStatusRequestController } from './controller/serverStatusRequest.js';
+import { restoreController } from './controller/restore.js';
+import { scheduleController } from './controller/schedule.js';
+import { createRunRegistry, type ControllerContext, type ControllerDefinition } from './controller/context.js';
+import { CUSTOM_RESOURCE_DEFINITIONS, createDynamicClient, createEventRecorder, isNotFound, loadKubeConfig, type KubeObject } from './kube/index.js';
+import { LogSpool, createServerLogger } from './logging/index.js';
+import { createMetrics, startMetricsServer } from './metrics/index.js';
+import { createPluginPool } from './plugin/host/index.js';
+import { createInformer, startController, startLeaderElection, type Controller, type Informer } from './runtime/index.js';
+import { systemClock } from './util/clock.js';
+import { errorMessage } from './util/errors.js';
+
+export const SERVER_VERSION = '0.1.0';
+
+/** Controllers beyond the core ones register here (one file each under controller/). */
+export type ControllerFactory = (ctx: ControllerContext) => ControllerDefinition;
+
+export interface ServerOptions {
+  config: ServerConfig;
+  /** Command line that serves the built-in plugins (`stowage run-plugins`). */
+  selfCommand: string[];
+  controllers?: ControllerFactory[];
+}
+
+export async function runServer(opts: ServerOptions): Promise<number> {
+  const { config } = opts;
+  const logger = createServerLogger({ level: config.logLevel, format: config.logFormat });
+  const kc = loadKubeConfig(config.kubeconfig === '' ? undefined : config.kubeconfig);
+  const client = createDynamicClient(kc, { qps: config.clientQps, burst: config.clientBurst, userAgent: `stowage/${SERVER_VERSION}` });
+  const namespace = config.namespace;
+
+  // Fail at once, with the fix, when the CRDs are missing (rather than informers retrying forever).
+  for (const def of KINDS) {
+    try {
+      await client.get(CUSTOM_RESOURCE_DEFINITIONS, undefined, crdName(def));
+    } catch (err) {
+      if (isNotFound(err)) {
+        logger.error(`the CustomResourceDefinition ${crdName(def)} is not installed; install the CRDs first: kubectl apply -f deploy/crds/`);
+        return 1;
+      }
+      logger.error(`cannot reach the Kubernetes API: ${errorMessage(err)}`);
+      return 1;
+    }
+  }
+
+  const scratchDir = config.scratchDir;
+  const runLogDir = path.join(scratchDir, 'run-logs');
+  fs.mkdirSync(runLogDir, { recursive: true });
+  const metrics = createMetrics();
+  const spool = new LogSpool(config.logSpoolDir, logger);
+  // The default plugin directory is optional (only images with third-party plugins have it); a
+  // directory given explicitly must exist.
+  const pluginDirs = config.pluginDir === '' || (config.pluginDir === DEFAULT_CONFIG.pluginDir && !fs.existsSync(config.pluginDir)) ? [] : [config.pluginDir];
+  const plugins = await createPluginPool({
+    pluginDirs,
+    selfCommand: opts.selfCommand,
+    logger,
+    logLevel: config.logLevel,
+    startupTimeoutMs: config.pluginStartTimeout,
+    idleTimeoutMs: config.pluginIdleTimeout,
+  });
+  // Plugin restarts after a crash, per plugin, as a counter (the pool keeps running totals).
+  const seenCrashes = new Map<string, number>();
+  const pluginMetrics = setInterval(() => {
+    for (const st of plugins.status()) {
+      const delta = st.crashes - (seenCrashes.get(st.executable) ?? 0);
+      if (delta <= 0) continue;
+      seenCrashes.set(st.executable, st.crashes);
+      for (const plugin of st.plugins) metrics.pluginRestartsTotal.inc({ plugin }, delta);
+    }
+  }, 2000);
+  pluginMetrics.unref();
+  logger.info(`stowage server ${SERVER_VERSION} starting in namespace ${namespace} with plugins: ${plugins.plugins.map((p) => `${p.name} (${p.kind})`).join(', ')}`);
+
+  const shutdown = new AbortController();
+  const informers = new Map<StowageKind, Informer<KubeObject>>();
+  const informer = <T extends KubeObject>(kind: StowageKind): Informer<T> => {
+    let inf = informers.get(kind);
+    if (inf === undefined) {
+      inf = createInformer(client, RESOURCES[kind], { namespace, logger, name: RESOURCES[kind].resource });
+      informers.set(kind, inf);
+    }
+    return inf as Informer<T>;
+  };
+  const ctx: ControllerContext = {
+    config, namespace, client, logger, metrics, plugins, spool, clock: systemClock, runLogDir, scratchDir,
+    serverVersion: SERVER_VERSION,
+    events: createEventRecorder(client, { onError: (err) => logger.debug(`could not record an event: ${errorMessage(err)}`) }),
+    informer, shutdown: shutdown.signal, runs: createRunRegistry(),
+  };
+  const factories: ControllerFactory[] = [
+    backupStorageLocationController, backupController, restoreController,
+    scheduleController, gcController, deleteBackupRequestController, backupSyncController,
+    downloadRequestController, serverStatusRequestController,
+    ...(opts.controllers ?? []),
+  ];
+  const definitions = factories.map((f) => f(ctx));
+
+  let running: Controller[] = [];
+  let leading = false;
+  const metricsServer = await startMetricsServer({
+    address: config.metricsAddress,
+    registry: metrics.registry,
+    ready: () => {
+      if (shutdown.signal.aborted) return { ready: false, reason: 'shutting down' };
+      const unsynced = [...informers.entries()].filter(([, i]) => !i.hasSynced()).map(([k]) => k);
+      // A follower is ready too: it serves metrics and takes over when the leader goes.
+      return unsynced.length === 0 || !leading ? { ready: true } : { ready: false, reason: `caches not synced: ${unsynced.join(', ')}` };
+    },
+  });
+  logger.info(`metrics, /healthz and /readyz on ${metricsServer.host}:${metricsServer.port}`);
+
+  const stopControllers = async (graceMs: number): Promise<void> => {
+    const cs = running;
+    running = [];
+    await Promise.all(cs.map((c) => c.stop(graceMs)));
+  };
+
+  let exitCode = 0;
+  let lostLeadership = false;
+  const done = new Promise<void>((resolve) => {
+    // The Lease has its own client: renewals must not queue behind a backup's rate-limited LISTs.
+    const leaseClient = createDynamicClient(kc, { qps: 5, burst: 10, userAgent: `stowage/${SERVER_VERSION} leader-election` });
+    const elector = startLeaderElection({
+      client: leaseClient, namespace, name: 'stowage-server', logger,
+      onStartedLeading: async (signal) => {
+        leading = true;
+        logger.info('became the leader: starting controllers');
+        for (const d of definitions) {
+          if (d.onStart !== undefined) await d.onStart();
+          running.push(startController({ name: d.name, reconciler: d.reconciler, informers: d.watches, workers: d.workers ?? 1, logger }));
+        }
+        signal.addEventListener('abort', () => {
+          if (shutdown.signal.aborted) return;
+          // A leader that lost its lease stops at once; a new process starts as a follower.
+          lostLeadership = true;
+          logger.error('lost the leader lease: stopping all work now');
+          for (const r of ctx.runs.list()) r.abort('this server lost its leadership lease');
+          void stopControllers(0).then(() => terminate(1));
+        }, { once: true });
+      },
+      onStoppedLeading: () => {
+        leading = false;
+      },
+    });
+
+    let terminating = false;
+    const terminate = async (code: number): Promise<void> => {
+      if (terminating) return;
+      terminating = true;
+      exitCode = code;
+      shutdown.abort();
+      const grace = config.terminationGracePeriod;
+      if (!lostLeadership) {
+        logger.info(`shutting down: waiting up to ${grace / 1000}s for ${ctx.runs.list().length} running backup(s)/restore(s)`);
+        await stopControllers(grace);
+      }
+      clearInterval(pluginMetrics);
+      await plugins.shutdown();
+      await elector.stop();
+      await Promise.all([...informers.values()].map((i) => i.stop()));
+      await metricsServer.close();
+      client.close();
+      leaseClient.close();
+      logger.info('stowage server stopped');
+      resolve();
+    };
+    process.once('SIGTERM', () => void terminate(0));
+    process.once('SIGINT', () => void terminate(0));
+  });
+  await done;
+  return lostLeadership ? 1 : exitCode;
+}

@@ -1,0 +1,164 @@
+// stowage.dev/filesystem: an object store in a local directory (config key `root`), the embedded
+// default for single-node use and the demo. Buckets are directories under the root; writes go to a
+// temp file that is renamed into place, so readers never see half an object.
+import { randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { ObjectStore, PluginConfig, ResumableGetObject } from '../api/index.js';
+import { log } from '../sdk/index.js';
+import { checkBucket, keySegments, TEMP_PREFIX, UnsafeKeyError } from './keys.js';
+
+const CONFIG_KEYS = new Set(['root', 'bucket', 'prefix']);
+
+class NotFoundError extends Error {
+  readonly code = 'NotFound';
+}
+
+function isErrno(err: unknown, code: string): boolean {
+  return typeof err === 'object' && err !== null && (err as NodeJS.ErrnoException).code === code;
+}
+
+export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
+  private root = '';
+
+  async init(config: PluginConfig): Promise<void> {
+    const unknown = Object.keys(config).filter((k) => !CONFIG_KEYS.has(k));
+    if (unknown.length > 0) throw new Error(`filesystem object store: unknown config key(s) ${unknown.join(', ')} (known: root)`);
+    const root = config.root;
+    if (root === undefined || root === '') throw new Error("filesystem object store: config key 'root' (a directory) is required");
+    if (!path.isAbsolute(root)) throw new Error(`filesystem object store: root ${JSON.stringify(root)} must be an absolute path`);
+    await fs.mkdir(root, { recursive: true, mode: 0o700 });
+    const st = await fs.stat(root);
+    if (!st.isDirectory()) throw new Error(`filesystem object store: root ${root} is not a directory`);
+    this.root = await fs.realpath(root);
+    log.info('filesystem object store ready', { root: this.root, pid: process.pid });
+  }
+
+  private bucketDir(bucket: string): string {
+    if (this.root === '') throw new Error('filesystem object store: Init was not called');
+    checkBucket(bucket);
+    return path.join(this.root, bucket);
+  }
+
+  private pathOf(bucket: string, key: string): string {
+    return path.join(this.bucketDir(bucket), ...keySegments(key));
+  }
+
+  /** Symlinks inside the root must not lead out of it. */
+  private async checkInside(p: string): Promise<void> {
+    const real = await fs.realpath(p);
+    if (real !== this.root && !real.startsWith(this.root + path.sep)) {
+      throw new UnsafeKeyError(`path ${p} leads outside the store root ${this.root}`);
+    }
+  }
+
+  async putObject(bucket: string, key: string, body: AsyncIterable<Uint8Array>): Promise<void> {
+    const target = this.pathOf(bucket, key);
+    const dir = path.dirname(target);
+    await fs.mkdir(dir, { recursive: true });
+    await this.checkInside(dir);
+    const tmp = path.join(dir, `${TEMP_PREFIX}${path.basename(target)}-${randomBytes(6).toString('hex')}`);
+    const fh = await fs.open(tmp, 'wx', 0o600);
+    try {
+      for await (const chunk of body) await fh.write(chunk);
+      await fh.sync();
+      await fh.close();
+      await fs.rename(tmp, target);
+    } catch (err) {
+      await fh.close().catch(() => undefined);
+      await fs.rm(tmp, { force: true });
+      throw err;
+    }
+  }
+
+  async getObject(bucket: string, key: string): Promise<AsyncIterable<Uint8Array>> {
+    return this.getObjectFrom(bucket, key, 0);
+  }
+
+  async getObjectFrom(bucket: string, key: string, offset: number): Promise<AsyncIterable<Uint8Array>> {
+    const p = this.pathOf(bucket, key);
+    try {
+      const st = await fs.stat(p);
+      if (!st.isFile()) throw new NotFoundError(`object ${bucket}/${key} not found`);
+      await this.checkInside(p);
+    } catch (err) {
+      if (isErrno(err, 'ENOENT') || isErrno(err, 'ENOTDIR')) throw new NotFoundError(`object ${bucket}/${key} not found`);
+      throw err;
+    }
+    return createReadStream(p, { start: offset, highWaterMark: 1024 * 1024 });
+  }
+
+  async objectExists(bucket: string, key: string): Promise<boolean> {
+    try {
+      return (await fs.stat(this.pathOf(bucket, key))).isFile();
+    } catch (err) {
+      if (isErrno(err, 'ENOENT') || isErrno(err, 'ENOTDIR')) return false;
+      throw err;
+    }
+  }
+
+  /** Every key under `prefix`, walking only the directory the prefix points into. */
+  async listObjects(bucket: string, prefix: string): Promise<string[]> {
+    const base = this.bucketDir(bucket);
+    const dirPart = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/') + 1) : '';
+    if (dirPart !== '') keySegments(dirPart.slice(0, -1));
+    const keys: string[] = [];
+    const walk = async (dir: string, rel: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await fs.readdir(dir, { withFileTypes: true });
+      } catch (err) {
+        if (isErrno(err, 'ENOENT') || isErrno(err, 'ENOTDIR')) return;
+        throw err;
+      }
+      for (const e of entries) {
+        if (e.name.startsWith(TEMP_PREFIX)) continue;
+        const key = rel + e.name;
+        if (e.isDirectory()) {
+          if (prefix.startsWith(`${key}/`) || `${key}/`.startsWith(prefix) || key.startsWith(prefix)) await walk(path.join(dir, e.name), `${key}/`);
+        } else if (e.isFile() && key.startsWith(prefix)) {
+          keys.push(key);
+        }
+      }
+    };
+    await walk(path.join(base, ...dirPart.split('/').filter((s) => s !== '')), dirPart);
+    return keys.sort();
+  }
+
+  async listCommonPrefixes(bucket: string, prefix: string, delimiter: string): Promise<string[]> {
+    if (delimiter === '') throw new Error('listCommonPrefixes: the delimiter must not be empty');
+    const out = new Set<string>();
+    for (const key of await this.listObjects(bucket, prefix)) {
+      const rest = key.slice(prefix.length);
+      const i = rest.indexOf(delimiter);
+      if (i >= 0) out.add(prefix + rest.slice(0, i + delimiter.length));
+    }
+    return [...out].sort();
+  }
+
+  async deleteObject(bucket: string, key: string): Promise<void> {
+    const p = this.pathOf(bucket, key);
+    try {
+      await fs.unlink(p);
+    } catch (err) {
+      // A missing object (or a "directory" key) is not an error: S3 deletes are idempotent too.
+      if (!isErrno(err, 'ENOENT') && !isErrno(err, 'ENOTDIR') && !isErrno(err, 'EISDIR')) throw err;
+    }
+    // Drop directories the delete left empty, so listings do not show phantom prefixes.
+    const stop = this.bucketDir(bucket);
+    for (let dir = path.dirname(p); dir.startsWith(stop + path.sep); dir = path.dirname(dir)) {
+      try {
+        await fs.rmdir(dir);
+      } catch {
+        break;
+      }
+    }
+  }
+
+  /** A file:// URL: this store has no HTTP endpoint, so the URL works only on the same machine. */
+  async createSignedURL(bucket: string, key: string, _ttlSeconds: number): Promise<string> {
+    return pathToFileURL(this.pathOf(bucket, key)).href;
+  }
+}

@@ -1,0 +1,67 @@
+// Host side of the item-action services: AppliesTo and Execute for each kind of action.
+import type { KubeObject, ResourceIdentifier, ResourceSelector } from '../api/index.js';
+import type { PluginConnection } from './connection.js';
+import { decodeObject, encodeObject, identifiersFromWire, selectorFromWire } from './convert.js';
+import { unary, type CallContext } from './unary.js';
+
+export type ActionKind = 'BackupItemAction' | 'RestoreItemAction' | 'DeleteItemAction';
+
+function clientFor(conn: PluginConnection, kind: ActionKind) {
+  switch (kind) {
+    case 'BackupItemAction':
+      return conn.backupItemAction;
+    case 'RestoreItemAction':
+      return conn.restoreItemAction;
+    case 'DeleteItemAction':
+      return conn.deleteItemAction;
+  }
+}
+
+export async function actionAppliesTo(conn: PluginConnection, ctx: CallContext, kind: ActionKind, plugin: string): Promise<ResourceSelector> {
+  const c = clientFor(conn, kind);
+  const res = await unary(c.appliesTo.bind(c), { plugin }, ctx);
+  return selectorFromWire(res.selector);
+}
+
+export async function backupActionExecute(
+  conn: PluginConnection,
+  ctx: CallContext,
+  plugin: string,
+  input: { item: KubeObject; backup: KubeObject },
+): Promise<{ item: KubeObject; additionalItems: ResourceIdentifier[] }> {
+  const c = conn.backupItemAction;
+  const req = { plugin, item: encodeObject(input.item), backup: encodeObject(input.backup) };
+  const res = await unary(c.execute.bind(c), req, ctx);
+  return { item: decodeObject(res.item, `item returned by ${plugin}`), additionalItems: identifiersFromWire(res.additionalItems) };
+}
+
+export async function restoreActionExecute(
+  conn: PluginConnection,
+  ctx: CallContext,
+  plugin: string,
+  input: { item: KubeObject; itemFromBackup: KubeObject; restore: KubeObject },
+): Promise<{ item: KubeObject; additionalItems: ResourceIdentifier[]; skipRestore: boolean }> {
+  const c = conn.restoreItemAction;
+  const req = {
+    plugin,
+    item: encodeObject(input.item),
+    itemFromBackup: encodeObject(input.itemFromBackup),
+    restore: encodeObject(input.restore),
+  };
+  const res = await unary(c.execute.bind(c), req, ctx);
+  return {
+    item: decodeObject(res.item, `item returned by ${plugin}`),
+    additionalItems: identifiersFromWire(res.additionalItems),
+    skipRestore: res.skipRestore,
+  };
+}
+
+export async function deleteActionExecute(
+  conn: PluginConnection,
+  ctx: CallContext,
+  plugin: string,
+  input: { item: KubeObject; backup: KubeObject },
+): Promise<void> {
+  const c = conn.deleteItemAction;
+  await unary(c.execute.bind(c), { plugin, item: encodeObject(input.item), backup: encodeObject(input.backup) }, ctx);
+}

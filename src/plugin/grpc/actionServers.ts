@@ -1,0 +1,63 @@
+// Plugin side of the three item-action services.
+import type { BackupItemAction, DeleteItemAction, ResourceSelector, RestoreItemAction } from '../api/index.js';
+import type {
+  BackupItemActionServer,
+  DeleteItemActionServer,
+  RestoreItemActionServer,
+} from '../../gen/stowage/plugin/v1/item_actions.js';
+import type { AppliesToRequest, AppliesToResponse } from '../../gen/stowage/plugin/v1/common.js';
+import { decodeObject, encodeObject, identifiersToWire, selectorToWire } from './convert.js';
+import { dispenser, unaryHandler, type Factory, type ServeHooks } from './serverCommon.js';
+
+function appliesTo(
+  hooks: ServeHooks,
+  service: string,
+  get: (name: string) => Promise<{ appliesTo(): Promise<ResourceSelector> }>,
+) {
+  return unaryHandler<AppliesToRequest, AppliesToResponse>(hooks, service, 'AppliesTo', (r) => r.plugin, async (req) => ({
+    selector: selectorToWire(await (await get(req.plugin)).appliesTo()),
+  }));
+}
+
+export function backupItemActionServer(factories: Record<string, Factory<BackupItemAction>>, hooks: ServeHooks): BackupItemActionServer {
+  const service = 'BackupItemAction';
+  const get = dispenser('BackupItemAction', factories);
+  return {
+    appliesTo: appliesTo(hooks, service, get),
+    execute: unaryHandler(hooks, service, 'Execute', (r) => r.plugin, async (req) => {
+      const action = await get(req.plugin);
+      const out = await action.execute({ item: decodeObject(req.item, 'item'), backup: decodeObject(req.backup, 'backup') });
+      return { item: encodeObject(out.item), additionalItems: identifiersToWire(out.additionalItems) };
+    }),
+  };
+}
+
+export function restoreItemActionServer(factories: Record<string, Factory<RestoreItemAction>>, hooks: ServeHooks): RestoreItemActionServer {
+  const service = 'RestoreItemAction';
+  const get = dispenser('RestoreItemAction', factories);
+  return {
+    appliesTo: appliesTo(hooks, service, get),
+    execute: unaryHandler(hooks, service, 'Execute', (r) => r.plugin, async (req) => {
+      const action = await get(req.plugin);
+      const out = await action.execute({
+        item: decodeObject(req.item, 'item'),
+        itemFromBackup: decodeObject(req.itemFromBackup, 'itemFromBackup'),
+        restore: decodeObject(req.restore, 'restore'),
+      });
+      return { item: encodeObject(out.item), additionalItems: identifiersToWire(out.additionalItems), skipRestore: out.skipRestore };
+    }),
+  };
+}
+
+export function deleteItemActionServer(factories: Record<string, Factory<DeleteItemAction>>, hooks: ServeHooks): DeleteItemActionServer {
+  const service = 'DeleteItemAction';
+  const get = dispenser('DeleteItemAction', factories);
+  return {
+    appliesTo: appliesTo(hooks, service, get),
+    execute: unaryHandler(hooks, service, 'Execute', (r) => r.plugin, async (req) => {
+      const action = await get(req.plugin);
+      await action.execute({ item: decodeObject(req.item, 'item'), backup: decodeObject(req.backup, 'backup') });
+      return {};
+    }),
+  };
+}

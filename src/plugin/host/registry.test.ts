@@ -1,0 +1,79 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { mergeRegistrations, scanPluginDirs, validateListing } from './registry.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+function tmp(): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-registry-'));
+  dirs.push(d);
+  return d;
+}
+
+function file(p: string, mode: number): void {
+  fs.mkdirSync(path.dirname(p), { recursive: true });
+  fs.writeFileSync(p, '#!/bin/sh\n');
+  fs.chmodSync(p, mode);
+}
+
+describe('scanPluginDirs', () => {
+  it('finds executables recursively, follows symlinks once, skips node_modules and hidden dirs', async () => {
+    const d = tmp();
+    file(path.join(d, 'a'), 0o755);
+    file(path.join(d, 'sub', 'deeper', 'b'), 0o700);
+    file(path.join(d, 'readme.txt'), 0o644);
+    file(path.join(d, 'node_modules', '.bin', 'tool'), 0o755);
+    file(path.join(d, '.git', 'hook'), 0o755);
+    fs.symlinkSync(path.join(d, 'a'), path.join(d, 'sub', 'link-to-a'));
+    fs.symlinkSync(path.join(d, 'missing'), path.join(d, 'dangling'));
+    const real = fs.realpathSync(d);
+    expect(await scanPluginDirs([d])).toEqual([path.join(real, 'a'), path.join(real, 'sub', 'deeper', 'b')]);
+  });
+
+  it('names a directory it cannot read', async () => {
+    await expect(scanPluginDirs(['/nonexistent/stowage-plugins'])).rejects.toThrow(/cannot scan plugin directory \/nonexistent\/stowage-plugins/);
+  });
+});
+
+describe('validateListing', () => {
+  it('accepts good names and reports malformed, unknown-kind and repeated entries', () => {
+    const { plugins, problems } = validateListing('/p/x', [
+      { kind: 'ObjectStore', rawKind: 1, name: 'example.com/store' },
+      { kind: 'ObjectStore', rawKind: 1, name: 'Example.com/Store' },
+      { kind: 'BackupItemAction', rawKind: 2, name: 'no-slash' },
+      { kind: undefined, rawKind: 42, name: 'example.com/future' },
+      { kind: 'ObjectStore', rawKind: 1, name: 'example.com/store' },
+      { kind: 'VolumeSnapshotter', rawKind: 5, name: 'example.com/store' },
+    ]);
+    expect(plugins.map((p) => `${p.kind} ${p.name}`)).toEqual(['ObjectStore example.com/store', 'VolumeSnapshotter example.com/store']);
+    expect(problems).toHaveLength(4);
+    expect(problems[0]).toContain('"Example.com/Store", which is not a valid plugin name');
+    expect(problems[1]).toContain('"no-slash"');
+    expect(problems[2]).toContain('unknown kind 42');
+    expect(problems[3]).toContain('lists ObjectStore example.com/store twice');
+    expect(problems.every((p) => p.includes('/p/x'))).toBe(true);
+  });
+
+  it('reports an executable that lists nothing', () => {
+    expect(validateListing('/p/empty', []).problems).toEqual(['plugin executable /p/empty lists no plugins']);
+  });
+});
+
+describe('mergeRegistrations', () => {
+  it('rejects a name served by two executables, naming both', () => {
+    const { plugins, problems } = mergeRegistrations([
+      [{ kind: 'ObjectStore', name: 'stowage.dev/aws', executable: 'stowage run-plugins' }],
+      [
+        { kind: 'ObjectStore', name: 'stowage.dev/aws', executable: '/plugins/evil' },
+        { kind: 'BackupItemAction', name: 'stowage.dev/aws', executable: '/plugins/evil' },
+      ],
+    ]);
+    expect(plugins).toHaveLength(2);
+    expect(problems).toEqual(['duplicate plugin: ObjectStore stowage.dev/aws is served by both stowage run-plugins and /plugins/evil']);
+  });
+});

@@ -1,0 +1,19 @@
+// The plugin SDK: everything a plugin author imports (`stowage/plugin-sdk`).
+export { servePlugins, validatePluginNames, negotiateVersion, type PluginServeOptions } from './serve.js';
+export { log, type PluginLogger, type LogFields, type LogLevel } from './logger.js';
+export type {
+  ObjectStore,
+  PluginConfig,
+  KubeObject,
+  ResourceIdentifier,
+  ResourceSelector,
+  BackupItemAction,
+  RestoreItemAction,
+  DeleteItemAction,
+  VolumeSnapshotter,
+  PluginInfo,
+  PluginKind,
+  RunIdentity,
+  ResumableGetObject,
+} from '../api/index.js';
+export { PLUGIN_NAME_PATTERN } from '../api/index.js';

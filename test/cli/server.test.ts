@@ -1,0 +1,193 @@
+// The CLI against a running `stowage server` with a filesystem location: version, backup create
+// --wait, describe --details, logs (stored, live and followed), download, verify (intact and
+// tampered) and delete. Downloads go through the server's own /download/<token> endpoint, since the
+// filesystem store cannot presign URLs.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { RESOURCES, type Backup, type ServerStatusRequest } from '../../src/apis/v1/index.js';
+import type { DynamicClient } from '../../src/kube/index.js';
+import { uniqueName, waitUntil } from '../support/kube.js';
+import { ensureNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
+import { ensureBuilt, rewriteTarball, runCli, show, slowPluginDir, type RunOptions } from './helpers.js';
+
+const CONFIGMAPS = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
+
+describe('stowage CLI with a running server', () => {
+  const ns = uniqueName('cli-srv');
+  const app = uniqueName('cli-app');
+  const slowApp = uniqueName('cli-slow');
+  const loc = filesystemLocation();
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-cli-srv-'));
+  const plugins = slowPluginDir();
+  let client: DynamicClient;
+  let server: RunningServer;
+  let opts: RunOptions;
+  const cli = (...args: string[]) => runCli(args, opts);
+  const stored = (backup: string, file: string): string => path.join(loc.root, 'backups', 'backups', backup, file);
+
+  beforeAll(async () => {
+    const kubeconfig = inject('cluster').kubeconfigPath;
+    client = testClient(kubeconfig);
+    await ensureBuilt();
+    await ensureNamespace(client, app);
+    await ensureNamespace(client, slowApp);
+    for (let i = 0; i < 12; i++) await client.create(CONFIGMAPS, app, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
+    for (let i = 0; i < 6; i++) {
+      await client.create(CONFIGMAPS, slowApp, { metadata: { name: `slow-${i}`, labels: { 'stowage-test/slow': 'true' } }, data: { i: String(i) } });
+    }
+    server = await startServer({ kubeconfigPath: kubeconfig, namespace: ns, location: loc, args: ['--plugin-dir', plugins] });
+    opts = { kubeconfig, namespace: ns };
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+    client?.close();
+    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.rmSync(plugins, { recursive: true, force: true });
+    fs.rmSync(loc.root, { recursive: true, force: true });
+  });
+
+  it('shows the server version and its plugins through a ServerStatusRequest, and leaves no request behind', async () => {
+    const r = await cli('version');
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^Server \\(namespace ${ns}\\):\\n {2}Version: {2}\\d+\\.\\d+\\.\\d+`, 'm'));
+    expect(r.stdout).toMatch(/^ {2}stowage\.dev\/filesystem\s+ObjectStore$/m);
+    expect(r.stdout).toMatch(/^ {2}test\.stowage\.dev\/slow\s+BackupItemAction$/m);
+    const j = JSON.parse((await cli('version', '-o', 'json')).stdout) as { server: { version: string; plugins: { name: string; kind: string }[] } };
+    expect(j.server.plugins).toContainEqual({ name: 'stowage.dev/aws', kind: 'ObjectStore' });
+    const left = await client.list<ServerStatusRequest>(RESOURCES.ServerStatusRequest, { namespace: ns });
+    expect(left.items).toHaveLength(0);
+  });
+
+  it('creates a backup and waits for it, printing plain progress lines when stdout is not a terminal', async () => {
+    const r = await cli('backup', 'create', 'app', '--include-namespaces', app, '--wait');
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toContain('Backup request "app" submitted successfully.');
+    expect(r.stdout).toMatch(/^Completed: (\d+)\/\1 items backed up \(100%\)$/m);
+    expect(r.stdout).toContain('Backup completed with status: Completed.');
+    expect(r.stdout).not.toContain('\r');
+    const b = await client.get<Backup>(RESOURCES.Backup, ns, 'app');
+    expect(b.status?.phase).toBe('Completed');
+  });
+
+  it('exits non-zero with the reason when the waited-for backup does not complete', async () => {
+    const r = await cli('backup', 'create', 'bad', '--include-namespaces', app, '--exclude-namespaces', app, '--wait');
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stdout).toContain('Backup completed with status: FailedValidation.');
+    expect(r.stderr).toMatch(new RegExp(`^error: backup "bad" finished FailedValidation: .*${app}`));
+  });
+
+  it('describes a backup with --details: the resource list read from object storage, and its events', async () => {
+    const r = await cli('backup', 'describe', 'app', '--details');
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toMatch(/^Phase:\s+Completed$/m);
+    expect(r.stdout).toMatch(/^Resource List:\n {2}configmaps:\n/m);
+    for (let i = 0; i < 12; i++) expect(r.stdout).toContain(`    - ${app}/cm-${i}\n`);
+    expect(r.stdout).toMatch(/^ {2}Normal\s+Completed\s+/m);
+    const j = JSON.parse((await cli('backup', 'describe', 'app', '--details', '-o', 'json')).stdout) as { backup: Backup; resourceList: Record<string, string[]> };
+    expect(j.backup.metadata.name).toBe('app');
+    expect(j.resourceList.configmaps).toContain(`${app}/cm-3`);
+  });
+
+  it('prints a finished backup\'s log as text lines, or as the stored JSON lines with -o json', async () => {
+    const r = await cli('backup', 'logs', 'app');
+    expect(r.code, show(r)).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+ info +starting backup ${ns}/app`));
+    expect(r.stdout).toMatch(/ info +backup completed: \d+ items/);
+    const json = await cli('backup', 'logs', 'app', '-o', 'json');
+    const parsed = json.stdout.trim().split('\n').map((l) => JSON.parse(l) as { msg: string; level: string; backup: string });
+    expect(parsed.length).toBe(lines.length);
+    expect(parsed.every((l) => l.backup === `${ns}/app`)).toBe(true);
+  });
+
+  it('downloads the tarball byte for byte, and will not overwrite a file without --force', async () => {
+    const file = path.join(tmp, 'app.tar.gz');
+    const r = await cli('backup', 'download', 'app', '-o', file);
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^Backup "app" downloaded to ${file.replace(/[.]/g, '\\.')} \\(\\d`));
+    expect(fs.readFileSync(file).equals(fs.readFileSync(stored('app', 'app.tar.gz')))).toBe(true);
+    const again = await cli('backup', 'download', 'app', '-o', file);
+    expect(again.code).toBe(1);
+    expect(again.stderr.trim()).toBe(`error: ${file} already exists; use --force to overwrite it`);
+    const forced = await cli('backup', 'download', 'app', '-o', file, '--force');
+    expect(forced.code, show(forced)).toBe(0);
+    const def = await runCli(['backup', 'download', 'app'], { ...opts, cwd: tmp });
+    expect(def.code, show(def)).toBe(0);
+    expect(fs.existsSync(path.join(tmp, 'app-data.tar.gz'))).toBe(true);
+  });
+
+  it('verifies an intact backup, then reports every changed, missing and extra item of a tampered one', async () => {
+    const ok = await cli('backup', 'verify', 'app');
+    expect(ok.code, show(ok)).toBe(0);
+    expect(ok.stdout).toMatch(/^Items: +(\d+) of \1 files match the manifest$/m);
+    expect(ok.stdout).toContain('Backup "app" is intact');
+
+    const changed = `resources/configmaps/namespaces/${app}/cm-1.json`;
+    const removed = `resources/configmaps/namespaces/${app}/cm-2.json`;
+    const added = `resources/configmaps/namespaces/${app}/intruder.json`;
+    await rewriteTarball(stored('app', 'app.tar.gz'), (entries) => {
+      expect(entries.has(changed)).toBe(true);
+      expect(entries.has(removed)).toBe(true);
+      const cm1 = JSON.parse((entries.get(changed) ?? Buffer.alloc(0)).toString()) as { data: Record<string, string> };
+      cm1.data.i = 'tampered';
+      entries.set(changed, Buffer.from(JSON.stringify(cm1)));
+      entries.delete(removed);
+      entries.set(added, Buffer.from(JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'intruder', namespace: app } })));
+      return entries;
+    });
+    const bad = await cli('backup', 'verify', 'app');
+    expect(bad.code, show(bad)).toBe(1);
+    expect(bad.stdout).toMatch(/^TARBALL +the tarball's SHA-256 is [0-9a-f]{64} \(\d+ bytes\), the manifest says [0-9a-f]{64}/m);
+    expect(bad.stdout).toMatch(new RegExp(`^MISMATCH +${changed} has SHA-256 [0-9a-f]{64}, the manifest says [0-9a-f]{64}$`, 'm'));
+    expect(bad.stdout).toMatch(new RegExp(`^MISSING +${removed} is in the manifest but not in the tarball$`, 'm'));
+    expect(bad.stdout).toMatch(new RegExp(`^EXTRA +${added} is in the tarball but not in the manifest$`, 'm'));
+    expect(bad.stderr.trim()).toBe('error: backup "app" failed verification: 4 problems');
+    const j = JSON.parse((await cli('backup', 'verify', 'app', '-o', 'json')).stdout) as { ok: boolean; problems: { kind: string; path?: string }[] };
+    expect(j.ok).toBe(false);
+    expect(j.problems.map((p) => [p.kind, p.path])).toEqual([['tarball', undefined], ['mismatch', changed], ['missing', removed], ['extra', added]]);
+  });
+
+  it('shows the log of a running backup so far, and --follow streams it to the end', async () => {
+    const create = await cli('backup', 'create', 'live', '--include-namespaces', slowApp);
+    expect(create.code, show(create)).toBe(0);
+    await waitUntil('backup live to be InProgress', async () => {
+      const b = await client.get<Backup>(RESOURCES.Backup, ns, 'live');
+      return b.status?.phase === 'InProgress' ? true : undefined;
+    }, 60_000, 100);
+    const sofar = await cli('backup', 'logs', 'live');
+    expect(sofar.code, show(sofar)).toBe(0);
+    expect(sofar.stdout).toContain(`starting backup ${ns}/live`);
+    const phaseAfter = (await client.get<Backup>(RESOURCES.Backup, ns, 'live')).status?.phase;
+    // The slow action holds the backup for ~6 s; a log read while it ran cannot contain its end.
+    if (phaseAfter === 'InProgress') expect(sofar.stdout).not.toContain('backup completed');
+
+    const followed = await cli('backup', 'logs', 'live', '--follow');
+    expect(followed.code, show(followed)).toBe(0);
+    for (let i = 0; i < 6; i++) expect(followed.stdout).toContain(`slow action on slow-${i}`);
+    expect(followed.stdout).toMatch(/backup completed: \d+ items/);
+    const done = await client.get<Backup>(RESOURCES.Backup, ns, 'live');
+    expect(done.status?.phase).toBe('Completed');
+  });
+
+  it('--follow on a backup that has not started waits for it, then streams its whole log', async () => {
+    const create = await cli('backup', 'create', 'later', '--include-namespaces', slowApp, '--include-resources', 'configmaps');
+    expect(create.code, show(create)).toBe(0);
+    const followed = await cli('backup', 'logs', 'later', '--follow');
+    expect(followed.code, show(followed)).toBe(0);
+    expect(followed.stdout).toContain(`starting backup ${ns}/later`);
+    expect(followed.stdout).toMatch(/backup completed: \d+ items/);
+  });
+
+  it('deletes a backup with --confirm --wait: the Backup and its data in storage are gone', async () => {
+    const r = await runCli(['backup', 'delete', 'later', '--confirm', '--wait', '--timeout', '90s'], { ...opts, timeoutMs: 110_000 });
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toContain('Backup "later" deleted.');
+    expect(fs.existsSync(stored('later', 'stowage-backup.json'))).toBe(false);
+    const get = await cli('backup', 'get', 'later');
+    expect(get.stderr.trim()).toBe(`error: backup "later" not found in namespace ${ns}`);
+  }, 150_000);
+});

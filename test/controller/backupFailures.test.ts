@@ -1,0 +1,152 @@
+// What happens to a backup when storage goes down, the plugin process dies, or the server dies.
+// The servers run with a low --client-qps so a backup stays InProgress long enough to interfere.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { RESOURCES, newBackup, type Backup, type BackupStorageLocationSpec } from '../../src/apis/v1/index.js';
+import type { DynamicClient } from '../../src/kube/index.js';
+import { startS3Server, type S3Server } from '../../scripts/cluster/s3.js';
+import { uniqueName, waitUntil } from '../support/kube.js';
+import { ensureNamespace, filesystemLocation, startServer, testClient } from '../support/server.js';
+
+const SLOW = ['--client-qps', '4', '--client-burst', '1'];
+const cleanups: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+});
+
+function client(): DynamicClient {
+  return testClient(inject('cluster').kubeconfigPath);
+}
+
+async function phaseOf(c: DynamicClient, ns: string, name: string): Promise<Backup> {
+  return c.get<Backup>(RESOURCES.Backup, ns, name);
+}
+
+async function waitPhase(c: DynamicClient, ns: string, name: string, phases: string[], timeoutMs = 120_000): Promise<Backup> {
+  return waitUntil(`backup ${name} in ${phases.join('|')}`, async () => {
+    const b = await phaseOf(c, ns, name);
+    return phases.includes(b.status?.phase ?? 'New') ? b : undefined;
+  }, timeoutMs, 100);
+}
+
+/** Pids of the server's plugin processes (children running `run-plugins`). */
+function pluginPids(serverPid: number): number[] {
+  return fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number).filter((pid) => {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      return ppid === serverPid && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('run-plugins');
+    } catch {
+      return false;
+    }
+  });
+}
+
+function s3Location(s3: S3Server, bucket: string, secret: string): BackupStorageLocationSpec {
+  return {
+    provider: 'stowage.dev/aws', objectStorage: { bucket, prefix: 'cluster-a' }, default: true, validationFrequency: '2s',
+    config: { region: s3.region, s3Url: s3.endpoint, s3ForcePathStyle: 'true' },
+    credential: { name: secret, key: 'cloud' },
+  };
+}
+
+describe('backup failures', () => {
+  it('fails cleanly when storage goes down mid-backup, and uploads the spooled log when it is back', async () => {
+    const c = client();
+    const ns = uniqueName('outage');
+    const s3 = await startS3Server({ buckets: ['vault'] });
+    cleanups.push(() => s3.close());
+    await ensureNamespace(c, ns);
+    await c.create({ group: '', version: 'v1', resource: 'secrets', namespaced: true }, ns, {
+      metadata: { name: 'cloud-credentials' },
+      stringData: { cloud: `[default]\naws_access_key_id=${s3.accessKeyId}\naws_secret_access_key=${s3.secretAccessKey}\n` },
+    });
+    const server = await startServer({ kubeconfigPath: inject('cluster').kubeconfigPath, namespace: ns, args: SLOW, location: { name: 'default', spec: s3Location(s3, 'vault', 'cloud-credentials') } });
+    cleanups.push(() => server.stop());
+    await waitUntil('location Available', async () => {
+      const l = await c.get<{ status?: { phase?: string } }>(RESOURCES.BackupStorageLocation, ns, 'default');
+      return l.status?.phase === 'Available' ? true : undefined;
+    }, 60_000);
+
+    await c.create(RESOURCES.Backup, ns, newBackup('doomed', ns, {}));
+    await waitPhase(c, ns, 'doomed', ['InProgress']);
+    await s3.stop();
+    const b = await waitPhase(c, ns, 'doomed', ['Completed', 'PartiallyFailed', 'Failed']);
+    expect(b.status?.phase).toBe('Failed');
+    expect(b.status?.failureReason).toMatch(/ECONNREFUSED|connect|unreachable|socket|network/i);
+    await server.waitForOutput(/kept it at \S+ and will upload it when the location is available/);
+
+    await s3.start();
+    const s3c = new S3Client({ endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey } });
+    cleanups.push(async () => s3c.destroy());
+    const keys = await waitUntil('the spooled log to be uploaded', async () => {
+      const r = await s3c.send(new ListObjectsV2Command({ Bucket: 'vault', Prefix: 'cluster-a/backups/doomed/' }));
+      const ks = (r.Contents ?? []).map((o) => o.Key ?? '');
+      return ks.includes('cluster-a/backups/doomed/doomed-logs.gz') ? ks : undefined;
+    }, 60_000, 500);
+    expect(keys).not.toContain('cluster-a/backups/doomed/stowage-backup.json');
+    const log = await s3c.send(new GetObjectCommand({ Bucket: 'vault', Key: 'cluster-a/backups/doomed/doomed-logs.gz' }));
+    const text = (await import('node:zlib')).gunzipSync(Buffer.from(await log.Body!.transformToByteArray())).toString();
+    expect(text).toContain('backup failed');
+    // The spool is empty again.
+    expect(fs.readdirSync(path.join(server.scratchDir, 'log-spool')).filter((f) => f.endsWith('.gz'))).toEqual([]);
+  });
+
+  it('completes with every item when the plugin process is SIGKILLed mid-backup', async () => {
+    const c = client();
+    const ns = uniqueName('pluginkill');
+    const loc = filesystemLocation();
+    const server = await startServer({ kubeconfigPath: inject('cluster').kubeconfigPath, namespace: ns, args: SLOW, location: loc });
+    cleanups.push(() => server.stop());
+    await waitUntil('location Available', async () => {
+      const l = await c.get<{ status?: { phase?: string } }>(RESOURCES.BackupStorageLocation, ns, 'default');
+      return l.status?.phase === 'Available' ? true : undefined;
+    }, 60_000);
+    const baseline = await c.create(RESOURCES.Backup, ns, newBackup('baseline', ns, { includedNamespaces: ['kube-system', 'default'] }))
+      .then(() => waitPhase(c, ns, 'baseline', ['Completed', 'PartiallyFailed', 'Failed']));
+    expect(baseline.status?.phase).toBe('Completed');
+
+    await c.create(RESOURCES.Backup, ns, newBackup('survivor', ns, { includedNamespaces: ['kube-system', 'default'] }));
+    await waitPhase(c, ns, 'survivor', ['InProgress']);
+    const killed: number[] = [];
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline && killed.length < 3) {
+      const b = await phaseOf(c, ns, 'survivor');
+      if (b.status?.phase !== 'InProgress') break;
+      for (const pid of pluginPids(server.proc.pid ?? -1)) {
+        process.kill(pid, 'SIGKILL');
+        killed.push(pid);
+      }
+      await new Promise((r) => setTimeout(r, 700));
+    }
+    const b = await waitPhase(c, ns, 'survivor', ['Completed', 'PartiallyFailed', 'Failed']);
+    expect(killed.length).toBeGreaterThan(0);
+    expect(b.status?.phase, b.status?.failureReason).toBe('Completed');
+    expect(b.status?.progress?.itemsBackedUp).toBe(baseline.status?.progress?.itemsBackedUp);
+    expect(fs.existsSync(path.join(loc.root, 'backups', 'backups', 'survivor', 'stowage-backup.json'))).toBe(true);
+  });
+
+  it('marks a backup Failed, with a reason, when the server dies mid-backup and comes back', async () => {
+    const c = client();
+    const ns = uniqueName('crash');
+    const loc = filesystemLocation();
+    const kubeconfigPath = inject('cluster').kubeconfigPath;
+    const first = await startServer({ kubeconfigPath, namespace: ns, args: SLOW, location: loc });
+    cleanups.push(() => first.stop());
+    await c.create(RESOURCES.Backup, ns, newBackup('orphan', ns, {}));
+    await waitPhase(c, ns, 'orphan', ['InProgress'], 60_000);
+    await first.stop('SIGKILL');
+    const second = await startServer({ kubeconfigPath, namespace: ns });
+    cleanups.push(() => second.stop());
+    const t0 = Date.now();
+    // The dead leader's lease must expire first (15 s), then the sweep runs at once.
+    const b = await waitPhase(c, ns, 'orphan', ['Failed', 'Completed'], 40_000);
+    expect(b.status?.phase).toBe('Failed');
+    expect(b.status?.failureReason).toContain('stopped before it finished');
+    expect(Date.now() - t0).toBeLessThan(30_000);
+    expect(fs.existsSync(path.join(loc.root, 'backups', 'backups', 'orphan', 'stowage-backup.json'))).toBe(false);
+  });
+});

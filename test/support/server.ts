@@ -1,0 +1,101 @@
+// Starts `stowage server` (the built CLI) as a child process against the test control plane,
+// with its own namespace and, optionally, a BackupStorageLocation. Output is captured for assertions.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { RESOURCES, newBackupStorageLocation, type BackupStorageLocationSpec } from '../../src/apis/v1/index.js';
+import { createDynamicClient, ensureCrds, isAlreadyExists, loadKubeConfig, type DynamicClient } from '../../src/kube/index.js';
+
+export const ROOT = path.resolve(import.meta.dirname, '../..');
+export const BIN = path.join(ROOT, 'dist/cli/bin.js');
+
+export interface ServerOptions {
+  kubeconfigPath: string;
+  /** Identity for installing CRDs, the namespace and the location; default kubeconfigPath. */
+  adminKubeconfigPath?: string;
+  namespace: string;
+  /** A location to create before the server starts. */
+  location?: { name: string; spec: BackupStorageLocationSpec };
+  args?: string[];
+  env?: Record<string, string>;
+  /** Wait until this server leads (default); false waits only until it serves metrics (a follower). */
+  waitForLeader?: boolean;
+}
+
+export interface RunningServer {
+  proc: ChildProcess;
+  scratchDir: string;
+  output(): string;
+  /** Port of /metrics, /healthz and /readyz. */
+  metricsPort: number;
+  waitForOutput(re: RegExp, timeoutMs?: number): Promise<string>;
+  /** Sends `signal` and resolves the exit code. */
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
+}
+
+export function testClient(kubeconfigPath: string): DynamicClient {
+  return createDynamicClient(loadKubeConfig(kubeconfigPath), { qps: 200, burst: 400 });
+}
+
+export async function ensureNamespace(client: DynamicClient, name: string): Promise<void> {
+  try {
+    await client.create({ group: '', version: 'v1', resource: 'namespaces', namespaced: false }, undefined, { metadata: { name } });
+  } catch (err) {
+    if (!isAlreadyExists(err)) throw err;
+  }
+}
+
+/** A filesystem location rooted at a fresh temp dir (the bucket is a directory below it). */
+export function filesystemLocation(name = 'default'): { name: string; spec: BackupStorageLocationSpec; root: string } {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-fs-'));
+  return { name, root, spec: { provider: 'stowage.dev/filesystem', objectStorage: { bucket: 'backups' }, config: { root }, default: true, validationFrequency: '10s' } };
+}
+
+export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+  if (!fs.existsSync(BIN)) throw new Error(`${BIN} is missing: run npm run build first (npm test does)`);
+  const client = testClient(opts.adminKubeconfigPath ?? opts.kubeconfigPath);
+  await ensureCrds(client);
+  await ensureNamespace(client, opts.namespace);
+  if (opts.location !== undefined) {
+    await client.create(RESOURCES.BackupStorageLocation, opts.namespace, newBackupStorageLocation(opts.location.name, opts.namespace, opts.location.spec));
+  }
+  const scratchDir = fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-scratch-'));
+  const proc = spawn(process.execPath, [
+    BIN, 'server', '--kubeconfig', opts.kubeconfigPath, '--namespace', opts.namespace,
+    '--metrics-address', '127.0.0.1:0', '--scratch-dir', scratchDir, '--plugin-idle-timeout', '10m',
+    ...(opts.args ?? []),
+  ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
+  let out = '';
+  proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  proc.stderr?.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const server: RunningServer = {
+    proc,
+    metricsPort: 0,
+    scratchDir,
+    output: () => out,
+    waitForOutput: async (re, timeoutMs = 30_000) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const m = re.exec(out);
+        if (m !== null) return m[0];
+        if (proc.exitCode !== null) throw new Error(`server exited (${proc.exitCode}) before printing ${re}:\n${out.slice(-3000)}`);
+        if (Date.now() > deadline) throw new Error(`server did not print ${re} within ${timeoutMs} ms:\n${out.slice(-3000)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    stop: async (signal = 'SIGTERM', timeoutMs = 60_000) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
+      proc.kill(signal);
+      const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+  const line = await server.waitForOutput(/readyz on [^\s]+:\d+/, 60_000);
+  server.metricsPort = Number(/:(\d+)$/.exec(line)?.[1]);
+  if (opts.waitForLeader !== false) await server.waitForOutput(/became the leader/, 60_000);
+  return server;
+}
