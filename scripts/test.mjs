@@ -5,8 +5,8 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { ensureDeps, root } from './ensure-deps.mjs';
 
-const root = path.resolve(import.meta.dirname, '..');
 process.chdir(root);
 
 function run(label, cmd, args) {
@@ -21,13 +21,7 @@ function run(label, cmd, args) {
   process.stderr.write(`=== ${label} ok (${secs}s)\n`);
 }
 
-function depsStale() {
-  const installed = path.join(root, 'node_modules', '.package-lock.json');
-  if (!fs.existsSync(installed)) return true;
-  return fs.statSync(path.join(root, 'package-lock.json')).mtimeMs > fs.statSync(installed).mtimeMs;
-}
-
-if (depsStale()) run('install', 'npm', ['ci', '--no-audit', '--no-fund']);
+ensureDeps();
 
 const extra = process.argv.slice(2);
 const steps = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts;
