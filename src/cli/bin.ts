@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { CommanderError } from 'commander';
 import { exitCodeOf, reportError } from './commands/errors.js';
-import { buildProgram } from './program.js';
+import { isRunPluginsInvocation, runBuiltinPlugins } from './runPlugins.js';
 
 // `stowage backup get | head`: a closed pipe ends the command quietly, as in other CLIs.
 for (const stream of [process.stdout, process.stderr]) {
@@ -12,7 +12,9 @@ for (const stream of [process.stdout, process.stderr]) {
 }
 
 try {
-  await buildProgram().parseAsync(process.argv);
+  // Every restart of the built-in plugins pays this process's start-up: skip loading the whole CLI.
+  if (isRunPluginsInvocation(process.argv)) await runBuiltinPlugins();
+  else await (await import('./program.js')).buildProgram().parseAsync(process.argv);
 } catch (err) {
   // Commander has already printed its own message (unknown option, missing argument, help).
   process.exitCode = err instanceof CommanderError ? commanderExitCode(err) : reportError(err);

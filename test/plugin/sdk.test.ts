@@ -64,23 +64,22 @@ describe('a plugin built on the SDK', () => {
 
   it('exits when its parent process is gone even if stdin stays open', async () => {
     const p = pluginDir({ tester: 'test-plugin.mjs' });
-    // A shell parent starts the plugin with stdin from a fifo held open elsewhere; then we kill the shell.
-    const fifoDir = path.dirname(p.path('tester'));
-    const fifo = path.join(fifoDir, 'stdin.fifo');
-    spawnSync('mkfifo', [fifo]);
-    const holder = spawn('sh', ['-c', `exec 3<>${fifo}; sleep 30`], { stdio: 'ignore' });
+    // A shell parent starts the plugin on the shell's stdin, a pipe this test keeps open; then the
+    // shell is killed. Only the change of parent pid tells the plugin its server is gone.
     const env = pluginEnv({ logLevel: 'info', parent: process.env });
-    const parent = spawn('sh', ['-c', `"${p.path('tester')}" < ${fifo} > ${fifoDir}/out & echo $!; wait`], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+    const parent = spawn('sh', ['-c', 'exec 3<&0; "$0" <&3 3<&- & echo $!; wait', p.path('tester')], { env, stdio: ['pipe', 'pipe', 'ignore'] });
+    const lines = readline.createInterface({ input: parent.stdout });
+    const next = (): Promise<string> => new Promise((r) => lines.once('line', r));
     try {
-      const pid = Number(await new Promise<string>((r) => readline.createInterface({ input: parent.stdout }).once('line', r)));
-      await waitFor('handshake', () => (fs.readFileSync(`${fifoDir}/out`, 'utf8').includes('|grpc') ? true : undefined), 20_000);
+      const pid = Number(await next());
+      expect(await next()).toMatch(/\|grpc$/); // the plugin's handshake, on the inherited stdout
       expect(pidAlive(pid)).toBe(true);
+      expect(fs.readlinkSync(`/proc/${pid}/fd/0`)).toMatch(/^(pipe|socket):/); // not /dev/null: stdin stays open
       parent.kill('SIGKILL');
-      // The plugin is re-parented, which it notices.
       await waitFor('plugin exit', () => (pidAlive(pid) ? undefined : true), 5000);
     } finally {
-      holder.kill('SIGKILL');
       parent.kill('SIGKILL');
+      parent.stdin.end();
     }
   });
 });
