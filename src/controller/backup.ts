@@ -17,7 +17,7 @@ import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import { validateFilters } from '../util/filters.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
 import { isAvailable, isReadOnly, openBackupStore, resolveLocation } from './locations.js';
-import { openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
+import { failStaleRun, openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
 
 const BACKUPS = RESOURCES.Backup;
 /** How long a new Backup waits for its location's first validation before failing validation. */
@@ -178,14 +178,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         if (b === undefined) return;
         const phase = b.status?.phase ?? 'New';
         if (phase === 'InProgress') {
-          const ns = b.metadata.namespace ?? ctx.namespace;
-          if (ctx.runs.get('backup', ns, b.metadata.name) !== undefined) return;
-          // Conditional on the cached version: a run that just finished here (cache not caught up yet) wins.
-          const marked = await patchStatus(b, { phase: 'Failed', failureReason: STALE_RUN_REASON, completionTimestamp: stamp(ctx.clock.now()) }, b.metadata.resourceVersion)
-            .then(() => true, (err: unknown) => { if (!isConflict(err) && !isNotFound(err)) throw err; return false; });
-          if (!marked) return;
-          void ctx.events.event(b, 'Warning', 'Failed', STALE_RUN_REASON);
-          ctx.logger.warn(`backup ${ns}/${b.metadata.name} marked Failed: ${STALE_RUN_REASON}`);
+          await failStaleRun(ctx, 'backup', b, (status, rv) => patchStatus(b, status, rv), STALE_RUN_REASON);
           return;
         }
         if (phase !== 'New') return;

@@ -15,7 +15,7 @@ import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import { validateFilters, validateNamespaceMapping } from '../util/filters.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
 import { isAvailable, openBackupStore, resolveLocation } from './locations.js';
-import { openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
+import { failStaleRun, openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
 
 const RESTORES = RESOURCES.Restore;
 export const STALE_RESTORE_REASON = 'the Stowage server running this restore stopped before it finished (found InProgress at start-up or failover)';
@@ -158,14 +158,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         if (r === undefined) return;
         const phase = r.status?.phase ?? 'New';
         if (phase === 'InProgress') {
-          const ns = r.metadata.namespace ?? ctx.namespace;
-          if (ctx.runs.get('restore', ns, r.metadata.name) !== undefined) return;
-          // Conditional on the cached version: a run that just finished here (cache not caught up yet) wins.
-          const marked = await patchStatus(r, { phase: 'Failed', failureReason: STALE_RESTORE_REASON, completionTimestamp: stamp(ctx.clock.now()) }, r.metadata.resourceVersion)
-            .then(() => true, (err: unknown) => { if (!isConflict(err) && !isNotFound(err)) throw err; return false; });
-          if (!marked) return;
-          void ctx.events.event(r, 'Warning', 'Failed', STALE_RESTORE_REASON);
-          ctx.logger.warn(`restore ${ns}/${r.metadata.name} marked Failed: ${STALE_RESTORE_REASON}`);
+          await failStaleRun(ctx, 'restore', r, (status, rv) => patchStatus(r, status, rv), STALE_RESTORE_REASON);
           return;
         }
         if (phase !== 'New' || ctx.shutdown.aborted) return;
