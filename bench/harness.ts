@@ -1,0 +1,395 @@
+// One benchmark pass (issue 7): seed, backup floor, Stowage backup, Stowage backup with a plugin
+// action, restore floor, Stowage restore; every figure measured on the same control plane and S3
+// server in the same run, so the ratios hold even on a noisy machine.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { startControlPlane, type ControlPlane } from '../scripts/cluster/controlPlane.js';
+import { startS3Server, type S3Server } from '../scripts/cluster/s3.js';
+import {
+  RESOURCES, isBackupTerminal, isRestoreTerminal, newBackup, newBackupStorageLocation, newRestore,
+  type Backup, type BackupSpec, type BackupStorageLocation, type Restore,
+} from '../src/apis/v1/index.js';
+import { DEFAULT_CONFIG } from '../src/config/index.js';
+import { CORE, createDynamicClient, ensureCrds, loadKubeConfig, type DynamicClient, type KubeObject, type ResourceRef } from '../src/kube/index.js';
+import { DEFAULT_RESTORE_CONCURRENCY } from '../src/restore/index.js';
+import { backupEngine, type EngineResult } from './engine.js';
+import { backupFloor, forEachItem, restoreFloor, type BackupFloorResult } from './floor.js';
+import { buildBenchPlugin } from './plugin/build.js';
+import { STAMP_ANNOTATION } from './plugin/names.js';
+import { sampleTree, type TreeFigures } from './procstat.js';
+import { checkGoals, machineInfo, REPORT_SCHEMA, type BenchReport, type StowageRun } from './report.js';
+import { countSeeded, createObject, seed, seedPlan, waitSettled } from './seed.js';
+import { snapshotDist, startBenchServer } from './server.js';
+
+/** Stowage's backup engine lists this many resources at once (src/backup/run.ts DEFAULT_CONCURRENCY). */
+export const BACKUP_LIST_CONCURRENCY = 4;
+
+export interface S3Endpoint {
+  endpoint: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+export interface BenchOptions {
+  objects: number;
+  namespaces: number;
+  /** Reuse a running control plane (the test suite's); default: start one for this run. */
+  cluster?: { kubeconfigPath: string };
+  /** Reuse a running S3 server; default: start one. */
+  s3?: S3Endpoint;
+  /** Server logs, CPU profiles and the plugin build go here. */
+  workDir: string;
+  /** Run the server with `node --cpu-prof` (profiles under workDir/profiles/<phase>). */
+  profile?: boolean;
+  seedConcurrency?: number;
+  /** Rounds of the three backups (floor, engine alone, Stowage); the report gives medians. Default 3. */
+  backupRounds?: number;
+  /** A report from an earlier run (N=5k) to check the memory-growth goal against. */
+  baseline?: BenchReport;
+  log: (line: string) => void;
+}
+
+const LOCATION = 'default';
+const LOCATION_PREFIX = 'stowage';
+const CREDENTIAL_SECRET = 'bench-s3';
+const POLL_MS = 100;
+
+/** Polls an object every 100 ms until `done` says so; reports progress every 10 s. */
+async function waitFor<T extends KubeObject>(
+  client: DynamicClient,
+  res: ResourceRef,
+  namespace: string,
+  name: string,
+  done: (o: T) => boolean,
+  timeoutMs: number,
+  progress: (o: T) => void,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastReport = Date.now();
+  for (;;) {
+    const o = await client.get<T>(res, namespace, name);
+    if (done(o)) return o;
+    if (Date.now() > deadline) throw new Error(`${res.resource} ${namespace}/${name} not done after ${timeoutMs / 1000} s: ${JSON.stringify(o.status ?? {})}`);
+    if (Date.now() - lastReport > 10_000) {
+      lastReport = Date.now();
+      progress(o);
+    }
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
+
+type Measure = <T>(fn: () => Promise<T>) => Promise<{ value: T; tree: TreeFigures }>;
+
+export function median(values: readonly number[]): number {
+  const v = [...values].sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 === 1 ? (v[mid] ?? NaN) : ((v[mid - 1] ?? NaN) + (v[mid] ?? NaN)) / 2;
+}
+
+/** Several measured runs on one server: the peaks are the highest, CPU times the medians. */
+function mergeTrees(trees: readonly TreeFigures[]): TreeFigures {
+  const first = trees[0];
+  if (first === undefined) throw new Error('nothing was measured');
+  const byCommand = new Map<string, TreeFigures['children'][number][]>();
+  for (const t of trees) for (const c of t.children) byCommand.set(c.command, [...(byCommand.get(c.command) ?? []), c]);
+  const children = [...byCommand.values()].map((cs) => ({
+    ...(cs[0] as TreeFigures['children'][number]),
+    peakRssBytes: Math.max(...cs.map((c) => c.peakRssBytes)),
+    cpuSeconds: median(cs.map((c) => c.cpuSeconds)),
+  }));
+  return {
+    root: { ...first.root, peakRssBytes: Math.max(...trees.map((t) => t.root.peakRssBytes)), cpuSeconds: median(trees.map((t) => t.root.cpuSeconds)) },
+    children,
+    childrenPeakRssBytes: children.reduce((a, c) => a + c.peakRssBytes, 0),
+    totalCpuSeconds: median(trees.map((t) => t.totalCpuSeconds)),
+  };
+}
+
+function figuresOf(tree: TreeFigures): Pick<StowageRun, 'serverPeakRssBytes' | 'pluginsPeakRssBytes' | 'plugins' | 'serverCpuSeconds' | 'cpuSeconds'> {
+  return {
+    serverPeakRssBytes: tree.root.peakRssBytes,
+    pluginsPeakRssBytes: tree.childrenPeakRssBytes,
+    plugins: tree.children.map((c) => ({ command: c.command, peakRssBytes: c.peakRssBytes, cpuSeconds: c.cpuSeconds })),
+    serverCpuSeconds: tree.root.cpuSeconds,
+    cpuSeconds: tree.totalCpuSeconds,
+  };
+}
+
+export async function runBench(opts: BenchOptions): Promise<BenchReport> {
+  const t0 = performance.now();
+  const elapsed = (): string => `${((performance.now() - t0) / 1000).toFixed(0).padStart(4)}s`;
+  const log = (line: string): void => opts.log(`[bench ${elapsed()}] ${line}`);
+  const prefix = `bench-${crypto.randomBytes(3).toString('hex')}`;
+  fs.mkdirSync(opts.workDir, { recursive: true });
+  const dist = snapshotDist(opts.workDir);
+  let cp: ControlPlane | undefined;
+  let s3srv: S3Server | undefined;
+  let fast: DynamicClient | undefined;
+  /** Every namespace this run creates (deleted at the end on a shared control plane). */
+  const targetNamespaces: string[] = [];
+  const serverNs = `${prefix}-system`;
+  try {
+    if (opts.cluster === undefined) {
+      log('starting a control plane (etcd, kube-apiserver, kube-controller-manager)');
+      cp = await startControlPlane();
+    }
+    const kubeconfigPath = opts.cluster?.kubeconfigPath ?? cp?.kubeconfigPath ?? '';
+    if (opts.s3 === undefined) s3srv = await startS3Server();
+    const s3ep: S3Endpoint = opts.s3 ?? (s3srv as S3Server);
+    const kc = loadKubeConfig(kubeconfigPath);
+    fast = createDynamicClient(kc, { qps: 0, burst: 0, userAgent: 'stowage-bench/seed' });
+    const client = fast;
+    const s3 = new S3Client({
+      region: s3ep.region, endpoint: s3ep.endpoint, forcePathStyle: true,
+      credentials: { accessKeyId: s3ep.accessKeyId, secretAccessKey: s3ep.secretAccessKey },
+    });
+    const bucket = prefix;
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    await ensureCrds(client);
+
+    // 1. Seed.
+    const p = seedPlan(prefix, opts.objects, opts.namespaces);
+    targetNamespaces.push(...p.namespaces);
+    const seedConcurrency = opts.seedConcurrency ?? 48;
+    log(`seeding ${p.objects} objects in ${p.namespaces.length} namespaces (${Object.entries(p.byKind).map(([k, v]) => `${v} ${k}`).join(', ')})`);
+    const seeded = await seed(client, p, prefix, { concurrency: seedConcurrency, progress: log });
+    log(`seeded in ${seeded.seconds.toFixed(1)} s (${seeded.objectsPerSecond.toFixed(0)}/s); waiting for kube-controller-manager's token secrets`);
+    await waitSettled(client, p.namespaces, 600_000, log);
+
+    // 2–3. The backups: floor, engine alone and Stowage, in `rounds` rounds; each round runs the three
+    // in turn (in a rotating order), so a swing in the machine's load hits all three alike, and the
+    // report gives medians. The floor uses the server's client limits, page size and list concurrency.
+    const limits = { qps: DEFAULT_CONFIG.clientQps, burst: DEFAULT_CONFIG.clientBurst };
+    const rounds = Math.max(1, opts.backupRounds ?? 3);
+    const credentialsFile = path.join(opts.workDir, 's3-credentials');
+    fs.writeFileSync(credentialsFile, `[default]\naws_access_key_id=${s3ep.accessKeyId}\naws_secret_access_key=${s3ep.secretAccessKey}\n`, { mode: 0o600 });
+    const floorKey = (round: number): string => `floor/backup-${round}.tar.gz`;
+    const runFloor = async (round: number): Promise<BackupFloorResult> => {
+      const r = await backupFloor({
+        client: createDynamicClient(kc, { ...limits, userAgent: 'stowage-bench/floor' }), s3, bucket, key: floorKey(round), namespaces: p.namespaces,
+        pageSize: DEFAULT_CONFIG.clientPageSize, listConcurrency: BACKUP_LIST_CONCURRENCY,
+      });
+      log(`backup floor: ${r.items} items, ${(r.tarballBytes / 1024 ** 2).toFixed(1)} MiB in ${r.seconds.toFixed(1)} s`);
+      return r;
+    };
+    // The same backup by the engine alone, in this process: engine cost against server and plugin cost.
+    const runEngine = async (round: number): Promise<EngineResult> => {
+      const r = await backupEngine({
+        client: createDynamicClient(kc, { ...limits, userAgent: 'stowage-bench/engine' }),
+        storeConfig: { region: s3ep.region, s3Url: s3ep.endpoint, s3ForcePathStyle: 'true', credentialsFile },
+        bucket, prefix: 'engine', namespaces: p.namespaces, pageSize: DEFAULT_CONFIG.clientPageSize,
+        name: `${prefix}-engine-${round}`, namespace: serverNs, workDir: opts.workDir,
+      });
+      if (r.phase !== 'Completed') throw new Error(`the in-process backup engine ended ${r.phase}`);
+      log(`backup engine alone: ${r.items} items in ${r.seconds.toFixed(1)} s`);
+      return r;
+    };
+
+    // The server's namespace, credentials and location.
+    await createObject(client, CORE.namespaces, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: serverNs } });
+    await createObject(client, CORE.secrets, serverNs, {
+      apiVersion: 'v1', kind: 'Secret', metadata: { name: CREDENTIAL_SECRET },
+      stringData: { cloud: `[default]\naws_access_key_id=${s3ep.accessKeyId}\naws_secret_access_key=${s3ep.secretAccessKey}\n` },
+    });
+    await createObject(client, RESOURCES.BackupStorageLocation, serverNs, newBackupStorageLocation(LOCATION, serverNs, {
+      provider: 'stowage.dev/aws',
+      objectStorage: { bucket, prefix: LOCATION_PREFIX },
+      config: { region: s3ep.region, s3Url: s3ep.endpoint, s3ForcePathStyle: 'true' },
+      credential: { name: CREDENTIAL_SECRET, key: 'cloud' },
+      default: true,
+    }));
+
+    const tarballBytes = async (backupName: string): Promise<number> => {
+      const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: `${LOCATION_PREFIX}/backups/${backupName}/${backupName}.tar.gz` }));
+      return head.ContentLength ?? 0;
+    };
+    const backupTimeout = 600_000 + opts.objects * 20;
+    const runBackup = async (name: string, spec: BackupSpec = { includedNamespaces: p.namespaces }): Promise<{ backup: Backup; seconds: number }> => {
+      const t = performance.now();
+      await client.create(RESOURCES.Backup, serverNs, newBackup(name, serverNs, { ...spec, storageLocation: LOCATION }));
+      const backup = await waitFor<Backup>(client, RESOURCES.Backup, serverNs, name, (b) => isBackupTerminal(b.status?.phase), backupTimeout,
+        (b) => log(`backup ${name}: ${b.status?.phase ?? 'New'} ${JSON.stringify(b.status?.progress ?? {})}`));
+      const seconds = (performance.now() - t) / 1000;
+      if (backup.status?.phase !== 'Completed') {
+        throw new Error(`backup ${name} ended ${backup.status?.phase ?? '?'}: ${backup.status?.failureReason ?? `${backup.status?.errors ?? 0} errors`}`);
+      }
+      return { backup, seconds };
+    };
+    /**
+     * Runs `fn` against a fresh server process; `measure` samples the memory and CPU of the server
+     * and its plugin processes while the function it is given runs.
+     */
+    const withServer = async <T>(phase: string, pluginDir: string | undefined, fn: (measure: Measure) => Promise<T>): Promise<{ value: T; logFile: string }> => {
+      const logFile = path.join(opts.workDir, `server-${phase}.log`);
+      const nodeArgs = opts.profile === true ? ['--cpu-prof', `--cpu-prof-dir=${path.join(opts.workDir, 'profiles', phase)}`] : [];
+      const server = await startBenchServer({
+        dist, kubeconfigPath, namespace: serverNs, logFile, scratchDir: path.join(opts.workDir, `scratch-${phase}`), nodeArgs,
+        ...(pluginDir !== undefined ? { pluginDir } : {}),
+      });
+      try {
+        await waitFor<BackupStorageLocation>(client, RESOURCES.BackupStorageLocation, serverNs, LOCATION,
+          (l) => l.status?.phase === 'Available', 60_000, (l) => log(`location: ${JSON.stringify(l.status ?? {})}`));
+        // Measure a server in its steady state: a tiny warm-up backup starts the plugin processes
+        // (the S3 store, the benchmark's action) and runs every code path once.
+        await runBackup(`${prefix}-warmup-${phase}`, { includedNamespaces: [serverNs], includedResources: ['configmaps'] });
+        const measure: Measure = async (f) => {
+          const sampler = sampleTree(server.pid);
+          let tree: TreeFigures | undefined;
+          try {
+            const value = await f();
+            tree = sampler.stop();
+            return { value, tree };
+          } finally {
+            if (tree === undefined) sampler.stop();
+          }
+        };
+        return { value: await fn(measure), logFile };
+      } finally {
+        await server.stop();
+      }
+    };
+
+    const stowageRun = (name: string, phase: string, seconds: number, items: number, warnings: number, errors: number, m: { tree: TreeFigures; logFile: string }): StowageRun => ({
+      name, phase, seconds, items, warnings, errors, ...figuresOf(m.tree), logFile: m.logFile,
+    });
+
+    const floorRuns: BackupFloorResult[] = [];
+    const engineRuns: EngineResult[] = [];
+    const stowageRuns: { backup: Backup; seconds: number; tree: TreeFigures }[] = [];
+    const b1 = await withServer('backup', undefined, async (measure) => {
+      for (let round = 0; round < rounds; round++) {
+        log(`backup round ${round + 1} of ${rounds}`);
+        const steps: (() => Promise<void>)[] = [
+          async () => void floorRuns.push(await runFloor(round)),
+          async () => void engineRuns.push(await runEngine(round)),
+          async () => {
+            const m = await measure(() => runBackup(`${prefix}-backup-${round}`));
+            stowageRuns.push({ ...m.value, tree: m.tree });
+            log(`Stowage backup: ${m.value.backup.status?.progress?.itemsBackedUp ?? 0} items in ${m.value.seconds.toFixed(1)} s`);
+          },
+        ];
+        for (let i = 0; i < steps.length; i++) await steps[(i + round) % steps.length]?.();
+      }
+    });
+    const firstFloor = floorRuns[0];
+    const firstStowage = stowageRuns[0];
+    if (firstFloor === undefined || firstStowage === undefined) throw new Error('no backup round ran');
+    const bFloor = { ...firstFloor, seconds: median(floorRuns.map((r) => r.seconds)), cpuSeconds: median(floorRuns.map((r) => r.cpuSeconds)), rounds: floorRuns.map((r) => r.seconds) };
+    const engine = { ...(engineRuns[0] as EngineResult), seconds: median(engineRuns.map((r) => r.seconds)), cpuSeconds: median(engineRuns.map((r) => r.cpuSeconds)), rounds: engineRuns.map((r) => r.seconds) };
+    const backupName = `${prefix}-backup-0`;
+    const fb = firstStowage.backup.status;
+    const backupFigures = {
+      ...stowageRun(backupName, fb?.phase ?? '', median(stowageRuns.map((r) => r.seconds)), fb?.progress?.itemsBackedUp ?? 0, fb?.warnings ?? 0, fb?.errors ?? 0,
+        { tree: mergeTrees(stowageRuns.map((r) => r.tree)), logFile: b1.logFile }),
+      rounds: stowageRuns.map((r) => r.seconds),
+      tarballBytes: await tarballBytes(backupName),
+    };
+    log(`backups (median of ${rounds}): floor ${bFloor.seconds.toFixed(1)} s, engine alone ${engine.seconds.toFixed(1)} s, Stowage ${backupFigures.seconds.toFixed(1)} s ` +
+      `(${(backupFigures.seconds / bFloor.seconds).toFixed(2)}× floor)`);
+
+    // 6. The same backup with a plugin BackupItemAction on every item (run now, on the same objects).
+    const pluginDir = path.join(opts.workDir, 'plugins');
+    fs.rmSync(pluginDir, { recursive: true, force: true });
+    buildBenchPlugin(pluginDir, dist, opts.profile === true ? ['--cpu-prof', `--cpu-prof-dir=${path.join(opts.workDir, 'profiles', 'bench-plugin')}`] : []);
+    log('Stowage backup with a plugin action on every item');
+    const b2raw = await withServer('backup-plugin', pluginDir, (measure) => measure(() => runBackup(`${prefix}-backup-plugin`)));
+    const b2 = { value: b2raw.value.value, tree: b2raw.value.tree, logFile: b2raw.logFile };
+    const pluginBackupName = `${prefix}-backup-plugin`;
+    let stamped = 0;
+    const obj = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `${LOCATION_PREFIX}/backups/${pluginBackupName}/${pluginBackupName}.tar.gz` }));
+    await forEachItem(obj.Body as AsyncIterable<Uint8Array>, (it) => {
+      if (it.object.metadata?.annotations?.[STAMP_ANNOTATION] === 'true') stamped++;
+    });
+    const pluginFigures = {
+      ...stowageRun(pluginBackupName, b2.value.backup.status?.phase ?? '', b2.value.seconds, b2.value.backup.status?.progress?.itemsBackedUp ?? 0,
+        b2.value.backup.status?.warnings ?? 0, b2.value.backup.status?.errors ?? 0, b2),
+      tarballBytes: await tarballBytes(pluginBackupName),
+      stampedItems: stamped,
+    };
+    log(`Stowage backup with plugin: ${pluginFigures.items} items (${stamped} stamped) in ${pluginFigures.seconds.toFixed(1)} s`);
+
+    // 4. Restore floor. Both restores go into fresh namespaces (a mapping of each seeded one), the
+    // situation of a restore into a cluster that lacks them; deleting and re-creating the same
+    // namespaces instead would add minutes of namespace-controller work and disturb the next phase.
+    const mapped = (suffix: string): Record<string, string> => Object.fromEntries(p.namespaces.map((ns) => [ns, `${ns}-${suffix}`]));
+    const floorMapping = mapped('rf');
+    const restoreMapping = mapped('rs');
+    targetNamespaces.push(...Object.values(floorMapping), ...Object.values(restoreMapping));
+    log('restore floor: download, parse, create');
+    const restoreConcurrency = DEFAULT_RESTORE_CONCURRENCY;
+    const rFloor = await restoreFloor({
+      client: createDynamicClient(kc, { ...limits, userAgent: 'stowage-bench/floor' }), s3, bucket, key: floorKey(0), concurrency: restoreConcurrency,
+      mapNamespace: (ns) => floorMapping[ns] ?? ns,
+    });
+    log(`restore floor: ${rFloor.created} created, ${rFloor.existed} existed in ${rFloor.seconds.toFixed(1)} s`);
+    const floorTotal = Object.values(await countSeeded(client, Object.values(floorMapping))).reduce((a, b) => a + b, 0);
+    if (floorTotal !== p.objects) throw new Error(`the restore floor left ${floorTotal} of ${p.objects} seeded objects`);
+
+    // 5. Stowage restore.
+    log('Stowage restore');
+    const restoreName = `${prefix}-restore`;
+    const rraw = await withServer('restore', undefined, (measure) => measure(async () => {
+      const t = performance.now();
+      await client.create(RESOURCES.Restore, serverNs, newRestore(restoreName, serverNs, { backupName, namespaceMapping: restoreMapping }));
+      const restore = await waitFor<Restore>(client, RESOURCES.Restore, serverNs, restoreName, (x) => isRestoreTerminal(x.status?.phase), 600_000 + opts.objects * 40,
+        (x) => log(`restore: ${x.status?.phase ?? 'New'} ${JSON.stringify(x.status?.progress ?? {})}`));
+      return { restore, seconds: (performance.now() - t) / 1000 };
+    }));
+    const r = { value: rraw.value.value, tree: rraw.value.tree, logFile: rraw.logFile };
+    const rs = r.value.restore.status;
+    if (rs?.phase !== 'Completed') throw new Error(`restore ${restoreName} ended ${rs?.phase ?? '?'}: ${rs?.failureReason ?? `${rs?.errors ?? 0} errors`} (server log: ${r.logFile})`);
+    const after = await countSeeded(client, Object.values(restoreMapping));
+    const seededAfter = Object.values(after).reduce((a, b) => a + b, 0);
+    const restoreFigures = {
+      ...stowageRun(restoreName, rs.phase, r.value.seconds, rs.progress?.itemsRestored ?? 0, rs.warnings ?? 0, rs.errors ?? 0, r),
+      created: rs.summary?.created ?? 0, skipped: rs.summary?.skipped ?? 0, failed: rs.summary?.failed ?? 0,
+      seededObjectsAfter: seededAfter,
+    };
+    log(`Stowage restore: ${restoreFigures.created} created in ${restoreFigures.seconds.toFixed(1)} s (${(restoreFigures.seconds / rFloor.seconds).toFixed(2)}× floor)`);
+
+    const partial: Omit<BenchReport, 'goals'> = {
+      schema: REPORT_SCHEMA,
+      date: new Date().toISOString(),
+      machine: machineInfo(),
+      params: {
+        objects: p.objects, namespaces: p.namespaces.length, pageSize: DEFAULT_CONFIG.clientPageSize, clientQps: limits.qps, clientBurst: limits.burst,
+        listConcurrency: BACKUP_LIST_CONCURRENCY, restoreConcurrency, seedConcurrency, backupRounds: rounds,
+      },
+      seed: { objects: p.objects, byKind: p.byKind, seconds: seeded.seconds, objectsPerSecond: seeded.objectsPerSecond },
+      backupFloor: bFloor,
+      backupEngine: engine,
+      backup: backupFigures,
+      backupWithPlugin: pluginFigures,
+      restoreFloor: rFloor,
+      restore: restoreFigures,
+      ratios: {
+        backup: backupFigures.seconds / bFloor.seconds,
+        engine: engine.seconds / bFloor.seconds,
+        restore: restoreFigures.seconds / rFloor.seconds,
+        pluginOverhead: pluginFigures.seconds / backupFigures.seconds,
+      },
+      totalSeconds: 0,
+    };
+    if (opts.baseline !== undefined) {
+      partial.memoryGrowth = {
+        baselineObjects: opts.baseline.params.objects,
+        backup: backupFigures.serverPeakRssBytes / opts.baseline.backup.serverPeakRssBytes,
+        restore: restoreFigures.serverPeakRssBytes / opts.baseline.restore.serverPeakRssBytes,
+      };
+    }
+    partial.totalSeconds = (performance.now() - t0) / 1000;
+    return { ...partial, goals: checkGoals(partial) };
+  } finally {
+    if (cp === undefined && fast !== undefined) {
+      // A shared control plane: leave nothing behind (the namespace controller finishes the job).
+      for (const ns of [...targetNamespaces, serverNs]) await fast.delete(CORE.namespaces, undefined, ns).catch(() => undefined);
+    }
+    fast?.close();
+    await s3srv?.close();
+    await cp?.stop();
+  }
+}

@@ -1,0 +1,157 @@
+// The benchmark's report: one JSON document (every figure) and its markdown rendering, with the
+// ratios Stowage/floor and the goals from issue 7 checked against them.
+import os from 'node:os';
+
+export const REPORT_SCHEMA = 1;
+
+export const GOALS = {
+  backup: 1.3,
+  restore: 1.5,
+  pluginOverhead: 1.5,
+  memoryGrowth: 1.5,
+} as const;
+
+export interface ProcessPeak {
+  command: string;
+  peakRssBytes: number;
+  cpuSeconds: number;
+}
+
+/** A backup or restore run by the Stowage server, as seen from outside. */
+export interface StowageRun {
+  name: string;
+  phase: string;
+  /** From creating the resource to seeing it Completed. */
+  seconds: number;
+  items: number;
+  warnings: number;
+  errors: number;
+  serverPeakRssBytes: number;
+  /** Sum of the plugin processes' peaks. */
+  pluginsPeakRssBytes: number;
+  plugins: ProcessPeak[];
+  serverCpuSeconds: number;
+  /** Server and plugin processes together. */
+  cpuSeconds: number;
+  /** The server's log, for profiling by hand. */
+  logFile: string;
+}
+
+export interface BenchReport {
+  schema: number;
+  date: string;
+  machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string; platform: string; loadAverage: number[] };
+  params: {
+    objects: number;
+    namespaces: number;
+    pageSize: number;
+    clientQps: number;
+    clientBurst: number;
+    listConcurrency: number;
+    restoreConcurrency: number;
+    seedConcurrency: number;
+    /** Rounds of the backups (floor, engine alone, Stowage); their figures are medians. */
+    backupRounds: number;
+  };
+  seed: { objects: number; byKind: Record<string, number>; seconds: number; objectsPerSecond: number };
+  /** `seconds` and `cpuSeconds` are medians over the rounds; `rounds` holds every round's seconds. */
+  backupFloor: { seconds: number; rounds: number[]; items: number; listRequests: number; tarballBytes: number; cpuSeconds: number };
+  /** src/backup's engine in the benchmark's process, with the S3 store in-process: no server, no plugin. */
+  backupEngine: { seconds: number; rounds: number[]; phase: string; items: number; tarballBytes: number; cpuSeconds: number };
+  /** Medians over the rounds, peaks the highest; the restore uses the first round's backup. */
+  backup: StowageRun & { rounds: number[]; tarballBytes: number };
+  backupWithPlugin: StowageRun & { tarballBytes: number; stampedItems: number };
+  restoreFloor: { seconds: number; readSeconds: number; items: number; created: number; existed: number; skipped: number; cpuSeconds: number };
+  restore: StowageRun & { created: number; skipped: number; failed: number; seededObjectsAfter: number };
+  /** backup, restore: Stowage / floor; engine: in-process engine / floor; pluginOverhead: with / without the action. */
+  ratios: { backup: number; engine: number; restore: number; pluginOverhead: number };
+  /** Server peak RSS against a baseline run (--baseline), for the memory-growth goal. */
+  memoryGrowth?: { baselineObjects: number; backup: number; restore: number };
+  goals: Goal[];
+  totalSeconds: number;
+}
+
+export interface Goal {
+  goal: string;
+  target: string;
+  measured: string;
+  met: boolean | null;
+}
+
+export function machineInfo(): BenchReport['machine'] {
+  const cpus = os.cpus();
+  return {
+    cpus: cpus.length,
+    cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+    memoryGiB: Math.round((os.totalmem() / 1024 ** 3) * 10) / 10,
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+    loadAverage: os.loadavg().map((l) => Math.round(l * 100) / 100),
+  };
+}
+
+const r2 = (n: number): number => Math.round(n * 100) / 100;
+
+/** Checks the goals; the memory-growth goal needs a baseline report (a run at N=5k). */
+export function checkGoals(report: Omit<BenchReport, 'goals'>): Goal[] {
+  const ratio = (v: number): string => `${r2(v)}×`;
+  const goals: Goal[] = [
+    { goal: `backup wall time ≤ ${GOALS.backup}× floor (N=${report.params.objects})`, target: `≤ ${GOALS.backup}×`, measured: ratio(report.ratios.backup), met: report.ratios.backup <= GOALS.backup },
+    { goal: `restore wall time ≤ ${GOALS.restore}× floor (N=${report.params.objects})`, target: `≤ ${GOALS.restore}×`, measured: ratio(report.ratios.restore), met: report.ratios.restore <= GOALS.restore },
+    {
+      goal: 'backup with a plugin action on every item ≤ 1.5× backup without', target: `≤ ${GOALS.pluginOverhead}×`,
+      measured: ratio(report.ratios.pluginOverhead), met: report.ratios.pluginOverhead <= GOALS.pluginOverhead,
+    },
+  ];
+  const m = report.memoryGrowth;
+  for (const what of ['backup', 'restore'] as const) {
+    goals.push(m === undefined
+      ? { goal: `server peak RSS during ${what} ≤ 1.5× its value at N=5k`, target: `≤ ${GOALS.memoryGrowth}×`, measured: 'needs --baseline (a report from a run at N=5k)', met: null }
+      : {
+        goal: `server peak RSS during ${what} at N=${report.params.objects} ≤ 1.5× at N=${m.baselineObjects}`, target: `≤ ${GOALS.memoryGrowth}×`,
+        measured: ratio(m[what]), met: m[what] <= GOALS.memoryGrowth,
+      });
+  }
+  return goals;
+}
+
+const mib = (b: number): string => (b / 1024 ** 2).toFixed(0);
+const s = (n: number): string => n.toFixed(1);
+
+export function toMarkdown(r: BenchReport): string {
+  const lines: string[] = [];
+  lines.push(`Stowage benchmark, ${r.date}: N=${r.params.objects} objects in ${r.params.namespaces} namespaces; ` +
+    `${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.memoryGiB} GiB, Node ${r.machine.node}; load average at the end ${r.machine.loadAverage.join(' ')}.`);
+  lines.push(`Server limits: QPS ${r.params.clientQps}, burst ${r.params.clientBurst}, page size ${r.params.pageSize}, ` +
+    `${r.params.listConcurrency} LISTs at once (backup), ${r.params.restoreConcurrency} creates at once (restore); the floors use the same. ` +
+    `Backups: median of ${r.params.backupRounds} rounds (floor, engine alone and Stowage in turn; every round's time in brackets).`);
+  lines.push('');
+  lines.push('| Phase | Wall time (s) | Items | Objects/s | Server peak RSS (MiB) | Plugins peak RSS (MiB) | CPU (s) | Stowage / floor |');
+  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  const rate = (items: number, secs: number): string => (secs > 0 ? (items / secs).toFixed(0) : '–');
+  const rounds = (xs: readonly number[]): string => (xs.length > 1 ? ` (${xs.map(s).join(' / ')})` : '');
+  lines.push(`| Seed (${Object.entries(r.seed.byKind).map(([k, v]) => `${v} ${k}`).join(', ')}) | ${s(r.seed.seconds)} | ${r.seed.objects} | ${rate(r.seed.objects, r.seed.seconds)} | | | | |`);
+  lines.push(`| Backup floor (list + tar.gz + upload, ${(r.backupFloor.tarballBytes / 1024 ** 2).toFixed(1)} MiB) | ${s(r.backupFloor.seconds)}${rounds(r.backupFloor.rounds)} | ${r.backupFloor.items} | ${rate(r.backupFloor.items, r.backupFloor.seconds)} | | | ${s(r.backupFloor.cpuSeconds)} | |`);
+  lines.push(`| Backup engine alone (in-process: no server, no plugin process) | ${s(r.backupEngine.seconds)}${rounds(r.backupEngine.rounds)} | ${r.backupEngine.items} | ${rate(r.backupEngine.items, r.backupEngine.seconds)} | | | ${s(r.backupEngine.cpuSeconds)} | ${r2(r.ratios.engine)}× |`);
+  const run = (label: string, x: StowageRun & { rounds?: number[] }, ratio: string): string =>
+    `| ${label} | ${s(x.seconds)}${rounds(x.rounds ?? [])} | ${x.items} | ${rate(x.items, x.seconds)} | ${mib(x.serverPeakRssBytes)} | ${mib(x.pluginsPeakRssBytes)} | ${s(x.cpuSeconds)} | ${ratio} |`;
+  lines.push(run(`Stowage backup (${(r.backup.tarballBytes / 1024 ** 2).toFixed(1)} MiB)`, r.backup, `**${r2(r.ratios.backup)}×**`));
+  lines.push(run('Stowage backup + plugin action on every item', r.backupWithPlugin, `**${r2(r.ratios.pluginOverhead)}×** of the backup without`));
+  lines.push(`| Restore floor (download + parse + create) | ${s(r.restoreFloor.seconds)} | ${r.restoreFloor.items} | ${rate(r.restoreFloor.items, r.restoreFloor.seconds)} | | | ${s(r.restoreFloor.cpuSeconds)} | |`);
+  lines.push(run('Stowage restore', r.restore, `**${r2(r.ratios.restore)}×**`));
+  lines.push('');
+  lines.push(`Restore floor: ${r.restoreFloor.created} created, ${r.restoreFloor.existed} already there, ${r.restoreFloor.skipped} generated token secrets left out. ` +
+    `Stowage restore: ${r.restore.created} created, ${r.restore.skipped} skipped, ${r.restore.failed} failed, ${r.restore.warnings} warnings; ` +
+    `${r.restore.seededObjectsAfter} of ${r.seed.objects} seeded objects present afterwards. ` +
+    `Plugin run: ${r.backupWithPlugin.stampedItems} of ${r.backupWithPlugin.items} items carry the plugin's annotation.`);
+  if (r.memoryGrowth !== undefined) {
+    lines.push(`Memory growth against the N=${r.memoryGrowth.baselineObjects} baseline: backup ${r2(r.memoryGrowth.backup)}×, restore ${r2(r.memoryGrowth.restore)}×.`);
+  }
+  lines.push('');
+  lines.push('| Goal | Target | Measured | Met |');
+  lines.push('| --- | --- | --- | --- |');
+  for (const g of r.goals) lines.push(`| ${g.goal} | ${g.target} | ${g.measured} | ${g.met === null ? 'not measured' : g.met ? 'yes' : '**no**'} |`);
+  lines.push('');
+  lines.push(`Total benchmark time: ${s(r.totalSeconds)} s.`);
+  return lines.join('\n');
+}

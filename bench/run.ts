@@ -1,0 +1,95 @@
+// `npm run bench -- [--objects N] [--namespaces M] [--rounds R] [--out FILE] [--baseline FILE] [--profile] [--no-build]`
+// One benchmark pass on a control plane and S3 server of its own; prints the markdown report and
+// writes the JSON report (default bench/results/latest.json, with the markdown next to it).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { runBench } from './harness.js';
+import { toMarkdown, type BenchReport } from './report.js';
+import { ROOT, SERVER_BIN } from './server.js';
+
+const USAGE = `usage: npm run bench -- [--objects N] [--namespaces M] [--rounds R] [--out FILE] [--baseline FILE] [--profile] [--no-build]
+  --objects N       objects to seed (default 10000)
+  --namespaces M    namespaces to spread them over (default 10)
+  --rounds R        rounds of the backups (floor, engine alone, Stowage), reported as medians (default 3)
+  --out FILE        JSON report (default bench/results/latest.json); the markdown goes next to it (.md)
+  --baseline FILE   an earlier report (a run at N=5000) to check the memory-growth goal against
+  --profile         run the server under node --cpu-prof (profiles in the work directory)
+  --no-build        use dist/ as it is instead of rebuilding it when src/ is newer`;
+
+function positiveInt(name: string, v: string | undefined, dflt: number): number {
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, not ${JSON.stringify(v)}`);
+  return n;
+}
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestMtime(full));
+    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) newest = Math.max(newest, fs.statSync(full).mtimeMs);
+  }
+  return newest;
+}
+
+/** The server runs from dist/: build it when it is missing or older than src/ (a fresh clone has none). */
+function ensureBuilt(): void {
+  const built = fs.existsSync(SERVER_BIN) ? fs.statSync(SERVER_BIN).mtimeMs : 0;
+  if (built >= newestMtime(path.join(ROOT, 'src'))) return;
+  process.stderr.write(`[bench] ${built === 0 ? 'dist/ is missing' : 'src/ is newer than dist/'}: npm run build\n`);
+  const r = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('npm run build failed');
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      objects: { type: 'string' },
+      namespaces: { type: 'string' },
+      rounds: { type: 'string' },
+      out: { type: 'string' },
+      baseline: { type: 'string' },
+      profile: { type: 'boolean', default: false },
+      'no-build': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const objects = positiveInt('objects', values.objects, 10_000);
+  const namespaces = positiveInt('namespaces', values.namespaces, 10);
+  const backupRounds = positiveInt('rounds', values.rounds, 3);
+  if (namespaces > objects) throw new Error('--namespaces may not exceed --objects');
+  const out = path.resolve(values.out ?? path.join(ROOT, 'bench/results/latest.json'));
+  const baseline = values.baseline === undefined ? undefined : (JSON.parse(fs.readFileSync(values.baseline, 'utf8')) as BenchReport);
+  if (!values['no-build']) ensureBuilt();
+
+  // Outside the repository: it holds a copy of dist/ and the built plugin, which linters must not see.
+  const workDir = path.join(os.tmpdir(), `stowage-bench-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+  process.stderr.write(`[bench] N=${objects} objects in ${namespaces} namespaces; server logs${values.profile ? ' and CPU profiles' : ''} in ${workDir}\n`);
+  const report = await runBench({
+    objects, namespaces, backupRounds, workDir, profile: values.profile,
+    ...(baseline !== undefined ? { baseline } : {}),
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  const markdown = toMarkdown(report);
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+  fs.writeFileSync(out.replace(/\.json$/, '') + '.md', `${markdown}\n`);
+  process.stdout.write(`\n${markdown}\n\nJSON report: ${out}\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`[bench] failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
