@@ -3,7 +3,7 @@
 import type winston from 'winston';
 import type { TarballWriter } from '../archive/index.js';
 import { isNotFound, type ApiResource, type DynamicClient, type KubeObject as ListedObject } from '../kube/index.js';
-import type { KubeObject, ResourceIdentifier } from '../plugin/api/index.js';
+import { executeEachItem, type BackupItemActionBatchResult, type KubeObject, type ResourceIdentifier } from '../plugin/api/index.js';
 import { errorMessage } from '../util/errors.js';
 import { anyLabelSelectorMatches, labelSelectorMatches } from '../util/labels.js';
 import type { ResolvedBackupItemAction } from './actions/index.js';
@@ -61,9 +61,9 @@ export async function collectUnit(ctx: CollectContext, unit: ListUnit): Promise<
         held.push(...fresh);
         continue;
       }
-      for (const obj of fresh) count += (await backupItem(ctx, res, obj)) ? 1 : 0;
+      count += await backupItems(ctx, res, fresh);
     }
-    for (const obj of orderItems(held, ordered)) count += (await backupItem(ctx, res, obj)) ? 1 : 0;
+    count += await backupItems(ctx, res, orderItems(held, ordered));
   } catch (err) {
     if (err instanceof FatalBackupError) throw err;
     if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
@@ -108,58 +108,101 @@ export function orderItems(items: ListedObject[], ordered: readonly string[] | u
   return [...items].sort((a, b) => (rank.get(key(a)) ?? Infinity) - (rank.get(key(b)) ?? Infinity));
 }
 
-/**
- * Backs up one item: item actions, the tarball entry, then the additional items the actions named.
- * Returns whether the item was written. Item-level problems are logged and counted, not thrown.
- */
+/** Backs up one item (see backupItems). Returns whether it was written. */
 export async function backupItem(ctx: CollectContext, res: ApiResource, obj: ListedObject): Promise<boolean> {
+  return (await backupItems(ctx, res, [obj])) === 1;
+}
+
+/** An item on its way through the actions. */
+interface Pending {
+  ref: ItemRef;
+  what: string;
+  item: KubeObject;
+  additional: { from: string; id: ResourceIdentifier }[];
+  failed: boolean;
+}
+
+/**
+ * Backs up items of one resource, in order: item actions, the tarball entries, then the additional
+ * items the actions named. Each action sees all of its items in one batch (one plugin round trip
+ * per page rather than one per item); an item that fails an action is not backed up and goes to no
+ * later action. Returns how many items were written. Item-level problems are logged and counted.
+ */
+export async function backupItems(ctx: CollectContext, res: ApiResource, objs: readonly ListedObject[]): Promise<number> {
+  const pending = objs.map((o) => admit(ctx, res, o)).filter((p): p is Pending => p !== undefined);
+  for (const a of ctx.actions) {
+    const mine = pending.filter((p) => !p.failed && a.matches(res, p.ref.namespace, p.item.metadata.labels));
+    if (mine.length > 0) await runAction(ctx, a, mine);
+  }
+  let written = 0;
+  for (const p of pending) {
+    if (p.failed) continue;
+    try {
+      await ctx.writer.addItem(p.ref, p.item, { preferred: true });
+    } catch (err) {
+      throw new FatalBackupError(`writing the tarball failed: ${errorMessage(err)}`, { cause: err });
+    }
+    written++;
+    ctx.req.backedUp.push(p.ref);
+    if (p.ref.namespace !== '') ctx.req.namespacesWithItems.add(p.ref.namespace);
+    ctx.req.progress.itemsBackedUp++;
+    ctx.onProgress?.({ ...ctx.req.progress });
+    ctx.log.debug(`backed up ${p.what}`, meta(p.ref));
+  }
+  for (const p of pending) {
+    if (p.failed) continue;
+    for (const { from, id } of p.additional) await backupAdditional(ctx, id, from, p.what);
+  }
+  return written;
+}
+
+/** The item to back up, or undefined when it has no name, was handled already, or is labelled out. */
+function admit(ctx: CollectContext, res: ApiResource, obj: ListedObject): Pending | undefined {
   const { req } = ctx;
   const name = obj.metadata?.name;
   if (name === undefined || name === '') {
     const msg = recordProblem(req, 'warnings', '', `skipped a ${res.groupResource} item without a name`);
     ctx.log.warn(msg, { resource: res.groupResource });
-    return false;
+    return undefined;
   }
   const ref: ItemRef = { groupResource: res.groupResource, namespace: res.namespaced ? (obj.metadata?.namespace ?? '') : '', name };
   const key = itemKey(ref);
-  if (req.seen.has(key)) return false;
+  if (req.seen.has(key)) return undefined;
   req.seen.add(key);
   const what = describeItem(ref);
   if (obj.metadata?.labels?.[LABEL_EXCLUDE_FROM_BACKUP] === 'true') {
     ctx.log.info(`skipped ${what}: it is labelled ${LABEL_EXCLUDE_FROM_BACKUP}=true`, meta(ref));
-    return false;
+    return undefined;
   }
-  let item: KubeObject = { ...obj, apiVersion: obj.apiVersion ?? res.apiVersion, kind: obj.kind ?? res.kind, metadata: { ...obj.metadata, name } };
-  const additional: { from: string; id: ResourceIdentifier }[] = [];
-  for (const a of ctx.actions) {
-    if (!a.matches(res, ref.namespace, item.metadata.labels)) continue;
-    let out: Awaited<ReturnType<typeof a.action.execute>>;
-    try {
-      out = await a.action.execute({ item, backup: req.backup });
-    } catch (err) {
-      fail(ctx, ref, `backup item action ${a.name} failed on ${what}: ${errorMessage(err)}`);
-      return false;
-    }
-    const changed = identityChange(item, out.item);
-    if (changed !== undefined) {
-      fail(ctx, ref, `backup item action ${a.name} changed the ${changed} of ${what}; the item is not backed up`);
-      return false;
-    }
-    item = out.item;
-    for (const id of out.additionalItems) additional.push({ from: a.name, id });
-  }
+  const item: KubeObject = { ...obj, apiVersion: obj.apiVersion ?? res.apiVersion, kind: obj.kind ?? res.kind, metadata: { ...obj.metadata, name } };
+  return { ref, what, item, additional: [], failed: false };
+}
+
+/** One action over its items: a batch when the action takes batches (plugins), else item by item. */
+async function runAction(ctx: CollectContext, a: ResolvedBackupItemAction, items: Pending[]): Promise<void> {
+  const input = { items: items.map((p) => p.item), backup: ctx.req.backup };
+  let results: BackupItemActionBatchResult[];
   try {
-    await ctx.writer.addItem(ref, item, { preferred: true });
+    results = a.action.executeBatch !== undefined ? await a.action.executeBatch(input) : await executeEachItem(a.action.execute.bind(a.action), input.items, input.backup);
   } catch (err) {
-    throw new FatalBackupError(`writing the tarball failed: ${errorMessage(err)}`, { cause: err });
+    if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+    const reason = errorMessage(err);
+    results = items.map(() => ({ ok: false, error: reason }));
   }
-  req.backedUp.push(ref);
-  if (ref.namespace !== '') req.namespacesWithItems.add(ref.namespace);
-  req.progress.itemsBackedUp++;
-  ctx.onProgress?.({ ...req.progress });
-  ctx.log.debug(`backed up ${what}`, meta(ref));
-  for (const { from, id } of additional) await backupAdditional(ctx, id, from, what);
-  return true;
+  items.forEach((p, i) => {
+    const r = results[i];
+    if (r === undefined || !r.ok) {
+      fail(ctx, p, `backup item action ${a.name} failed on ${p.what}: ${r?.error ?? 'it returned no result for the item'}`);
+      return;
+    }
+    const changed = identityChange(p.item, r.output.item);
+    if (changed !== undefined) {
+      fail(ctx, p, `backup item action ${a.name} changed the ${changed} of ${p.what}; the item is not backed up`);
+      return;
+    }
+    p.item = r.output.item;
+    for (const id of r.output.additionalItems) p.additional.push({ from: a.name, id });
+  });
 }
 
 function identityChange(before: KubeObject, after: KubeObject): string | undefined {
@@ -174,9 +217,10 @@ function meta(ref: ItemRef): Record<string, string> {
   return ref.namespace === '' ? { resource: ref.groupResource, name: ref.name } : { resource: ref.groupResource, namespace: ref.namespace, name: ref.name };
 }
 
-function fail(ctx: CollectContext, ref: ItemRef, message: string): void {
-  recordProblem(ctx.req, 'errors', ref.namespace, message);
-  ctx.log.error(message, meta(ref));
+function fail(ctx: CollectContext, p: Pending, message: string): void {
+  p.failed = true;
+  recordProblem(ctx.req, 'errors', p.ref.namespace, message);
+  ctx.log.error(message, meta(p.ref));
 }
 
 /** An item an action asked for: fetched with GET and backed up once, if the filters allow it. */

@@ -1,5 +1,5 @@
 // Plugin side of the three item-action services.
-import type { BackupItemAction, DeleteItemAction, ResourceSelector, RestoreItemAction } from '../api/index.js';
+import { executeEachItem, type BackupItemAction, type DeleteItemAction, type ResourceSelector, type RestoreItemAction } from '../api/index.js';
 import type {
   BackupItemActionServer,
   DeleteItemActionServer,
@@ -28,6 +28,20 @@ export function backupItemActionServer(factories: Record<string, Factory<BackupI
       const action = await get(req.plugin);
       const out = await action.execute({ item: decodeObject(req.item, 'item'), backup: decodeObject(req.backup, 'backup') });
       return { item: encodeObject(out.item), additionalItems: identifiersToWire(out.additionalItems) };
+    }),
+    executeBatch: unaryHandler(hooks, service, 'ExecuteBatch', (r) => r.plugin, async (req) => {
+      const action = await get(req.plugin);
+      const backup = decodeObject(req.backup, 'backup');
+      const items = req.items.map((bytes, i) => decodeObject(bytes, `item ${i}`));
+      const results = action.executeBatch !== undefined ? await action.executeBatch({ items, backup }) : await executeEachItem(action.execute.bind(action), items, backup);
+      if (results.length !== items.length) throw new Error(`executeBatch returned ${results.length} results for ${items.length} items`);
+      return {
+        results: results.map((r) =>
+          r.ok
+            ? { item: encodeObject(r.output.item), additionalItems: identifiersToWire(r.output.additionalItems), error: '' }
+            : { item: Buffer.alloc(0), additionalItems: [], error: r.error },
+        ),
+      };
     }),
   };
 }

@@ -1,18 +1,82 @@
 // The host's item actions: each call goes through callPlugin(). Actions are stateless, so after a
 // restart the new process creates them again on first call (that is their re-dispense).
-import type { BackupItemAction, DeleteItemAction, RestoreItemAction } from '../api/index.js';
-import { actionAppliesTo, backupActionExecute, deleteActionExecute, restoreActionExecute } from '../grpc/index.js';
+import { executeEachItem, type BackupItemAction, type BackupItemActionBatchResult, type DeleteItemAction, type KubeObject, type RestoreItemAction } from '../api/index.js';
+import {
+  actionAppliesTo,
+  backupActionExecute,
+  backupActionExecuteBatch,
+  deleteActionExecute,
+  GrpcStatus,
+  RemoteCallError,
+  restoreActionExecute,
+} from '../grpc/index.js';
 import { callPlugin, type CallPolicy, type CallSite } from './call.js';
+
+/** A batch call carries at most this much item JSON, well under the 64 MiB message cap. */
+export const MAX_BATCH_BYTES = 4 * 1024 * 1024;
+/** ...and at most this many items, so one slow batch does not hold a run for long. */
+export const MAX_BATCH_ITEMS = 256;
 
 /** An action dispensed by a handle, with the plugin name it was registered under. */
 export type Named<T> = T & { readonly name: string };
 
 export function remoteBackupItemAction(site: CallSite, policy: CallPolicy): Named<BackupItemAction> {
+  const execute: BackupItemAction['execute'] = (input) =>
+    callPlugin(site, 'Execute', policy, (live, ctx) => backupActionExecute(live.conn, ctx, site.plugin, input));
+  // A plugin built before ExecuteBatch existed answers UNIMPLEMENTED: use Execute from then on.
+  let batchUnsupported = false;
+  // The Backup is the same object for every call of a run: encode it once.
+  let encodedBackup: { of: KubeObject; bytes: Buffer } | undefined;
   return {
     name: site.plugin,
     appliesTo: () => callPlugin(site, 'AppliesTo', policy, (live, ctx) => actionAppliesTo(live.conn, ctx, 'BackupItemAction', site.plugin)),
-    execute: (input) => callPlugin(site, 'Execute', policy, (live, ctx) => backupActionExecute(live.conn, ctx, site.plugin, input)),
+    execute,
+    executeBatch: async ({ items, backup }) => {
+      if (!batchUnsupported) {
+        if (encodedBackup?.of !== backup) encodedBackup = { of: backup, bytes: Buffer.from(JSON.stringify(backup)) };
+        const bytes = encodedBackup.bytes;
+        const out: BackupItemActionBatchResult[] = [];
+        try {
+          for (const group of byteBatches(items.map((i) => Buffer.from(JSON.stringify(i))))) {
+            const results = await callPlugin(site, 'ExecuteBatch', policy, (live, ctx) =>
+              backupActionExecuteBatch(live.conn, ctx, site.plugin, { items: group, backup: bytes }),
+            );
+            out.push(...results);
+          }
+          return out;
+        } catch (err) {
+          if (!isUnimplemented(err) || out.length > 0) throw err;
+          batchUnsupported = true;
+        }
+      }
+      return executeEachItem(execute, items, backup);
+    },
   };
+}
+
+/** Splits encoded items into groups within MAX_BATCH_BYTES and MAX_BATCH_ITEMS (an oversized item goes alone). */
+export function byteBatches(encoded: readonly Buffer[]): Buffer[][] {
+  const groups: Buffer[][] = [];
+  let current: Buffer[] = [];
+  let size = 0;
+  for (const e of encoded) {
+    if (current.length > 0 && (size + e.byteLength > MAX_BATCH_BYTES || current.length >= MAX_BATCH_ITEMS)) {
+      groups.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(e);
+    size += e.byteLength;
+  }
+  if (current.length > 0) groups.push(current);
+  return groups;
+}
+
+function isUnimplemented(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if (e instanceof RemoteCallError) return e.grpcCode === GrpcStatus.UNIMPLEMENTED && !e.fromPlugin;
+  }
+  return false;
 }
 
 export function remoteRestoreItemAction(site: CallSite, policy: CallPolicy): Named<RestoreItemAction> {

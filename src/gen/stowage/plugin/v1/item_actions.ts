@@ -35,6 +35,30 @@ export interface BackupItemActionExecuteResponse {
   additionalItems: ResourceIdentifier[];
 }
 
+/**
+ * Several items of one backup in one call: a round trip costs far more than a small action's own
+ * work, so the host batches the items of a list page. Each item runs through the action on its
+ * own; one item's failure is reported in its result and does not fail the others.
+ */
+export interface BackupItemActionExecuteBatchRequest {
+  plugin: string;
+  backup: Buffer;
+  items: Buffer[];
+}
+
+export interface BackupItemActionBatchResult {
+  /** Set when Execute succeeded for this item. */
+  item: Buffer;
+  additionalItems: ResourceIdentifier[];
+  /** Set (and item empty) when Execute failed for this item. */
+  error: string;
+}
+
+export interface BackupItemActionExecuteBatchResponse {
+  /** One result per request item, in the same order. */
+  results: BackupItemActionBatchResult[];
+}
+
 export interface RestoreItemActionExecuteRequest {
   plugin: string;
   /** JSON of the item as it will be restored, as it was in the backup, and of the Restore. */
@@ -200,6 +224,219 @@ export const BackupItemActionExecuteResponse: MessageFns<BackupItemActionExecute
     const message = createBaseBackupItemActionExecuteResponse();
     message.item = object.item ?? Buffer.alloc(0);
     message.additionalItems = object.additionalItems?.map((e) => ResourceIdentifier.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseBackupItemActionExecuteBatchRequest(): BackupItemActionExecuteBatchRequest {
+  return { plugin: "", backup: Buffer.alloc(0), items: [] };
+}
+
+export const BackupItemActionExecuteBatchRequest: MessageFns<BackupItemActionExecuteBatchRequest> = {
+  encode(message: BackupItemActionExecuteBatchRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.plugin !== "") {
+      writer.uint32(10).string(message.plugin);
+    }
+    if (message.backup.length !== 0) {
+      writer.uint32(18).bytes(message.backup);
+    }
+    for (const v of message.items) {
+      writer.uint32(26).bytes(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BackupItemActionExecuteBatchRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBackupItemActionExecuteBatchRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.plugin = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.backup = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.items.push(Buffer.from(reader.bytes()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<BackupItemActionExecuteBatchRequest>): BackupItemActionExecuteBatchRequest {
+    return BackupItemActionExecuteBatchRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<BackupItemActionExecuteBatchRequest>): BackupItemActionExecuteBatchRequest {
+    const message = createBaseBackupItemActionExecuteBatchRequest();
+    message.plugin = object.plugin ?? "";
+    message.backup = object.backup ?? Buffer.alloc(0);
+    message.items = object.items?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseBackupItemActionBatchResult(): BackupItemActionBatchResult {
+  return { item: Buffer.alloc(0), additionalItems: [], error: "" };
+}
+
+export const BackupItemActionBatchResult: MessageFns<BackupItemActionBatchResult> = {
+  encode(message: BackupItemActionBatchResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.item.length !== 0) {
+      writer.uint32(10).bytes(message.item);
+    }
+    for (const v of message.additionalItems) {
+      ResourceIdentifier.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.error !== "") {
+      writer.uint32(26).string(message.error);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BackupItemActionBatchResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBackupItemActionBatchResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.item = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.additionalItems.push(ResourceIdentifier.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<BackupItemActionBatchResult>): BackupItemActionBatchResult {
+    return BackupItemActionBatchResult.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<BackupItemActionBatchResult>): BackupItemActionBatchResult {
+    const message = createBaseBackupItemActionBatchResult();
+    message.item = object.item ?? Buffer.alloc(0);
+    message.additionalItems = object.additionalItems?.map((e) => ResourceIdentifier.fromPartial(e)) || [];
+    message.error = object.error ?? "";
+    return message;
+  },
+};
+
+function createBaseBackupItemActionExecuteBatchResponse(): BackupItemActionExecuteBatchResponse {
+  return { results: [] };
+}
+
+export const BackupItemActionExecuteBatchResponse: MessageFns<BackupItemActionExecuteBatchResponse> = {
+  encode(message: BackupItemActionExecuteBatchResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.results) {
+      BackupItemActionBatchResult.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BackupItemActionExecuteBatchResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBackupItemActionExecuteBatchResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.results.push(BackupItemActionBatchResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<BackupItemActionExecuteBatchResponse>): BackupItemActionExecuteBatchResponse {
+    return BackupItemActionExecuteBatchResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<BackupItemActionExecuteBatchResponse>): BackupItemActionExecuteBatchResponse {
+    const message = createBaseBackupItemActionExecuteBatchResponse();
+    message.results = object.results?.map((e) => BackupItemActionBatchResult.fromPartial(e)) || [];
     return message;
   },
 };
@@ -519,11 +756,27 @@ export const BackupItemActionService = {
     responseDeserialize: (value: Buffer): BackupItemActionExecuteResponse =>
       BackupItemActionExecuteResponse.decode(value),
   },
+  /** Newer than Execute: the host falls back to Execute when a plugin answers UNIMPLEMENTED. */
+  executeBatch: {
+    path: "/stowage.plugin.v1.BackupItemAction/ExecuteBatch" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: BackupItemActionExecuteBatchRequest): Buffer =>
+      Buffer.from(BackupItemActionExecuteBatchRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): BackupItemActionExecuteBatchRequest =>
+      BackupItemActionExecuteBatchRequest.decode(value),
+    responseSerialize: (value: BackupItemActionExecuteBatchResponse): Buffer =>
+      Buffer.from(BackupItemActionExecuteBatchResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): BackupItemActionExecuteBatchResponse =>
+      BackupItemActionExecuteBatchResponse.decode(value),
+  },
 } as const;
 
 export interface BackupItemActionServer extends UntypedServiceImplementation {
   appliesTo: handleUnaryCall<AppliesToRequest, AppliesToResponse>;
   execute: handleUnaryCall<BackupItemActionExecuteRequest, BackupItemActionExecuteResponse>;
+  /** Newer than Execute: the host falls back to Execute when a plugin answers UNIMPLEMENTED. */
+  executeBatch: handleUnaryCall<BackupItemActionExecuteBatchRequest, BackupItemActionExecuteBatchResponse>;
 }
 
 export interface BackupItemActionClient extends Client {
@@ -556,6 +809,22 @@ export interface BackupItemActionClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: BackupItemActionExecuteResponse) => void,
+  ): ClientUnaryCall;
+  /** Newer than Execute: the host falls back to Execute when a plugin answers UNIMPLEMENTED. */
+  executeBatch(
+    request: BackupItemActionExecuteBatchRequest,
+    callback: (error: ServiceError | null, response: BackupItemActionExecuteBatchResponse) => void,
+  ): ClientUnaryCall;
+  executeBatch(
+    request: BackupItemActionExecuteBatchRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: BackupItemActionExecuteBatchResponse) => void,
+  ): ClientUnaryCall;
+  executeBatch(
+    request: BackupItemActionExecuteBatchRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: BackupItemActionExecuteBatchResponse) => void,
   ): ClientUnaryCall;
 }
 
