@@ -76,10 +76,16 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
     const expiration = stamp(new Date(started.getTime() + ttlMs));
     // Optimistic lock on the version we validated: two servers (or workers) never both start it.
     try {
+      // A backup for "the default location" records which one that was: restores, downloads and
+      // deletion must find it there even after another location becomes the default.
+      const version = (b.spec.storageLocation ?? '') !== '' ? b.metadata.resourceVersion
+        : (await ctx.client.patch<Backup>(BACKUPS, namespace, name, {
+          metadata: { resourceVersion: b.metadata.resourceVersion }, spec: { storageLocation: location.metadata.name },
+        }, 'merge')).metadata.resourceVersion;
       await patchStatus(b, {
         phase: 'InProgress', startTimestamp: stamp(started), expiration, formatVersion: FORMAT_VERSION,
         validationErrors: null, progress: { totalItems: 0, itemsBackedUp: 0 },
-      }, b.metadata.resourceVersion);
+      }, version);
     } catch (err) {
       if (isConflict(err) || isNotFound(err)) return; // changed under us: the next event brings it back
       throw err;

@@ -47,6 +47,8 @@ describe('backup controller', () => {
   it('backs up a namespace into the location, with its log, and mirrors the log to the server output', async () => {
     const b = await backupAndWait('full', { includedNamespaces: [app] });
     expect(b.status?.phase, JSON.stringify(b.status)).toBe('Completed');
+    // No location named: the default one is recorded, so the backup stays findable if the default changes.
+    expect(b.spec.storageLocation).toBe(loc.name);
     expect(b.status?.progress?.itemsBackedUp).toBeGreaterThanOrEqual(22);
     expect(b.status?.startTimestamp).toBeDefined();
     expect(b.status?.completionTimestamp).toBeDefined();
