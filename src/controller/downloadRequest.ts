@@ -316,16 +316,17 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     }
     const exp = now + DOWNLOAD_URL_TTL_MS;
     let url: string | undefined;
+    let why: string | undefined;
     try {
       url = await urlFor(dr.spec.target, namespace, exp);
     } catch (err) {
-      const why = safeErrorMessage(err);
+      why = safeErrorMessage(err);
       ctx.logger.warn(`DownloadRequest ${namespace}/${name} for ${dr.spec.target.kind} ${dr.spec.target.name}: ${why}`);
       void ctx.events.event(dr, 'Warning', 'DownloadFailed', why);
     }
     try {
       await ctx.client.patchStatus(DRS, namespace, name, {
-        status: { phase: 'Processed', expiration: stamp(new Date(exp)), ...(url !== undefined ? { downloadURL: url } : {}) },
+        status: { phase: 'Processed', expiration: stamp(new Date(exp)), ...(url !== undefined ? { downloadURL: url } : { message: why }) },
       });
     } catch (err) {
       if (isNotFound(err)) return; // the client gave up and deleted it

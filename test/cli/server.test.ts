@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { RESOURCES, type Backup, type ServerStatusRequest } from '../../src/apis/v1/index.js';
+import { newDownloadRequest, RESOURCES, type Backup, type DownloadRequest, type ServerStatusRequest } from '../../src/apis/v1/index.js';
 import type { DynamicClient } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { ensureNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
@@ -102,6 +102,19 @@ describe('stowage CLI with a running server', () => {
     const parsed = json.stdout.trim().split('\n').map((l) => JSON.parse(l) as { msg: string; level: string; backup: string });
     expect(parsed.length).toBe(lines.length);
     expect(parsed.every((l) => l.backup === `${ns}/app`)).toBe(true);
+  });
+
+  it('answers a DownloadRequest it cannot serve with the reason in status.message, and the CLI says it', async () => {
+    const created = await client.create<DownloadRequest>(RESOURCES.DownloadRequest, ns, newDownloadRequest(ns, { kind: 'BackupContents', name: 'no-such-backup' }));
+    const done = await waitUntil('the DownloadRequest to be processed', async () => {
+      const dr = await client.get<DownloadRequest>(RESOURCES.DownloadRequest, ns, created.metadata.name);
+      return dr.status?.phase === 'Processed' ? dr : undefined;
+    }, 30_000, 200);
+    expect(done.status?.downloadURL).toBeUndefined();
+    expect(done.status?.message).toBe(`backup "no-such-backup" not found in namespace ${ns}`);
+    const r = await cli('backup', 'download', 'no-such-backup', '-o', path.join(tmp, 'none.tar.gz'));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('not found');
   });
 
   it('downloads the tarball byte for byte, and will not overwrite a file without --force', async () => {

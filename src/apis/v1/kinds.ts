@@ -222,6 +222,7 @@ const downloadStatus = s.named(
     phase: s.named('DownloadRequestPhase', s.enum(DOWNLOAD_REQUEST_PHASES)),
     downloadURL: s.string(),
     expiration: s.dateTime(),
+    message: s.string({ description: 'Why there is no downloadURL, when the server could not provide the target.' }),
   }),
 );
 

@@ -360,6 +360,8 @@ export type DownloadRequestStatus = {
   phase?: DownloadRequestPhase;
   downloadURL?: string;
   expiration?: string;
+  /** Why there is no downloadURL, when the server could not provide the target. */
+  message?: string;
 };
 
 export type DownloadRequestPhase = 'New' | 'Processed';

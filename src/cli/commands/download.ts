@@ -83,7 +83,7 @@ export async function requestDownloadURL(ctx: CliContext, target: DownloadTarget
       if (cur.status?.phase === 'Processed') {
         const url = cur.status.downloadURL;
         if (url !== undefined && url !== '') return url;
-        const why = await warningFor(ctx, name);
+        const why = cur.status.message ?? (await warningFor(ctx, name));
         throw new CliError(`the Stowage server could not provide ${describeTarget(target)}${why === undefined ? '' : `: ${why}`}`);
       }
       if (Date.now() > deadline) {
