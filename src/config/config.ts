@@ -33,6 +33,10 @@ export interface ServerConfig {
   garbageCollectionFrequency: number;
   restoreResourcePriorities: RestorePriorities;
   metricsAddress: string;
+  /** Address of the download endpoint; '' means `:8086` in a pod, a free loopback port elsewhere. */
+  downloadAddress: string;
+  /** Base URL clients reach the download endpoint at (behind a Service or Ingress); '' derives it. */
+  downloadUrl: string;
   concurrentBackups: number;
   defaultBackupStorageLocation: string;
   pluginStartTimeout: number;
@@ -95,6 +99,8 @@ export const DEFAULT_CONFIG: Readonly<ServerConfig> = Object.freeze({
   garbageCollectionFrequency: 3_600_000,
   restoreResourcePriorities: DEFAULT_RESTORE_PRIORITIES,
   metricsAddress: ':8085',
+  downloadAddress: '',
+  downloadUrl: '',
   concurrentBackups: 1,
   defaultBackupStorageLocation: 'default',
   pluginStartTimeout: 30_000,
@@ -141,6 +147,8 @@ export const CONFIG_FLAGS: readonly ConfigFlag[] = [
   flag('garbageCollectionFrequency', 'garbage-collection-frequency', 'duration', 'How often expired backups are deleted', 1),
   flag('restoreResourcePriorities', 'restore-resource-priorities', 'priorities', 'Restore order: high-priority resources, "-", low-priority resources'),
   flag('metricsAddress', 'metrics-address', 'address', 'Address serving /metrics, /healthz and /readyz'),
+  flag('downloadAddress', 'download-address', 'address', 'Address serving downloads the store cannot presign (default :8086 in a pod, else a free loopback port)'),
+  flag('downloadUrl', 'download-url', 'string', 'Base URL clients reach the download address at (default derived from the pod IP and port)'),
   flag('concurrentBackups', 'concurrent-backups', 'int', 'Backups processed at the same time', 1),
   flag('defaultBackupStorageLocation', 'default-backup-storage-location', 'name', 'Location used when a backup names none and no location is marked default'),
   flag('pluginStartTimeout', 'plugin-start-timeout', 'duration', 'How long a plugin may take to start and hand-shake', 1),

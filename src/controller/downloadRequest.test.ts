@@ -1,7 +1,7 @@
 // Unit tests for the download endpoint's tokens and addresses, and the ServerStatusRequest helpers.
 // The controllers themselves run against the real apiserver in test/cli/.
 import { describe, expect, it } from 'vitest';
-import { baseURLFor, createTokenSigner, downloadServerOptionsFromEnv } from './downloadRequest.js';
+import { baseURLFor, createTokenSigner, downloadServerOptions } from './downloadRequest.js';
 import { expiresAt, pluginInfos } from './serverStatusRequest.js';
 
 describe('download tokens', () => {
@@ -35,9 +35,10 @@ describe('download endpoint address', () => {
   });
 
   it('listens on loopback outside a cluster and on :8086 in a pod, unless told otherwise', () => {
-    expect(downloadServerOptionsFromEnv({})).toEqual({ address: '127.0.0.1:0' });
-    expect(downloadServerOptionsFromEnv({ KUBERNETES_SERVICE_HOST: '10.0.0.1' })).toEqual({ address: ':8086' });
-    expect(downloadServerOptionsFromEnv({ STOWAGE_DOWNLOAD_ADDRESS: ':9000', STOWAGE_DOWNLOAD_URL: 'http://x' })).toEqual({ address: ':9000', publicURL: 'http://x' });
+    const unset = { downloadAddress: '', downloadUrl: '' };
+    expect(downloadServerOptions(unset, {})).toEqual({ address: '127.0.0.1:0' });
+    expect(downloadServerOptions(unset, { KUBERNETES_SERVICE_HOST: '10.0.0.1' })).toEqual({ address: ':8086' });
+    expect(downloadServerOptions({ downloadAddress: ':9000', downloadUrl: 'http://x' }, { KUBERNETES_SERVICE_HOST: '10.0.0.1' })).toEqual({ address: ':9000', publicURL: 'http://x' });
   });
 });
 

@@ -93,14 +93,11 @@ export interface DownloadServerOptions {
   publicURL?: string;
 }
 
-/**
- * Defaults until the server has flags for it: STOWAGE_DOWNLOAD_ADDRESS / STOWAGE_DOWNLOAD_URL; in a
- * pod all interfaces on 8086 (reached through a port-forward), elsewhere a free loopback port.
- */
-export function downloadServerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): DownloadServerOptions {
+/** From --download-address and --download-url; unset, a pod listens on :8086 (for a port-forward), anything else on a free loopback port. */
+export function downloadServerOptions(config: { downloadAddress: string; downloadUrl: string }, env: NodeJS.ProcessEnv = process.env): DownloadServerOptions {
   const inCluster = env.KUBERNETES_SERVICE_HOST !== undefined && env.KUBERNETES_SERVICE_HOST !== '';
-  const opts: DownloadServerOptions = { address: env.STOWAGE_DOWNLOAD_ADDRESS || (inCluster ? ':8086' : '127.0.0.1:0') };
-  if (env.STOWAGE_DOWNLOAD_URL) opts.publicURL = env.STOWAGE_DOWNLOAD_URL;
+  const opts: DownloadServerOptions = { address: config.downloadAddress || (inCluster ? ':8086' : '127.0.0.1:0') };
+  if (config.downloadUrl !== '') opts.publicURL = config.downloadUrl;
   return opts;
 }
 
@@ -155,7 +152,7 @@ function runOf(target: DownloadTarget): { kind: 'backup' | 'restore'; live: bool
   return { kind, live: target.kind === 'BackupLog' || target.kind === 'RestoreLog' };
 }
 
-export function downloadRequestController(ctx: ControllerContext, serverOpts: DownloadServerOptions = downloadServerOptionsFromEnv()): ControllerDefinition {
+export function downloadRequestController(ctx: ControllerContext, serverOpts: DownloadServerOptions = downloadServerOptions(ctx.config)): ControllerDefinition {
   const informer = ctx.informer<DownloadRequest>('DownloadRequest');
   const signer = createTokenSigner();
   let server: DownloadServer | undefined;

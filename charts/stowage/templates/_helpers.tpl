@@ -100,6 +100,8 @@ credential:
   "pluginStartTimeout" "plugin-start-timeout"
   "pluginIdleTimeout" "plugin-idle-timeout"
   "terminationGracePeriod" "termination-grace-period"
+  "downloadAddress" "download-address"
+  "downloadURL" "download-url"
 -}}
 {{- range $key := keys $flags | sortAlpha }}
 {{- $value := get $.Values.configuration $key }}
