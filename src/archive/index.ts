@@ -9,6 +9,10 @@ export { canonicalJson } from './json.js';
 export {
   createTarballWriter, sha256Hex, type TarballWriter, type TarballWriterOptions, type ArchiveDigest, type ArchivableObject, type ItemId,
 } from './writer.js';
-export { readArchive, checkEntryName, DEFAULT_READ_LIMITS, type ReadLimits, type ReadOptions, type ArchiveContents } from './reader.js';
-export type { ArchiveItem, ArchiveObject } from './items.js';
+export {
+  readArchive, scanArchive, checkEntryName, DEFAULT_READ_LIMITS,
+  type ReadLimits, type ReadOptions, type ArchiveContents, type ArchiveSummary, type ScannedArchive, type ItemCopy, type KeepItem,
+} from './reader.js';
+export { createSpillFile, spillArchive, loadSpilled, type SpillFile, type SpilledItem, type SpillOptions } from './spill.js';
+export type { ArchiveItem, ArchiveObject, ItemIdentity } from './items.js';
 export { manifestFromDigest, parseManifest, verifyManifest, type BackupManifest } from './manifest.js';

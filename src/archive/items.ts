@@ -18,8 +18,12 @@ export interface ArchiveObject {
   [k: string]: unknown;
 }
 
-export interface ArchiveItem {
-  /** The tar path this copy was read from. */
+/**
+ * One copy of an item as the reader keeps it, without the object: where it was read from, what it
+ * is, and a checksum. The reader checked that the object agrees with its path.
+ */
+export interface ItemIdentity {
+  /** The tar path this copy was read from (the preferred-version copy's, when there is one). */
   path: string;
   groupResource: string;
   /** Set for namespaced items. */
@@ -27,10 +31,29 @@ export interface ArchiveItem {
   name: string;
   /** The version directory (`v1-preferredversion`, `v2beta1`), absent for the classic copy. */
   versionDir?: string;
-  object: ArchiveObject;
+  apiVersion: string;
+  kind: string;
   /** SHA-256 (hex) of the entry's bytes. */
   sha256: string;
   bytes: number;
+}
+
+/** An item read whole: its identity and the parsed object. */
+export interface ArchiveItem extends ItemIdentity {
+  object: ArchiveObject;
+}
+
+/** What the path checks look at in an object. */
+export interface ObjectHead {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  /** '' for an object without a namespace. */
+  namespace: string;
+}
+
+export function headOf(obj: ArchiveObject): ObjectHead {
+  return { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace ?? '' };
 }
 
 const CRD_RESOURCE = 'customresourcedefinitions.apiextensions.k8s.io';
@@ -56,12 +79,12 @@ export function parseItemJson(path: string, data: Buffer): ArchiveObject {
 }
 
 /** Throws 'path-mismatch' when the object's name, namespace, group or version disagree with its path. */
-export function checkItemAgainstPath(path: string, p: ParsedItemPath, obj: ArchiveObject): void {
+export function checkItemAgainstPath(path: string, p: ParsedItemPath, obj: ObjectHead): void {
   const mismatch = (msg: string): never => {
     throw new ArchiveError('path-mismatch', `entry ${path}: ${msg}`, path);
   };
-  if (obj.metadata.name !== p.name) mismatch(`the object is named "${obj.metadata.name}" but its path names "${p.name}"`);
-  const ns = obj.metadata.namespace ?? '';
+  if (obj.name !== p.name) mismatch(`the object is named "${obj.name}" but its path names "${p.name}"`);
+  const ns = obj.namespace;
   if (p.namespace !== undefined && ns !== p.namespace) {
     mismatch(ns === '' ? `the object has no namespace but its path puts it in namespace "${p.namespace}"`
       : `the object is in namespace "${ns}" but its path says namespace "${p.namespace}"`);
@@ -77,40 +100,45 @@ export function checkItemAgainstPath(path: string, p: ParsedItemPath, obj: Archi
   }
 }
 
+/** The group-resource a CRD object defines and the kind it gives its objects, or undefined for another object. */
+export function crdKindOf(groupResource: string, obj: ArchiveObject): readonly [string, string] | undefined {
+  if (groupResource !== CRD_RESOURCE) return undefined;
+  const spec = obj.spec;
+  if (!isRecord(spec) || !isRecord(spec.names)) return undefined;
+  const { group } = spec;
+  const { plural, kind } = spec.names;
+  if (typeof group !== 'string' || typeof plural !== 'string' || typeof kind !== 'string') return undefined;
+  return [`${plural}.${group}`, kind];
+}
+
 /**
  * Checks that every item under one group-resource has that resource's kind: from the built-in table,
- * then `knownKinds` (the caller's discovery), then CRDs found in the archive; an unknown resource
- * must at least hold a single kind.
+ * then `knownKinds` (the caller's discovery), then `crdKinds` (the CRDs found in the archive, in
+ * archive order: the first one for a resource counts); an unknown resource must at least hold a single kind.
  */
-export function checkKinds(items: Iterable<ArchiveItem>, knownKinds?: ReadonlyMap<string, string>): void {
-  const all = [...items];
+export function checkKinds(
+  items: Iterable<Pick<ItemIdentity, 'path' | 'groupResource' | 'kind'>>,
+  crdKinds: Iterable<readonly [string, string]>,
+  knownKinds?: ReadonlyMap<string, string>,
+): void {
   const table = new Map<string, string>(knownKinds ?? []);
   for (const [gr, kind] of BUILTIN_KINDS) table.set(gr, kind);
-  for (const it of all) {
-    if (it.groupResource !== CRD_RESOURCE) continue;
-    const spec = it.object.spec;
-    if (!isRecord(spec) || !isRecord(spec.names)) continue;
-    const { group } = spec;
-    const { plural, kind } = spec.names;
-    if (typeof group !== 'string' || typeof plural !== 'string' || typeof kind !== 'string') continue;
-    const gr = `${plural}.${group}`;
-    if (!table.has(gr)) table.set(gr, kind);
-  }
-  const seen = new Map<string, ArchiveItem>();
-  for (const it of all) {
+  for (const [gr, kind] of crdKinds) if (!table.has(gr)) table.set(gr, kind);
+  const seen = new Map<string, { path: string; kind: string }>();
+  for (const it of items) {
     const expected = table.get(it.groupResource);
     if (expected !== undefined) {
-      if (it.object.kind !== expected) {
+      if (it.kind !== expected) {
         throw new ArchiveError('path-mismatch',
-          `entry ${it.path}: the object is a ${it.object.kind} but ${it.groupResource} holds ${expected} objects`, it.path);
+          `entry ${it.path}: the object is a ${it.kind} but ${it.groupResource} holds ${expected} objects`, it.path);
       }
       continue;
     }
     const first = seen.get(it.groupResource);
     if (first === undefined) seen.set(it.groupResource, it);
-    else if (first.object.kind !== it.object.kind) {
+    else if (first.kind !== it.kind) {
       throw new ArchiveError('path-mismatch',
-        `entry ${it.path}: the object is a ${it.object.kind} but ${first.path} under the same resource is a ${first.object.kind}`, it.path);
+        `entry ${it.path}: the object is a ${it.kind} but ${first.path} under the same resource is a ${first.kind}`, it.path);
     }
   }
 }

@@ -1,6 +1,6 @@
 // The backup manifest: SHA-256 of every file in the tarball and of the gzipped tarball, written next
 // to the backup so a restore (or `stowage backup verify`) can prove the archive is the one written.
-import type { ArchiveContents } from './reader.js';
+import type { ArchiveSummary } from './reader.js';
 import type { ArchiveDigest } from './writer.js';
 
 export interface BackupManifest {
@@ -34,7 +34,7 @@ export function parseManifest(value: unknown): BackupManifest {
  * Compares what was read with the manifest written at backup time. Returns the differences (at most
  * `max`, then a count), empty when the archive is exactly the one that was written.
  */
-export function verifyManifest(contents: ArchiveContents, manifest: BackupManifest, max = 10): string[] {
+export function verifyManifest(contents: Pick<ArchiveSummary, 'tarball' | 'entries'>, manifest: BackupManifest, max = 10): string[] {
   const problems: string[] = [];
   if (contents.tarball.sha256 !== manifest.tarball.sha256) {
     problems.push(`the tarball's SHA-256 is ${contents.tarball.sha256}, the manifest says ${manifest.tarball.sha256}`);

@@ -1,8 +1,13 @@
-import { gzipSync } from 'node:zlib';
+import { randomBytes } from 'node:crypto';
+import { createGzip, gzipSync } from 'node:zlib';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as tar from 'tar-stream';
 import { ArchiveError, type ArchiveErrorReason } from './errors.js';
-import { checkEntryName, readArchive, type ReadOptions } from './reader.js';
+import { checkEntryName, DEFAULT_READ_LIMITS, readArchive, type ReadOptions } from './reader.js';
+import { createSpillFile, spillArchive } from './spill.js';
 
 // Hand-built tarballs: tar-stream writes whatever headers we give it, hostile ones included.
 interface RawEntry {
@@ -31,8 +36,38 @@ async function rawTar(entries: RawEntry[]): Promise<Buffer> {
   return Buffer.concat(out);
 }
 
+/** `entries` files of `size` zero bytes after metadata/version, tarred and gzipped as a stream (never whole in memory). */
+async function gzTarStream(entries: number, size: number): Promise<Buffer> {
+  const pack = tar.pack();
+  const gzip = createGzip();
+  const out: Buffer[] = [];
+  const done = (async () => {
+    for await (const c of pack.pipe(gzip) as AsyncIterable<Buffer>) out.push(c);
+  })();
+  const zeros = Buffer.alloc(size);
+  const add = (name: string, body: Buffer | string): Promise<void> =>
+    new Promise((resolve, reject) => pack.entry({ name }, body, (err) => (err ? reject(err) : resolve())));
+  await add('metadata/version', '1.1.0');
+  for (let i = 0; i < entries; i++) await add(`padding/zeros-${i}`, zeros);
+  pack.finalize();
+  await done;
+  return Buffer.concat(out);
+}
+
 async function* chunked(buf: Buffer, size = 1024): AsyncGenerator<Uint8Array> {
   for (let i = 0; i < buf.length; i += size) yield buf.subarray(i, i + size);
+}
+
+/** Serves `buf` in 1 KiB chunks, counting the bytes pulled so far. */
+function metered(buf: Buffer): { source: AsyncIterable<Uint8Array>; served: () => number } {
+  let served = 0;
+  async function* source(): AsyncGenerator<Uint8Array> {
+    for await (const c of chunked(buf)) {
+      served += c.byteLength;
+      yield c;
+    }
+  }
+  return { source: source(), served: () => served };
 }
 
 const VERSION: RawEntry = { name: 'metadata/version', body: '1.1.0' };
@@ -137,19 +172,52 @@ describe('archive reader: refusals', () => {
     // 64 MiB of zeros in one entry compresses to ~64 KiB.
     const bomb = gzipSync(await rawTar([VERSION, { name: 'resources/configmaps/namespaces/n/zeros.json', body: Buffer.alloc(64 * 1024 * 1024) }]));
     expect(bomb.length).toBeLessThan(200 * 1024);
-    let served = 0;
-    async function* source(): AsyncGenerator<Uint8Array> {
-      for (let i = 0; i < bomb.length; i += 1024) {
-        served += 1024;
-        yield bomb.subarray(i, i + 1024);
-      }
-    }
-    const err = await readArchive(source(), { limits: { maxTotalBytes: 1024 * 1024, maxEntryBytes: 128 * 1024 * 1024 } }).then(() => undefined, (e: unknown) => e);
+    const { source, served } = metered(bomb);
+    const err = await readArchive(source, { limits: { maxTotalBytes: 1024 * 1024, maxEntryBytes: 128 * 1024 * 1024 } }).then(() => undefined, (e: unknown) => e);
     expect(err).toBeInstanceOf(ArchiveError);
     expect((err as ArchiveError).reason).toBe('total-size-exceeded');
     expect((err as ArchiveError).message).toBe('the tarball inflates to more than 1048576 bytes (possible gzip bomb); refused');
     // Read-ahead buffers ~16 KiB of input; the rest of the stream is never pulled.
-    expect(served).toBeLessThan(bomb.length / 2);
+    expect(served()).toBeLessThan(bomb.length / 2);
+  });
+
+  it('stops a real gzip bomb by its inflate ratio soon after the floor, with the default limits', async () => {
+    // 200 MiB of zeros in 50 entries of 4 MiB (each under the entry cap), gzipped as a stream to ~200 KiB.
+    const bomb = await gzTarStream(50, 4 * 1024 * 1024);
+    expect(bomb.length).toBeLessThan(400 * 1024);
+    const { source, served } = metered(bomb);
+    const started = performance.now();
+    const err = await readArchive(source).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ArchiveError);
+    const { reason, message } = err as ArchiveError;
+    expect(reason).toBe('total-size-exceeded');
+    const m = /^the tarball inflates (\d+) bytes out of the first (\d+) compressed bytes, more than 100 times their size \(possible gzip bomb\); refused$/.exec(message);
+    expect(m, message).not.toBeNull();
+    const [inflated, compressed] = [Number(m?.[1]), Number(m?.[2])];
+    // Refused just past the 64 MiB floor, not after inflating the 200 MiB.
+    expect(inflated).toBeGreaterThan(DEFAULT_READ_LIMITS.inflateRatioFloorBytes);
+    expect(inflated).toBeLessThan(DEFAULT_READ_LIMITS.inflateRatioFloorBytes + 4 * 1024 * 1024);
+    expect(inflated).toBeGreaterThan(100 * compressed);
+    expect(served()).toBeLessThan(bomb.length / 2);
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
+  it('refuses by ratio only past the floor, and lets an honestly compressed archive grow past it', async () => {
+    const limits = { inflateRatioFloorBytes: 1024 * 1024, maxInflateRatio: 10, maxEntryBytes: 1024 * 1024 };
+    // Random hex inflates about twice its gzipped size (tar headers included: under 5): 3 MiB of it passes.
+    const honest = Array.from({ length: 48 }, (_, i) => ({
+      name: `resources/configmaps/namespaces/n/c${i}.json`, body: cmJson('n', `c${i}`, { data: { blob: randomBytes(32 * 1024).toString('hex') } }),
+    }));
+    const honestGz = gzipSync(await rawTar([VERSION, ...honest]));
+    const c = await readArchive(chunked(honestGz), { limits });
+    expect(c.items).toHaveLength(48);
+    expect(c.inflatedBytes).toBeGreaterThan(3 * limits.inflateRatioFloorBytes);
+    expect(c.inflatedBytes / honestGz.length).toBeLessThan(5);
+    // Zeros inflate ~1000 times: under the floor they pass, past it they are refused.
+    const small = gzipSync(await rawTar([VERSION, { name: 'padding/zeros', body: Buffer.alloc(512 * 1024) }]));
+    await expect(readArchive(chunked(small), { limits })).resolves.toMatchObject({ ignored: ['padding/zeros'] });
+    await expectRefused(gzipSync(await rawTar([VERSION, { name: 'padding/zeros', body: Buffer.alloc(1024 * 1024) }])), 'total-size-exceeded',
+      /^the tarball inflates \d+ bytes out of the first \d+ compressed bytes, more than 10 times their size \(possible gzip bomb\); refused$/, { limits });
   });
 
   it('refuses a tarball with too many entries', async () => {
@@ -231,6 +299,43 @@ describe('archive reader: refusals', () => {
     expect(err).not.toBeInstanceOf(ArchiveError);
     expect(err).toMatchObject({ message: 'connection reset by peer', code: 'ECONNRESET' });
   });
+});
+
+describe('spillArchive refuses exactly what readArchive refuses', () => {
+  const cr = (kind: string) => json({ apiVersion: 'example.com/v1', kind, metadata: { name: 'g', namespace: 'n' } });
+  const crd = json({
+    apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'gizmos.example.com' },
+    spec: { group: 'example.com', names: { plural: 'gizmos', kind: 'Widget' } },
+  });
+  const cases: [string, RawEntry[], ReadOptions?][] = [
+    ['conflicting copies', [VERSION, { name: 'resources/configmaps/namespaces/n/c.json', body: cmJson('n', 'c') },
+      { name: 'resources/configmaps/v1-preferredversion/namespaces/n/c.json', body: cmJson('n', 'c', { data: {} }) }]],
+    ['two preferred copies', [VERSION, { name: 'resources/configmaps/v1-preferredversion/namespaces/n/c.json', body: cmJson('n', 'c') },
+      { name: 'resources/configmaps/v2-preferredversion/namespaces/n/c.json', body: cmJson('n', 'c') }]],
+    ['a second copy under the wrong version', [VERSION, { name: 'resources/configmaps/namespaces/n/c.json', body: cmJson('n', 'c') },
+      { name: 'resources/configmaps/v2-preferredversion/namespaces/n/c.json', body: cmJson('n', 'c') }]],
+    ['a kind its CRD, found later, contradicts', [VERSION, { name: 'resources/gizmos.example.com/namespaces/n/g.json', body: cr('Gizmo') },
+      { name: 'resources/customresourcedefinitions.apiextensions.k8s.io/cluster/gizmos.example.com.json', body: crd }]],
+    ['an alternate version of another kind', [VERSION, { name: 'resources/things.x.io/v1/cluster/a.json', body: json({ apiVersion: 'x.io/v1', kind: 'Other', metadata: { name: 'a' } }) },
+      { name: 'resources/things.x.io/cluster/a.json', body: json({ apiVersion: 'x.io/v2', kind: 'Thing', metadata: { name: 'a' } }) }]],
+    ['a ratio bomb', [VERSION, { name: 'padding/zeros', body: Buffer.alloc(2 * 1024 * 1024) }], { limits: { inflateRatioFloorBytes: 1024 * 1024, maxInflateRatio: 10 } }],
+  ];
+  for (const [name, entries, opts] of cases) {
+    it(name, async () => {
+      const whole = await refusal(entries, opts);
+      const dir = await mkdtemp(join(tmpdir(), 'reader-test-'));
+      const spill = await createSpillFile(dir);
+      try {
+        const gz = gzipSync(await rawTar(entries));
+        const err = await spillArchive(chunked(gz), spill, { ...opts, pick: () => undefined }).then(() => undefined, (e: unknown) => e);
+        expect(err).toBeInstanceOf(ArchiveError);
+        expect({ reason: (err as ArchiveError).reason, message: (err as ArchiveError).message }).toEqual({ reason: whole.reason, message: whole.message });
+      } finally {
+        await spill.close();
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+  }
 });
 
 describe('checkEntryName', () => {

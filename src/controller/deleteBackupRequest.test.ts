@@ -1,17 +1,25 @@
 import { describe, expect, it } from 'vitest';
 import { newBackup, newBackupStorageLocation, type Backup, type BackupPhase, type BackupStorageLocation } from '../apis/v1/index.js';
-import type { ArchiveItem } from '../archive/index.js';
 import type { DeleteItemAction, KubeObject, ResourceSelector } from '../plugin/api/index.js';
-import { deletionRefusal, runDeleteItemActions } from './deleteBackupRequest.js';
+import { deletionRefusal, runDeleteItemActions, type DeletionItem } from './deleteBackupRequest.js';
 
-function item(groupResource: string, namespace: string | undefined, name: string, labels?: Record<string, string>): ArchiveItem {
-  const object: ArchiveItem['object'] = {
+type TestItem = DeletionItem & { object: KubeObject };
+
+function item(groupResource: string, namespace: string | undefined, name: string, labels?: Record<string, string>): TestItem {
+  const object: KubeObject = {
     apiVersion: 'v1',
     kind: 'Thing',
     metadata: { name, ...(namespace !== undefined ? { namespace } : {}), ...(labels !== undefined ? { labels } : {}) },
   };
-  return { path: `resources/${groupResource}/${name}.json`, groupResource, name, object, sha256: '', bytes: 0, ...(namespace !== undefined ? { namespace } : {}) };
+  return { groupResource, name, picked: labels, object, ...(namespace !== undefined ? { namespace } : {}) };
 }
+
+/** Objects are read only for the items an action takes; `loaded` records which. */
+const loaded: string[] = [];
+const load = async (it: TestItem): Promise<KubeObject> => {
+  loaded.push(it.name);
+  return it.object;
+};
 
 const ALL: ResourceSelector = { includedNamespaces: [], excludedNamespaces: [], includedResources: [], excludedResources: [], labelSelector: '' };
 
@@ -50,6 +58,7 @@ describe('runDeleteItemActions', () => {
     const errors = await runDeleteItemActions(
       [{ name: 'x/all', action: all.action }, { name: 'x/cms', action: cms.action }, { name: 'x/web', action: web.action }, { name: 'x/ns', action: nsOnly.action }],
       items,
+      load,
       backup,
     );
     expect(errors).toEqual([]);
@@ -72,6 +81,7 @@ describe('runDeleteItemActions', () => {
     const errors = await runDeleteItemActions(
       [{ name: 'x/flaky', action: flaky.action }, { name: 'x/broken', action: broken }, { name: 'x/bad', action: badSelector.action }],
       items,
+      load,
       backup,
     );
     expect(errors).toHaveLength(3);
@@ -80,6 +90,19 @@ describe('runDeleteItemActions', () => {
     expect(errors[2]).toMatch(/^DeleteItemAction x\/bad: AppliesTo failed: /);
     expect(flaky.seen).toEqual(['shop/a@b1', 'shop/b@b1', 'other/c@b1']);
     expect(badSelector.seen).toEqual([]);
+  });
+
+  it('reads an object only when an action takes it, and reports a failed read like a failed action', async () => {
+    loaded.length = 0;
+    const cms = recordingAction({ includedResources: ['configmaps'], labelSelector: 'app=web' });
+    const failingLoad = async (it: TestItem): Promise<KubeObject> => {
+      if (it.name === 'c') throw new Error('the spill file is closed');
+      return load(it);
+    };
+    const errors = await runDeleteItemActions([{ name: 'x/cms', action: cms.action }], items, failingLoad, backup);
+    expect(loaded).toEqual(['a']);
+    expect(cms.seen).toEqual(['shop/a@b1']);
+    expect(errors).toEqual(['DeleteItemAction x/cms on configmaps other/c: the spill file is closed']);
   });
 });
 

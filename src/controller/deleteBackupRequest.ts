@@ -24,7 +24,7 @@ import {
   type DeleteBackupRequestStatus,
   type Restore,
 } from '../apis/v1/index.js';
-import { readArchive, type ArchiveItem } from '../archive/index.js';
+import { createSpillFile, loadSpilled, spillArchive, type ItemIdentity, type SpillFile, type SpilledItem } from '../archive/index.js';
 import { isConflict, isNotFound as isKubeNotFound } from '../kube/index.js';
 import { isNotFound as isStoreNotFound } from '../persistence/backupStore.js';
 import type { DeleteItemAction, KubeObject } from '../plugin/api/index.js';
@@ -35,6 +35,7 @@ import { labelSelectorMatches, parseLabelSelector } from '../util/labels.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
 import { hasStoredData, locationBlocksDeletion } from './gc.js';
 import { openBackupStore, resolveLocation } from './locations.js';
+import { spillDirOf } from './restore.js';
 
 const DBRS = RESOURCES.DeleteBackupRequest;
 const BACKUPS = RESOURCES.Backup;
@@ -47,18 +48,27 @@ export interface NamedDeleteItemAction {
   action: DeleteItemAction;
 }
 
-function describeItem(item: ArchiveItem): string {
+/** What the actions are matched on: an item's identity and its labels (`picked` while the archive was read). */
+export type DeletionItem = Pick<ItemIdentity, 'groupResource' | 'namespace' | 'name'> & { picked: Record<string, string> | undefined };
+
+function describeItem(item: DeletionItem): string {
   return `${item.groupResource} ${item.namespace !== undefined ? `${item.namespace}/` : ''}${item.name}`;
 }
 
 /**
- * Runs each action on the items its AppliesTo selects (in archive order). Never throws: returns
- * one precise message per failure, naming the plugin and the item.
+ * Runs each action on the items its AppliesTo selects (in archive order), reading each object with
+ * `load` only when an action takes it. Never throws: returns one precise message per failure,
+ * naming the plugin and the item.
  */
-export async function runDeleteItemActions(actions: readonly NamedDeleteItemAction[], items: readonly ArchiveItem[], backup: KubeObject): Promise<string[]> {
+export async function runDeleteItemActions<T extends DeletionItem>(
+  actions: readonly NamedDeleteItemAction[],
+  items: readonly T[],
+  load: (item: T) => Promise<KubeObject>,
+  backup: KubeObject,
+): Promise<string[]> {
   const errors: string[] = [];
   for (const { name, action } of actions) {
-    let matches: (item: ArchiveItem) => boolean;
+    let matches: (item: T) => boolean;
     try {
       const sel = await action.appliesTo();
       const ns = namespaceFilter(sel.includedNamespaces, sel.excludedNamespaces);
@@ -67,7 +77,7 @@ export async function runDeleteItemActions(actions: readonly NamedDeleteItemActi
       matches = (item) =>
         (item.namespace === undefined ? ns.includesEverything() : ns.shouldInclude(item.namespace)) &&
         rs.shouldInclude(item.groupResource) &&
-        labelSelectorMatches(labels, item.object.metadata.labels);
+        labelSelectorMatches(labels, item.picked);
     } catch (err) {
       const msg = safeErrorMessage(err);
       errors.push(msg.includes(name) ? msg : `DeleteItemAction ${name}: AppliesTo failed: ${msg}`);
@@ -76,7 +86,7 @@ export async function runDeleteItemActions(actions: readonly NamedDeleteItemActi
     for (const item of items) {
       if (!matches(item)) continue;
       try {
-        await action.execute({ item: item.object, backup });
+        await action.execute({ item: await load(item), backup });
       } catch (err) {
         const msg = safeErrorMessage(err);
         // Errors from plugin processes already name the plugin (and its executable).
@@ -111,6 +121,32 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
   const setBackupPhase = (b: Backup, phase: BackupPhase): Promise<unknown> =>
     ctx.client.patchStatus(BACKUPS, b.metadata.namespace, b.metadata.name, { status: { phase } });
 
+  /**
+   * Reads the backup's tarball whole (spilling its items to disk, so memory does not grow with the
+   * backup), then runs the DeleteItemActions on its items. Returns every error.
+   */
+  async function runActionsOnTarball(
+    store: Awaited<ReturnType<typeof openBackupStore>>, actions: readonly NamedDeleteItemAction[], backup: Backup, bucket: string,
+  ): Promise<string[]> {
+    const name = backup.metadata.name;
+    let spill: SpillFile | undefined;
+    try {
+      let items: SpilledItem<Record<string, string> | undefined>[];
+      try {
+        spill = await createSpillFile(spillDirOf(ctx));
+        items = (await spillArchive(await store.getTarball(name), spill, { pick: (o) => o.metadata.labels })).items;
+      } catch (err) {
+        // No tarball (e.g. a Failed backup): there are no items for the actions to clean up.
+        if (isStoreNotFound(err)) return [];
+        return [`reading the backup's tarball from ${bucket} for the DeleteItemAction plugins (${actions.map((a) => a.name).join(', ')}) failed: ${safeErrorMessage(err)}`];
+      }
+      const from = spill;
+      return await runDeleteItemActions(actions, items, (it) => loadSpilled(from, it), backup);
+    } finally {
+      await spill?.close().catch(() => undefined);
+    }
+  }
+
   /** Deletes the backup; returns every error (empty on success). */
   async function deleteBackup(d: DeleteBackupRequest, backup: Backup): Promise<string[]> {
     const { namespace = ctx.namespace, name } = backup.metadata;
@@ -129,19 +165,8 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
         const store = await openBackupStore(ctx, handle, location);
         const actions = handle.deleteItemActions().map((a) => ({ name: a.name, action: a }));
         if (actions.length > 0) {
-          let items: ArchiveItem[] | undefined;
-          try {
-            items = (await readArchive(await store.getTarball(name))).items;
-          } catch (err) {
-            // No tarball (e.g. a Failed backup): there are no items for the actions to clean up.
-            if (!isStoreNotFound(err)) {
-              return [`reading the backup's tarball from ${bucket} for the DeleteItemAction plugins (${actions.map((a) => a.name).join(', ')}) failed: ${safeErrorMessage(err)}`];
-            }
-          }
-          if (items !== undefined) {
-            const errors = await runDeleteItemActions(actions, items, backup);
-            if (errors.length > 0) return errors;
-          }
+          const errors = await runActionsOnTarball(store, actions, backup, bucket);
+          if (errors.length > 0) return errors;
         }
         try {
           await store.deleteBackup(name, ownRestores.map((r) => r.metadata.name));

@@ -3,6 +3,7 @@
 // item's outcome, which is what a dry run reports) and resource list under restores/<r>/, and
 // records phase, progress, summary, counts and events. A Restore left InProgress by a dead server
 // is marked Failed.
+import path from 'node:path';
 import {
   LABEL_SCHEDULE_NAME, RESOURCES, type Backup, type BackupStorageLocation, type Restore, type RestoreStatus,
 } from '../apis/v1/index.js';
@@ -18,6 +19,14 @@ import { isAvailable, openBackupStore, resolveLocation } from './locations.js';
 import { failStaleRun, openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
 
 const RESTORES = RESOURCES.Restore;
+/**
+ * Where restores (and deletions running DeleteItemActions) spill a backup's items while they run:
+ * under the scratch directory, private (0700; Secret data lands there), emptied as each run ends.
+ */
+export function spillDirOf(ctx: Pick<ControllerContext, 'scratchDir'>): string {
+  return path.join(ctx.scratchDir, 'spill');
+}
+
 export const STALE_RESTORE_REASON = 'the Stowage server running this restore stopped before it finished (found InProgress at start-up or failover)';
 
 type Validation = { errors: string[]; backup?: Backup; location?: BackupStorageLocation };
@@ -98,6 +107,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
       const req = newRestoreRequest(r, backup, { priorities: ctx.config.restoreResourcePriorities });
       result = await runRestore({
         client: ctx.client, source: store, actions, log: log.logger, clock: ctx.clock, signal: abort.signal,
+        spillDir: spillDirOf(ctx),
         onProgress: (p) => progress.push({ totalItems: p.totalItems, itemsRestored: p.itemsRestored }),
       }, req);
       if (result.phase === 'Failed') failure = result.failureReason ?? 'the restore failed';

@@ -10,31 +10,54 @@
 import type { KubeObject } from '../plugin/api/index.js';
 import { groupOf, isRecord } from './objects.js';
 
+/** A `controller: true` owner reference, as much of it as the check needs. */
+export interface ControllerRef {
+  apiVersion: string;
+  kind: string;
+  name: string;
+}
+
+/** An object in the restore, as the owner index needs it ('' namespace for cluster-scoped objects). */
+export interface OwnerCandidate {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
 function ownerKey(group: string, kind: string, namespace: string, name: string): string {
   return `${group}\u0000${kind}\u0000${namespace}\u0000${name}`;
 }
 
-/** Index of the objects in a restore, by API group, kind, namespace ('' if cluster-scoped) and name. */
-export function ownerIndex(objects: Iterable<KubeObject>): Set<string> {
+/** The object's `controller: true` owner references, or undefined when it has none (the usual case). */
+export function controllerRefs(obj: KubeObject): ControllerRef[] | undefined {
+  const refs = obj.metadata.ownerReferences;
+  if (!Array.isArray(refs)) return undefined;
+  const out: ControllerRef[] = [];
+  for (const ref of refs) {
+    if (!isRecord(ref) || ref.controller !== true) continue;
+    const { apiVersion, kind, name } = ref;
+    if (typeof apiVersion === 'string' && typeof kind === 'string' && typeof name === 'string') out.push({ apiVersion, kind, name });
+  }
+  return out.length > 0 ? out : undefined;
+}
+
+/** Index of the objects in a restore, by API group, kind, namespace and name. */
+export function ownerIndex(objects: Iterable<OwnerCandidate>): Set<string> {
   const out = new Set<string>();
-  for (const o of objects) out.add(ownerKey(groupOf(o.apiVersion), o.kind, o.metadata.namespace ?? '', o.metadata.name));
+  for (const o of objects) out.add(ownerKey(groupOf(o.apiVersion), o.kind, o.namespace, o.name));
   return out;
 }
 
 /**
- * The controller owner of `obj` that is in `index`, as `Kind name`, or undefined. Owners are looked
- * up in the object's own namespace, and among cluster-scoped objects.
+ * The controller owner (from `refs`, see controllerRefs) of an object in `namespace` that is in
+ * `index`, as `Kind name`, or undefined. Owners are looked up in the object's own namespace, and
+ * among cluster-scoped objects.
  */
-export function restoredController(obj: KubeObject, index: ReadonlySet<string>): string | undefined {
-  const refs = obj.metadata.ownerReferences;
-  if (!Array.isArray(refs)) return undefined;
-  const ns = obj.metadata.namespace ?? '';
-  for (const ref of refs) {
-    if (!isRecord(ref) || ref.controller !== true) continue;
-    const { apiVersion, kind, name } = ref;
-    if (typeof apiVersion !== 'string' || typeof kind !== 'string' || typeof name !== 'string') continue;
+export function restoredController(refs: readonly ControllerRef[] | undefined, namespace: string, index: ReadonlySet<string>): string | undefined {
+  for (const { apiVersion, kind, name } of refs ?? []) {
     const g = groupOf(apiVersion);
-    if (index.has(ownerKey(g, kind, ns, name)) || index.has(ownerKey(g, kind, '', name))) return `${kind} ${name}`;
+    if (index.has(ownerKey(g, kind, namespace, name)) || index.has(ownerKey(g, kind, '', name))) return `${kind} ${name}`;
   }
   return undefined;
 }

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { newBackup, newRestore, type RestoreSpec } from '../apis/v1/index.js';
-import type { ArchiveContents, ArchiveItem, ArchiveObject } from '../archive/index.js';
+import type { ArchiveObject } from '../archive/index.js';
 import { itemPath } from '../archive/index.js';
 import type { ApiResource } from '../kube/index.js';
-import { buildPlan, RestoreRefusedError, type RestorePlan } from './plan.js';
+import { buildPlan, itemFacts, RestoreRefusedError, type ArchivedItem, type RestorePlan } from './plan.js';
 import { newRestoreRequest } from './request.js';
 
 function res(group: string, version: string, resource: string, kind: string, namespaced: boolean): ApiResource {
@@ -25,9 +25,13 @@ const DISCOVERED: ApiResource[] = [
   res('stowage.dev', 'v1', 'backups', 'Backup', true),
 ];
 
-function item(groupResource: string, obj: ArchiveObject): ArchiveItem {
+/** An index entry as the reader makes it: the plan sees only the identity and the picked facts. */
+function item(groupResource: string, obj: ArchiveObject): ArchivedItem {
   const ns = obj.metadata.namespace;
-  const it: ArchiveItem = { path: itemPath(groupResource, ns, obj.metadata.name), groupResource, name: obj.metadata.name, object: obj, sha256: '', bytes: 0 };
+  const it: ArchivedItem = {
+    path: itemPath(groupResource, ns, obj.metadata.name), groupResource, name: obj.metadata.name, apiVersion: obj.apiVersion, kind: obj.kind,
+    sha256: '', bytes: 0, offset: 0, picked: itemFacts(obj, { groupResource }),
+  };
   if (ns !== undefined) it.namespace = ns;
   return it;
 }
@@ -40,11 +44,7 @@ const CRD = o('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'widgets.ex
   spec: { group: 'example.com', scope: 'Namespaced', names: { plural: 'widgets', kind: 'Widget' }, versions: [{ name: 'v1', served: true, storage: true }] },
 });
 
-function archive(items: ArchiveItem[]): ArchiveContents {
-  return { formatVersion: '1.1.0', items, alternateVersions: [], entries: {}, tarball: { sha256: '', bytes: 0 }, inflatedBytes: 0, ignored: [] };
-}
-
-const ITEMS: ArchiveItem[] = [
+const ITEMS: ArchivedItem[] = [
   item('namespaces', o('v1', 'Namespace', 'app', undefined, { metadata: { labels: { team: 'a' } } })),
   item('configmaps', o('v1', 'ConfigMap', 'cfg', 'app', { metadata: { labels: { tier: 'web' } } })),
   item('configmaps', o('v1', 'ConfigMap', 'cfg', 'other')),
@@ -63,7 +63,7 @@ const ITEMS: ArchiveItem[] = [
 
 function plan(spec: RestoreSpec, items = ITEMS): RestorePlan {
   const req = newRestoreRequest(newRestore('r1', 'stowage', { backupName: 'b1', ...spec }), newBackup('b1', 'stowage'));
-  return buildPlan(archive(items), req, DISCOVERED);
+  return buildPlan(items, req, DISCOVERED);
 }
 
 const keys = (p: RestorePlan): string[] => [...p.items.values()].map((i) => `${i.groupResource} ${i.namespace}/${i.name}`).sort();
@@ -111,7 +111,8 @@ describe('buildPlan', () => {
     ]);
     // The CRD and the claim's PV come along although cluster-scoped resources are not included.
     expect(p.crds.get('widgets.example.com')?.name).toBe('widgets.example.com');
-    expect(p.namespaces.get('app-copy')?.original.metadata.labels).toEqual({ team: 'a' });
+    expect(p.namespaces.get('app-copy')?.archived?.picked?.labels).toEqual({ team: 'a' });
+    expect(p.namespaces.get('app-copy')?.sourceName).toBe('app');
   });
 
   it('leaves related cluster-scoped items out when their resource is excluded, or includeClusterResources is false', () => {
@@ -158,5 +159,31 @@ describe('buildPlan', () => {
     expect(p.planAdditional('configmaps', 'app', 'cfg')?.namespace).toBe('app');
     expect(p.planAdditional('events', 'app', 'e1')).toBeUndefined();
     expect(p.planAdditional('configmaps', 'app', 'missing')).toBeUndefined();
+  });
+});
+
+describe('itemFacts', () => {
+  it('keeps only what planning needs, and nothing at all for a plain item', () => {
+    expect(itemFacts(o('v1', 'ConfigMap', 'c', 'app', { data: { big: 'x'.repeat(1000) } }), { groupResource: 'configmaps' })).toBeUndefined();
+    expect(itemFacts(o('v1', 'ConfigMap', 'c', 'app', { metadata: { labels: {}, annotations: { a: 'b' } } }), { groupResource: 'configmaps' })).toBeUndefined();
+    const rs = o('apps/v1', 'ReplicaSet', 'web-1', 'app', {
+      metadata: { labels: { app: 'web' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'u', controller: true }] },
+      spec: { replicas: 3 },
+    });
+    expect(itemFacts(rs, { groupResource: 'replicasets.apps' })).toEqual({
+      labels: { app: 'web' }, controllers: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web' }],
+    });
+    const pv = o('v1', 'PersistentVolume', 'pv1', undefined, { spec: { claimRef: { namespace: 'app', name: 'data', uid: 'x' }, capacity: { storage: '1Gi' } } });
+    expect(itemFacts(pv, { groupResource: 'persistentvolumes' })).toEqual({ claim: 'app/data' });
+    expect(itemFacts(CRD, { groupResource: 'customresourcedefinitions.apiextensions.k8s.io' })).toEqual({ serves: { groupResource: 'widgets.example.com', namespaced: true } });
+  });
+
+  it('leaves the objects out of the plan: planned items point at their index entry, whose facts are all the plan read', () => {
+    const p = plan({});
+    for (const it of p.items.values()) {
+      expect(it).not.toHaveProperty('original');
+      if (it.synthesized === true) expect(it.archived).toBeUndefined();
+      else expect(ITEMS).toContain(it.archived);
+    }
   });
 });

@@ -4,12 +4,14 @@
 import type winston from 'winston';
 import { LABEL_RESTORE_NAME, labelValue, type RestoreProgress, type RestoreSummary } from '../apis/v1/index.js';
 import {
+  createSpillFile,
   isArchiveError,
-  readArchive,
+  loadSpilled,
+  spillArchive,
   verifyManifest,
-  type ArchiveContents,
   type BackupManifest,
   type ReadLimits,
+  type SpillFile,
 } from '../archive/index.js';
 import {
   CUSTOM_RESOURCE_DEFINITIONS,
@@ -32,7 +34,7 @@ import { actionMatcher, resolveRestoreItemActions, type ActionMatcher, type Reso
 import { BUILTIN_RESTORE_ITEM_ACTIONS } from './actions/index.js';
 import { patchToMatch } from './compare.js';
 import { cloneObject, displayName, isRecord, type JsonObject } from './objects.js';
-import { buildPlan, RestoreRefusedError, type PlannedItem, type RestorePlan } from './plan.js';
+import { bareNamespace, buildPlan, itemFacts, RestoreRefusedError, type ArchivedItem, type PlannedItem, type RestorePlan } from './plan.js';
 import { targetNamespace, type ItemAction, type ItemOutcome, type RestoreRequest } from './request.js';
 import { prepareItem } from './transform.js';
 
@@ -54,6 +56,11 @@ export interface RestoreDeps {
   concurrency?: number;
   clock?: Clock;
   readLimits?: Partial<ReadLimits>;
+  /**
+   * Directory for the restore's spill file, which holds the archive's items while the restore runs
+   * (created 0700 when missing; the file is private and deleted when the restore ends).
+   */
+  spillDir: string;
   /** How long to wait for a restored CRD to be Established and served, or a terminating namespace to go. Default 60 s. */
   waitTimeoutMs?: number;
   /** Called after every item with the counts so far. */
@@ -140,45 +147,55 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
     concurrency,
   });
 
-  let discovered: readonly ApiResource[];
-  let contents: ArchiveContents;
-  let plan: RestorePlan;
-  let matchers: ActionMatcher[];
+  let spill: SpillFile | undefined;
   try {
-    discovered =
-      deps.discovered ??
-      (await deps.client.discover({ onGroupError: (gv, err) => log.warn(`discovery of ${gv} failed; its resources are treated as not served: ${err.message}`) }));
-    contents = await readBackup(deps, backupName, discovered);
-    log.info(`read the backup archive: format ${contents.formatVersion}, ${contents.items.length} items, ${contents.tarball.bytes} bytes`);
-    plan = buildPlan(contents, req, discovered);
-    const builtins = await resolveRestoreItemActions(BUILTIN_RESTORE_ITEM_ACTIONS);
-    matchers = [...builtins, ...(deps.actions ?? [])].map(actionMatcher);
-  } catch (err) {
-    return finish(describeFatal(err));
-  }
-  for (const [gr, n] of plan.neverRestored) log.info(`${n.count} ${gr} left out: never restored (${n.reason})`);
-  req.progress.totalItems = plan.items.size;
-  deps.onProgress?.({ ...req.progress });
-  log.info(`plan: ${plan.items.size} items in ${plan.tiers.length} tiers`, { order: plan.tiers.map((t) => t.tier.label) });
-
-  const exec = newExecutor(deps, req, plan, matchers, new Set(discovered.map((r) => r.groupResource)), stats);
-  const tExec = performance.now();
-  for (const { tier, items } of plan.tiers) {
-    if (items.length === 0) continue;
-    stats.tiers++;
-    log.info(`restoring ${items.length} items of ${tier.groupResources.join(', ')}`);
+    let discovered: readonly ApiResource[];
+    let plan: RestorePlan;
+    let matchers: ActionMatcher[];
     try {
-      await mapLimitSettled(items, concurrency, (p) => exec.restoreItem(p), deps.signal === undefined ? {} : { signal: deps.signal });
+      discovered =
+        deps.discovered ??
+        (await deps.client.discover({ onGroupError: (gv, err) => log.warn(`discovery of ${gv} failed; its resources are treated as not served: ${err.message}`) }));
+      spill = await createSpillFile(deps.spillDir);
+      const items = await readBackup(deps, spill, backupName, discovered);
+      plan = buildPlan(items, req, discovered);
+      const builtins = await resolveRestoreItemActions(BUILTIN_RESTORE_ITEM_ACTIONS);
+      matchers = [...builtins, ...(deps.actions ?? [])].map(actionMatcher);
     } catch (err) {
-      return finish(`the restore was stopped: ${errorMessage(err)}`);
+      return finish(describeFatal(err));
     }
+    for (const [gr, n] of plan.neverRestored) log.info(`${n.count} ${gr} left out: never restored (${n.reason})`);
+    req.progress.totalItems = plan.items.size;
+    deps.onProgress?.({ ...req.progress });
+    log.info(`plan: ${plan.items.size} items in ${plan.tiers.length} tiers`, { order: plan.tiers.map((t) => t.tier.label) });
+
+    const from = spill;
+    const load = (p: PlannedItem): Promise<KubeObject> => (p.archived === undefined ? Promise.resolve(bareNamespace(p.sourceName)) : loadSpilled(from, p.archived));
+    const exec = newExecutor(deps, req, plan, matchers, load, new Set(discovered.map((r) => r.groupResource)), stats);
+    const tExec = performance.now();
+    for (const { tier, items } of plan.tiers) {
+      if (items.length === 0) continue;
+      stats.tiers++;
+      log.info(`restoring ${items.length} items of ${tier.groupResources.join(', ')}`);
+      try {
+        await mapLimitSettled(items, concurrency, (p) => exec.restoreItem(p), deps.signal === undefined ? {} : { signal: deps.signal });
+      } catch (err) {
+        return finish(`the restore was stopped: ${errorMessage(err)}`);
+      }
+    }
+    const execSeconds = (performance.now() - tExec) / 1000;
+    stats.itemsPerSecond = execSeconds > 0 ? Math.round((req.progress.itemsRestored / execSeconds) * 10) / 10 : 0;
+    return finish();
+  } finally {
+    await spill?.close().catch((err: unknown) => log.warn(`could not remove the restore's spill file: ${errorMessage(err)}`));
   }
-  const execSeconds = (performance.now() - tExec) / 1000;
-  stats.itemsPerSecond = execSeconds > 0 ? Math.round((req.progress.itemsRestored / execSeconds) * 10) / 10 : 0;
-  return finish();
 }
 
-async function readBackup(deps: RestoreDeps, backupName: string, discovered: readonly ApiResource[]): Promise<ArchiveContents> {
+/**
+ * Reads the tarball whole and checks it against the manifest, spilling the items to `spill`. Returns
+ * the index of the items; the file entries and the manifest are not kept past this point.
+ */
+async function readBackup(deps: RestoreDeps, spill: SpillFile, backupName: string, discovered: readonly ApiResource[]): Promise<ArchivedItem[]> {
   let tarball: AsyncIterable<Uint8Array>;
   try {
     tarball = await deps.source.getTarball(backupName);
@@ -187,7 +204,11 @@ async function readBackup(deps: RestoreDeps, backupName: string, discovered: rea
     throw new Error(`cannot read the tarball of backup ${backupName}: ${errorMessage(err)}`, { cause: err });
   }
   const knownKinds = new Map(discovered.map((r) => [r.groupResource, r.kind]));
-  const contents = await readArchive(tarball, deps.readLimits === undefined ? { knownKinds } : { knownKinds, limits: deps.readLimits });
+  const contents = await spillArchive(tarball, spill, {
+    knownKinds,
+    pick: itemFacts,
+    ...(deps.readLimits === undefined ? {} : { limits: deps.readLimits }),
+  });
   const manifest = await deps.source.getManifest?.(backupName);
   if (manifest !== undefined) {
     const problems = verifyManifest(contents, manifest);
@@ -195,7 +216,8 @@ async function readBackup(deps: RestoreDeps, backupName: string, discovered: rea
       throw new RestoreRefusedError('manifest-mismatch', `the tarball does not match the manifest written at backup time: ${problems.join('; ')}`);
     }
   }
-  return contents;
+  deps.log.info(`read the backup archive: format ${contents.formatVersion}, ${contents.items.length} items, ${contents.tarball.bytes} bytes`);
+  return contents.items;
 }
 
 function describeFatal(err: unknown): string {
@@ -213,6 +235,8 @@ interface Target {
 interface Desired {
   item: KubeObject;
   keepStatus: boolean;
+  /** The object as backed up. */
+  original: KubeObject;
 }
 
 interface Executor {
@@ -224,6 +248,8 @@ function newExecutor(
   req: RestoreRequest,
   plan: RestorePlan,
   matchers: readonly ActionMatcher[],
+  /** Reads an item's backed-up object (from the spill file), only when it is about to be restored. */
+  load: (p: PlannedItem) => Promise<KubeObject>,
   servedNow: ReadonlySet<string>,
   stats: RestoreStats,
 ): Executor {
@@ -265,12 +291,12 @@ function newExecutor(
   };
 
   /** Error text for an item; a Secret's values (in any encoding) are scrubbed first. */
-  const messageFor = (p: PlannedItem, err: unknown): string => {
+  const messageFor = (p: PlannedItem, original: KubeObject | undefined, err: unknown): string => {
     const text = sanitizeMessage(errorMessage(err));
-    if (p.groupResource !== 'secrets') return text;
+    if (p.groupResource !== 'secrets' || original === undefined) return text;
     const values: string[] = [];
     for (const field of ['data', 'stringData']) {
-      const d = p.original[field];
+      const d = original[field];
       if (!isRecord(d)) continue;
       for (const v of Object.values(d)) {
         if (typeof v !== 'string' || v === '') continue;
@@ -285,12 +311,17 @@ function newExecutor(
     const have = memo.get(p.key);
     if (have !== undefined) return have;
     const run = (async () => {
+      const at = { namespace: p.namespace, name: p.name };
+      if (p.skip !== undefined) return record(p, at, 'skipped', p.skip);
       inFlight++;
       stats.maxInFlight = Math.max(stats.maxInFlight, inFlight);
+      // Held only while this item is restored: memory follows the concurrency, not the backup's size.
+      let original: KubeObject | undefined;
       try {
-        return await restoreOne(p);
+        original = await load(p);
+        return await restoreOne(p, original);
       } catch (err) {
-        return record(p, { namespace: p.namespace, name: p.name }, 'failed', messageFor(p, err));
+        return record(p, at, 'failed', messageFor(p, original, err));
       } finally {
         inFlight--;
       }
@@ -313,11 +344,10 @@ function newExecutor(
     }
   }
 
-  async function restoreOne(p: PlannedItem): Promise<ItemOutcome> {
+  async function restoreOne(p: PlannedItem, original: KubeObject): Promise<ItemOutcome> {
     const at = { namespace: p.namespace, name: p.name };
-    if (p.skip !== undefined) return record(p, at, 'skipped', p.skip);
     const keepStatus = req.restoreStatus?.shouldInclude(p.resource) ?? false;
-    let item = prepareItem(p.groupResource, p.original, {
+    let item = prepareItem(p.groupResource, original, {
       keepStatus,
       mapNamespace: (ns) => targetNamespace(req, ns),
       backupName: req.backup.metadata.name,
@@ -329,9 +359,9 @@ function newExecutor(
       let out: Awaited<ReturnType<typeof m.action.execute>>;
       try {
         // Copies: an in-process action must not change the backed-up object or the Restore.
-        out = await m.action.execute({ item, itemFromBackup: cloneObject(p.original), restore: cloneObject(req.restore) });
+        out = await m.action.execute({ item, itemFromBackup: cloneObject(original), restore: cloneObject(req.restore) });
       } catch (err) {
-        return record(p, at, 'failed', `restore item action ${m.name} failed: ${messageFor(p, err)}`);
+        return record(p, at, 'failed', `restore item action ${m.name} failed: ${messageFor(p, original, err)}`);
       }
       if (out.skipRestore) return record(p, at, 'skipped', `skipped by restore item action ${m.name}`);
       for (const extra of out.additionalItems) {
@@ -364,7 +394,7 @@ function newExecutor(
     if (typeof servedState === 'string') return record(p, target, 'failed', servedState);
     if (servedState.pending) pending.push(`CustomResourceDefinition ${plan.crds.get(p.groupResource)?.name ?? p.groupResource}`);
 
-    const desired: Desired = { item, keepStatus };
+    const desired: Desired = { item, keepStatus, original };
     if (req.dryRun) return predict(p, target, desired, pending);
     return write(p, target, desired, 0);
   }
@@ -455,7 +485,7 @@ function newExecutor(
         // Admission (a quota, a webhook) may refuse the create of an object that exists anyway;
         // then it is an existing object like any other, as a dry run (which reads first) sees it.
         const live = await getLive(p, t).catch(() => undefined);
-        if (live === undefined) return record(p, t, 'failed', messageFor(p, err));
+        if (live === undefined) return record(p, t, 'failed', messageFor(p, d.original, err));
         return existing(p, t, d, live, false);
       }
     }
@@ -488,7 +518,7 @@ function newExecutor(
   async function existing(p: PlannedItem, t: Target, d: Desired, live0: LooseObject, dryRun: boolean): Promise<ItemOutcome> {
     let live = live0;
     for (let attempt = 0; ; attempt++) {
-      const patch = patchToMatch(live as KubeObject, d.item, p.original);
+      const patch = patchToMatch(live as KubeObject, d.item, d.original);
       if (patch === undefined) return record(p, t, 'skipped', 'already exists and matches the backup', dryRun ? { validated: true } : {});
       if (req.existingResourcePolicy !== 'update') {
         return record(p, t, 'skipped', 'already exists and differs from the backup; left unchanged (existingResourcePolicy is none)', {
@@ -502,7 +532,7 @@ function newExecutor(
       try {
         updated = await client.patch(p.ref, t.namespace === '' ? undefined : t.namespace, t.name, patch, 'merge', dryRun ? { dryRun: true } : {});
       } catch (err) {
-        if (!isConflict(err) || attempt >= 3) return record(p, t, 'failed', `could not update the existing object: ${messageFor(p, err)}`);
+        if (!isConflict(err) || attempt >= 3) return record(p, t, 'failed', `could not update the existing object: ${messageFor(p, d.original, err)}`);
         live = await getLive(p, t);
         continue;
       }
@@ -525,7 +555,7 @@ function newExecutor(
         status: d.item.status,
       });
     } catch (err) {
-      if (!(err instanceof KubeError && err.status === 404)) return `its status could not be restored: ${messageFor(p, err)}`;
+      if (!(err instanceof KubeError && err.status === 404)) return `its status could not be restored: ${messageFor(p, d.original, err)}`;
     }
     return undefined;
   }
@@ -539,7 +569,7 @@ function newExecutor(
     try {
       live = await getLive(p, t);
     } catch (err) {
-      if (!isNotFound(err)) return record(p, t, 'failed', messageFor(p, err));
+      if (!isNotFound(err)) return record(p, t, 'failed', messageFor(p, d.original, err));
     }
     if (live !== undefined && p.groupResource === 'namespaces' && live.metadata?.deletionTimestamp !== undefined) {
       return record(p, t, 'created', 'would be created once the namespace being deleted is gone', { validated: false });
@@ -549,7 +579,7 @@ function newExecutor(
         await createRetrying(p, t.namespace, d.item, true, { retried: false });
         return record(p, t, 'created', 'would be created', { validated: true });
       } catch (err) {
-        if (!isAlreadyExists(err)) return record(p, t, 'failed', messageFor(p, err), { validated: true });
+        if (!isAlreadyExists(err)) return record(p, t, 'failed', messageFor(p, d.original, err), { validated: true });
         live = await getLive(p, t);
       }
     }

@@ -1,5 +1,8 @@
 // Hostile archives, put in the bucket by hand: each restore fails with its precise reason before
 // anything is created, although valid items come first in every tarball.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newBackup } from '../../src/apis/v1/index.js';
 import { CORE, type ApiResource } from '../../src/kube/index.js';
@@ -62,6 +65,24 @@ describe('hostile archives', () => {
     const { result } = await restoreNow(env, newBackup(uniqueName('missing'), 'stowage'), {}, { discovered });
     expect(result.phase).toBe('Failed');
     expect(result.failureReason).toMatch(/^the tarball of backup missing-[0-9a-f]+ is not in object storage/);
+  });
+
+  it('fails clearly, naming the directory, when the spill file cannot be created, and creates nothing', async () => {
+    const name = uniqueName('nospill');
+    await env.store.putTarball(name, bytes(await tarball(validHead(ns))));
+    const dir = await mkdtemp(join(tmpdir(), 'hostile-'));
+    try {
+      const blocker = join(dir, 'not-a-directory');
+      await writeFile(blocker, '');
+      const spillDir = join(blocker, 'spill');
+      const { result } = await restoreNow(env, newBackup(name, 'stowage'), {}, { discovered, spillDir });
+      expect(result.phase).toBe('Failed');
+      expect(result.failureReason).toMatch(new RegExp(`^cannot create a spill file in ${spillDir}: ENOTDIR`));
+      expect(result.outcomes).toEqual([]);
+      expect(await getOrUndefined(env.client, CORE.namespaces, undefined, ns)).toBeUndefined();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('restores the valid head alone, proving the archives above fail only because of their hostile entry', async () => {

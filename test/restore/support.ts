@@ -1,5 +1,8 @@
 // Shared helpers of the restore integration tests: a real apiserver client, a real S3 bucket as a
 // BackupStore, backups made with runBackup, and restores run with runRestore.
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { expect, inject } from 'vitest';
 import winston from 'winston';
@@ -89,11 +92,18 @@ export async function restoreNow(
   const restore = newRestore(name, 'stowage', { backupName: backup.metadata.name, ...spec });
   const { log, lines } = capturingLogger();
   const progress: { totalItems: number; itemsRestored: number }[] = [];
-  const result = await runRestore(
-    { client: env.client, source: env.store, log, onProgress: (p) => progress.push(p), ...deps },
-    newRestoreRequest(restore, backup),
-  );
-  return { result, lines, progress };
+  const spillDir = await mkdtemp(join(tmpdir(), 'stowage-spill-'));
+  try {
+    const result = await runRestore(
+      { client: env.client, source: env.store, log, onProgress: (p) => progress.push(p), spillDir, ...deps },
+      newRestoreRequest(restore, backup),
+    );
+    // Every restore, whatever its outcome, leaves its spill directory empty.
+    if (deps.spillDir === undefined) expect(await readdir(spillDir)).toEqual([]);
+    return { result, lines, progress };
+  } finally {
+    await rm(spillDir, { recursive: true, force: true });
+  }
 }
 
 export async function createNs(client: DynamicClient, name: string, labels?: Record<string, string>): Promise<void> {
