@@ -1,6 +1,7 @@
 // Item-level checks of the reader: each item's JSON must agree with the path it is stored under, and
 // every copy of one object must hold the same bytes.
 import { ArchiveError } from './errors.js';
+import { jsonSyntaxProblem } from '../util/errors.js';
 import { BUILTIN_KINDS } from './kinds.js';
 import { groupOfApiVersion, splitGroupResource, versionOfApiVersion, type ParsedItemPath } from './paths.js';
 
@@ -63,7 +64,7 @@ export function parseItemJson(path: string, data: Buffer): ArchiveObject {
   try {
     value = JSON.parse(data.toString('utf8'));
   } catch (err) {
-    throw new ArchiveError('invalid-json', `entry ${path} is not valid JSON: ${(err as Error).message}`, path);
+    throw new ArchiveError('invalid-json', `entry ${path} is not valid JSON: ${jsonSyntaxProblem(err)}`, path);
   }
   const bad = (what: string): never => {
     throw new ArchiveError('invalid-item', `entry ${path} is not a Kubernetes object: ${what}`, path);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createRedactor, errorMessage, redact, safeErrorMessage, sanitizeMessage, secretForms } from './errors.js';
+import { createRedactor, errorMessage, jsonSyntaxProblem, redact, safeErrorMessage, sanitizeMessage, secretForms } from './errors.js';
 
 describe('errorMessage', () => {
   it('handles errors, strings, objects and nothing', () => {
@@ -94,5 +94,24 @@ describe('sanitizeMessage', () => {
   it('safeErrorMessage combines message, sanitising and redaction', () => {
     const err = new Error('upload to https://u:p@h/b failed', { cause: new Error('bad key s3cr3tvalue') });
     expect(safeErrorMessage(err, ['s3cr3tvalue'])).toBe('upload to https://[REDACTED]@h/b failed: bad key [REDACTED]');
+  });
+});
+
+describe('jsonSyntaxProblem', () => {
+  const problem = (text: string): string => {
+    try {
+      JSON.parse(text);
+    } catch (err) {
+      return jsonSyntaxProblem(err);
+    }
+    throw new Error('parsed');
+  };
+  it('says where the JSON is broken without quoting it', () => {
+    const secret = 'c2VjcmV0LXZhbHVl';
+    for (const text of [`x${secret}`, `{"password":"${secret}" x`, `{"password":"${secret}`, `{"a":1}${secret}`]) {
+      expect(problem(text)).not.toContain(secret);
+      expect(problem(text)).toMatch(/^(syntax error|the text ends too early)/);
+    }
+    expect(problem('{"a":1 x')).toBe('syntax error at character 7');
   });
 });

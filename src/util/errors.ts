@@ -117,3 +117,14 @@ export function sanitizeMessage(text: string): string {
 export function safeErrorMessage(err: unknown, secrets: readonly string[] = []): string {
   return redact(sanitizeMessage(errorMessage(err)), secrets);
 }
+
+/**
+ * What is wrong with text JSON.parse refused, without quoting it: V8's messages can carry a
+ * snippet of the input, and the input may be a Secret.
+ */
+export function jsonSyntaxProblem(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const position = /at position (\d+)/.exec(message)?.[1];
+  if (message.startsWith('Unexpected end of JSON input')) return 'the text ends too early';
+  return position !== undefined ? `syntax error at character ${position}` : 'syntax error';
+}

@@ -6,6 +6,7 @@ import type {
   ResourceSelector as WireSelector,
 } from '../../gen/stowage/plugin/v1/common.js';
 import { StatusError } from './errors.js';
+import { jsonSyntaxProblem } from '../../util/errors.js';
 import { status } from '@grpc/grpc-js';
 
 const KIND_TO_WIRE: Record<PluginKind, WireKind> = {
@@ -64,7 +65,7 @@ export function decodeObject(bytes: Uint8Array, what: string): KubeObject {
   try {
     parsed = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
   } catch (err) {
-    throw new StatusError(status.INVALID_ARGUMENT, `${what} is not valid JSON: ${(err as Error).message}`);
+    throw new StatusError(status.INVALID_ARGUMENT, `${what} is not valid JSON: ${jsonSyntaxProblem(err)}`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new StatusError(status.INVALID_ARGUMENT, `${what} is not a JSON object`);
