@@ -128,6 +128,19 @@ export function createRunLogger(opts: RunLogOptions): RunLog {
   let done = false;
   let closePromise: Promise<void> | undefined;
   const counts: RunLogCounts = { warnings: 0, errors: 0 };
+  // Lines go to gzip in batches: one zlib write per line costs a thread-pool job each, which a
+  // restore logging thousands of items a second notices.
+  let pending: string[] = [];
+  let pendingBytes = 0;
+  let flushQueued = false;
+  const flushPending = (): void => {
+    flushQueued = false;
+    if (pending.length === 0) return;
+    // Once the file has failed, buffering more output would only grow memory; close() reports it.
+    if (writeError === undefined) gzip.write(pending.join(''));
+    pending = [];
+    pendingBytes = 0;
+  };
   const listeners = new Set<Listener>();
   const endListeners = new Set<() => void>();
 
@@ -147,8 +160,13 @@ export function createRunLogger(opts: RunLogOptions): RunLog {
     if (level === 'warn') counts.warnings++;
     else if (level === 'error') counts.errors++;
     const line = renderJson(new Date().toISOString(), level, message, tagged);
-    // Once the file has failed, buffering more output would only grow memory; close() reports it.
-    if (writeError === undefined) gzip.write(`${line}\n`);
+    pending.push(`${line}\n`);
+    pendingBytes += line.length + 1;
+    if (pendingBytes >= 64 * 1024) flushPending();
+    else if (!flushQueued) {
+      flushQueued = true;
+      setImmediate(flushPending);
+    }
     const n = seq++;
     for (const l of listeners) {
       try {
@@ -194,6 +212,7 @@ export function createRunLogger(opts: RunLogOptions): RunLog {
       await closePromise;
       return (await readAll()).slice(0, count);
     }
+    flushPending();
     await new Promise<void>((resolve) => gzip.flush(zlib.constants.Z_SYNC_FLUSH, () => resolve()));
     // The flushed bytes are in gzip's readable buffer until the pipe hands them to the file.
     for (let i = 0; gzip.readableLength > 0 && i < 10_000; i++) await new Promise<void>((r) => setImmediate(r));
@@ -212,6 +231,7 @@ export function createRunLogger(opts: RunLogOptions): RunLog {
     closePromise ??= (async () => {
       await drain();
       closing = true;
+      flushPending();
       gzip.end();
       await outClosed;
       done = true;
