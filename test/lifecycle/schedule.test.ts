@@ -62,7 +62,8 @@ describe('schedule controller with the backup controller', () => {
     const b = await lc.waitForBackup('every5-20240101000500');
     expect(b.status?.phase, JSON.stringify(b.status)).toBe('Completed');
     expect(b.metadata.labels?.[LABEL_SCHEDULE_NAME]).toBe('every5');
-    expect(b.spec).toEqual({ includedNamespaces: [app], ttl: '2h0m0s' });
+    // The template, plus the location the backup controller resolved (the default one).
+    expect(b.spec).toEqual({ includedNamespaces: [app], ttl: '2h0m0s', storageLocation: loc.name });
     expect(filesUnder(`${loc.root}/backups/backups/every5-20240101000500`)).toContain('stowage-backup.json');
     const after = await waitUntil('status.lastBackup', async () => {
       const cur = await getSchedule(lc, 'every5');
