@@ -319,12 +319,12 @@ describe('runRestore against the real cluster', () => {
       appliesTo: () => Promise.resolve(sel([`roles.${RBAC}`])),
       execute: ({ item }) => Promise.resolve({ item, additionalItems: [{ groupResource: 'secrets', namespace: ns, name: 'db-password' }], skipRestore: false }),
     };
-    // Built-ins run first: the Service the plugin sees has no clusterIP any more.
-    let svcSeen: KubeObject | undefined;
+    // Built-ins run first: the Service the plugin sees has no clusterIP any more (a headless one keeps "None").
+    const svcSeen = new Map<string, KubeObject>();
     const watchSvc: RestoreItemAction = {
       appliesTo: () => Promise.resolve(sel(['services'])),
       execute: ({ item }) => {
-        svcSeen = item;
+        svcSeen.set(item.metadata.name, item);
         return Promise.resolve({ item, additionalItems: [], skipRestore: false });
       },
     };
@@ -348,7 +348,10 @@ describe('runRestore against the real cluster', () => {
     expect(secretAt).toBeGreaterThanOrEqual(0);
     expect(secretAt).toBeLessThan(roleAt);
     expect(result.progress.totalItems).toBe(result.outcomes.length);
-    expect((svcSeen?.spec as { clusterIP?: string } | undefined)?.clusterIP).toBeUndefined();
+    const clusterIP = (name: string): string | undefined => (svcSeen.get(name)?.spec as { clusterIP?: string } | undefined)?.clusterIP;
+    expect([...svcSeen.keys()].sort()).toEqual(['db', 'web']);
+    expect(clusterIP('web')).toBeUndefined();
+    expect(clusterIP('db')).toBe('None');
   });
 
   it('restores items whose actions name each other as additional items, without deadlock', async () => {
