@@ -3,7 +3,7 @@
 import type winston from 'winston';
 import type { TarballWriter } from '../archive/index.js';
 import { isNotFound, type ApiResource, type DynamicClient, type KubeObject as ListedObject } from '../kube/index.js';
-import { executeEachItem, type BackupItemActionBatchResult, type KubeObject, type ResourceIdentifier } from '../plugin/api/index.js';
+import { executeItems, type BackupItemActionBatchResult, type KubeObject, type ResourceIdentifier } from '../plugin/api/index.js';
 import { errorMessage } from '../util/errors.js';
 import { anyLabelSelectorMatches, labelSelectorMatches } from '../util/labels.js';
 import type { ResolvedBackupItemAction } from './actions/index.js';
@@ -183,7 +183,7 @@ async function runAction(ctx: CollectContext, a: ResolvedBackupItemAction, items
   const input = { items: items.map((p) => p.item), backup: ctx.req.backup };
   let results: BackupItemActionBatchResult[];
   try {
-    results = a.action.executeBatch !== undefined ? await a.action.executeBatch(input) : await executeEachItem(a.action.execute.bind(a.action), input.items, input.backup);
+    results = await executeItems(a.action, input);
   } catch (err) {
     if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
     const reason = errorMessage(err);

@@ -21,6 +21,11 @@ export interface BackupItemAction {
   executeBatch?(input: { items: readonly KubeObject[]; backup: KubeObject }): Promise<BackupItemActionBatchResult[]>;
 }
 
+/** Runs `action` over `items`: its own executeBatch when it has one, else executeEachItem. */
+export function executeItems(action: BackupItemAction, input: { items: readonly KubeObject[]; backup: KubeObject }): Promise<BackupItemActionBatchResult[]> {
+  return action.executeBatch !== undefined ? action.executeBatch(input) : executeEachItem((x) => action.execute(x), input.items, input.backup);
+}
+
 /**
  * Runs `execute` on each item in turn (never concurrently: an action's author need not expect
  * that), turning each item's failure into its result. What a batch is without ExecuteBatch.

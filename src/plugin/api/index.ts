@@ -1,6 +1,6 @@
 export type { ObjectStore, PluginConfig } from './objectStore.js';
 export type { KubeObject, ResourceIdentifier, ResourceSelector } from './items.js';
-export { executeEachItem } from './actions.js';
+export { executeEachItem, executeItems } from './actions.js';
 export type {
   BackupItemAction,
   BackupItemActionBatchResult,

@@ -1,5 +1,5 @@
 // Plugin side of the three item-action services.
-import { executeEachItem, type BackupItemAction, type DeleteItemAction, type ResourceSelector, type RestoreItemAction } from '../api/index.js';
+import { executeItems, type BackupItemAction, type DeleteItemAction, type ResourceSelector, type RestoreItemAction } from '../api/index.js';
 import type {
   BackupItemActionServer,
   DeleteItemActionServer,
@@ -33,7 +33,7 @@ export function backupItemActionServer(factories: Record<string, Factory<BackupI
       const action = await get(req.plugin);
       const backup = decodeObject(req.backup, 'backup');
       const items = req.items.map((bytes, i) => decodeObject(bytes, `item ${i}`));
-      const results = action.executeBatch !== undefined ? await action.executeBatch({ items, backup }) : await executeEachItem(action.execute.bind(action), items, backup);
+      const results = await executeItems(action, { items, backup });
       if (results.length !== items.length) throw new Error(`executeBatch returned ${results.length} results for ${items.length} items`);
       return {
         results: results.map((r) =>
