@@ -13,6 +13,6 @@ export {
   readArchive, scanArchive, checkEntryName, DEFAULT_READ_LIMITS,
   type ReadLimits, type ReadOptions, type ArchiveContents, type ArchiveSummary, type ScannedArchive, type ItemCopy, type KeepItem,
 } from './reader.js';
-export { createSpillFile, spillArchive, loadSpilled, type SpillFile, type SpilledItem, type SpillOptions } from './spill.js';
+export { createSpillFile, spillArchive, spilledPath, loadSpilled, type SpillFile, type SpilledArchive, type SpilledItem, type SpillOptions } from './spill.js';
 export type { ArchiveItem, ArchiveObject, ItemIdentity } from './items.js';
-export { manifestFromDigest, parseManifest, verifyManifest, type BackupManifest } from './manifest.js';
+export { manifestCheck, manifestFromDigest, parseManifest, verifyManifest, type BackupManifest, type ManifestCheck } from './manifest.js';

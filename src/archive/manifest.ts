@@ -10,8 +10,9 @@ export interface BackupManifest {
   entries: Record<string, string>;
 }
 
+/** The manifest of a written tarball. It shares the digest's table of entries (100k of them in a large backup) rather than copying it. */
 export function manifestFromDigest(d: ArchiveDigest): BackupManifest {
-  return { formatVersion: d.formatVersion, tarball: { ...d.tarball }, entries: { ...d.entries } };
+  return { formatVersion: d.formatVersion, tarball: { ...d.tarball }, entries: d.entries };
 }
 
 /** Checks a manifest read back from storage has the expected shape. */
@@ -30,22 +31,53 @@ export function parseManifest(value: unknown): BackupManifest {
   return value as BackupManifest;
 }
 
+/** Checks entries against a manifest one by one, as they are read, without keeping them. */
+export interface ManifestCheck {
+  /** One file entry of the tarball: its path and the SHA-256 (hex) of its bytes. */
+  entry(path: string, sha256: string): void;
+  /** The differences found (at most `max`, then a count), once the whole tarball was read. */
+  finish(tarball: { sha256: string }): string[];
+}
+
+/**
+ * Streams the comparison of a tarball with its manifest: the manifest's entries are crossed off as
+ * they are read, so memory holds what is left of the manifest, never a second table of the tarball.
+ */
+export function manifestCheck(manifest: BackupManifest, max = 10): ManifestCheck {
+  // Only the table and the tarball's digest are kept: the caller may drop the manifest itself.
+  const tarballSha = manifest.tarball.sha256;
+  const expected = new Map<string, string>();
+  for (const path in manifest.entries) expected.set(path, manifest.entries[path] as string);
+  const problems: string[] = [];
+  let count = 0;
+  const problem = (p: string): void => {
+    count++;
+    if (problems.length < max) problems.push(p);
+  };
+  return {
+    entry(path, sha256) {
+      const want = expected.get(path);
+      if (want === undefined) problem(`${path} is in the tarball but not in the manifest`);
+      else if (want !== sha256) problem(`${path} has SHA-256 ${sha256}, the manifest says ${want}`);
+      expected.delete(path);
+    },
+    finish(tarball) {
+      for (const path of expected.keys()) problem(`${path} is in the manifest but not in the tarball`);
+      expected.clear();
+      const all = [...problems];
+      if (tarball.sha256 !== tarballSha) all.unshift(`the tarball's SHA-256 is ${tarball.sha256}, the manifest says ${tarballSha}`);
+      const total = count + (all.length - problems.length);
+      return total <= max ? all : [...all.slice(0, max), `and ${total - max} more differences`];
+    },
+  };
+}
+
 /**
  * Compares what was read with the manifest written at backup time. Returns the differences (at most
  * `max`, then a count), empty when the archive is exactly the one that was written.
  */
 export function verifyManifest(contents: Pick<ArchiveSummary, 'tarball' | 'entries'>, manifest: BackupManifest, max = 10): string[] {
-  const problems: string[] = [];
-  if (contents.tarball.sha256 !== manifest.tarball.sha256) {
-    problems.push(`the tarball's SHA-256 is ${contents.tarball.sha256}, the manifest says ${manifest.tarball.sha256}`);
-  }
-  for (const [path, sha] of Object.entries(manifest.entries)) {
-    const got = Object.hasOwn(contents.entries, path) ? contents.entries[path] : undefined;
-    if (got === undefined) problems.push(`${path} is in the manifest but not in the tarball`);
-    else if (got !== sha) problems.push(`${path} has SHA-256 ${got}, the manifest says ${sha}`);
-  }
-  for (const path of Object.keys(contents.entries)) {
-    if (!Object.hasOwn(manifest.entries, path)) problems.push(`${path} is in the tarball but not in the manifest`);
-  }
-  return problems.length <= max ? problems : [...problems.slice(0, max), `and ${problems.length - max} more differences`];
+  const check = manifestCheck(manifest, max);
+  for (const path in contents.entries) check.entry(path, contents.entries[path] as string);
+  return check.finish(contents.tarball);
 }

@@ -282,6 +282,35 @@ describe('archive reader: refusals', () => {
     await expectRefused([VERSION, { name: 'resources/a\\b/cluster/c.json', body: '{}' }], 'invalid-path', /contains a backslash/);
   });
 
+  it('finds every kind of duplicate entry without keeping a table of entries (keepEntries: false)', async () => {
+    const c = { name: 'resources/configmaps/namespaces/n/c.json', body: cmJson('n', 'c') };
+    const pref = { name: 'resources/configmaps/v1-preferredversion/namespaces/n/c.json', body: cmJson('n', 'c') };
+    const alt = { name: 'resources/widgets.x.io/v2/cluster/w.json', body: json({ apiVersion: 'x.io/v2', kind: 'Widget', metadata: { name: 'w' } }) };
+    const other = { name: 'velero-backup.json', body: '{}' };
+    const opts = { keepEntries: false };
+    const dup = (path: string): string => `entry ${path} appears twice in the tarball`;
+    await expectRefused([VERSION, c, pref, c], 'duplicate-entry', dup(c.name), opts);
+    await expectRefused([VERSION, pref, c, pref], 'duplicate-entry', dup(pref.name), opts);
+    await expectRefused([VERSION, alt, alt], 'duplicate-entry', dup(alt.name), opts);
+    await expectRefused([VERSION, other, other], 'duplicate-entry', dup(other.name), opts);
+    await expectRefused([VERSION, VERSION], 'duplicate-entry', dup(VERSION.name), opts);
+    // Two preferred copies at different versions are not one path twice, but two claims to be preferred.
+    await expectRefused([VERSION, pref, { ...pref, name: 'resources/configmaps/v2-preferredversion/namespaces/n/c.json' }], 'conflicting-copies',
+      /are both preferred-version copies of one object$/, opts);
+  });
+
+  it('hands every file entry to onEntry as it reads, and keeps no entries when asked not to', async () => {
+    const c = { name: 'resources/configmaps/namespaces/n/c.json', body: cmJson('n', 'c') };
+    const pref = { name: 'resources/configmaps/v1-preferredversion/namespaces/n/c.json', body: cmJson('n', 'c') };
+    const seen: [string, string][] = [];
+    const lean = await read([VERSION, c, pref], { keepEntries: false, onEntry: (path, sha) => seen.push([path, sha]) });
+    const full = await read([VERSION, c, pref]);
+    expect(lean.entries).toEqual({});
+    expect(Object.fromEntries(seen)).toEqual(full.entries);
+    expect(seen.map(([path]) => path)).toEqual([VERSION.name, c.name, pref.name]);
+    expect(lean.items.map((i) => i.path)).toEqual([pref.name]);
+  });
+
   it('refuses corrupt input: not gzip, truncated gzip, gzip of something that is not tar', async () => {
     await expectRefused(Buffer.from('this is not gzip at all'), 'corrupt', /^the tarball is not valid gzip: incorrect header check/);
     const good = gzipSync(await rawTar([VERSION, { name: 'resources/configmaps/namespaces/n/c.json', body: cmJson('n', 'c') }]));

@@ -51,12 +51,19 @@ export interface ReadOptions {
   limits?: Partial<ReadLimits>;
   /** groupResource -> kind from the caller's discovery, to check custom resources' kinds. */
   knownKinds?: ReadonlyMap<string, string>;
+  /** Called with every file entry's path and SHA-256 as it is read: a manifest check that keeps nothing (manifestCheck). */
+  onEntry?: (path: string, sha256: string) => void;
+  /**
+   * Whether the result's `entries` lists every file entry (default true). A reader that checks entries
+   * through onEntry passes false: at 100k entries the table holds ~20 MB, and `entries` stays empty.
+   */
+  keepEntries?: boolean;
 }
 
 /** What a read finds besides the items. */
 export interface ArchiveSummary {
   formatVersion: string;
-  /** Path -> SHA-256 (hex) of every file entry, to compare with the backup's manifest. */
+  /** Path -> SHA-256 (hex) of every file entry, to compare with the backup's manifest; empty when keepEntries was false. */
   entries: Record<string, string>;
   /** SHA-256 and size of the gzipped stream as read. */
   tarball: { sha256: string; bytes: number };
@@ -131,7 +138,7 @@ export async function scanArchive<T extends ItemIdentity>(
   extract.on('error', () => undefined); // surfaced by the iterator below
   input.pipe(gunzip).pipe(meter).pipe(extract);
 
-  const state = newState<T>(keep);
+  const state = newState<T>(keep, opts);
   try {
     for await (const entry of extract) await readEntry(entry, limits, state);
   } catch (err) {
@@ -147,7 +154,7 @@ export async function scanArchive<T extends ItemIdentity>(
   if (state.version === undefined) {
     throw new ArchiveError('missing-version', `the tarball has no ${METADATA_VERSION_PATH} entry; it is not a backup archive`);
   }
-  const items = [...state.slots.values()];
+  const items = Array.from(state.slots.values(), (s) => s.value);
   checkKinds([...items, ...state.alternates], [...state.crdKinds, ...state.alternateCrdKinds], opts.knownKinds);
   return {
     formatVersion: state.version,
@@ -185,12 +192,26 @@ class KeepFailed extends Error {
   }
 }
 
+/** Which copies of an item were read, as bits: duplicate entries are found without a table of every path. */
+const CLASSIC_COPY = 1;
+const PREFERRED_COPY = 2;
+
+interface Slot<T> {
+  value: T;
+  copies: number;
+}
+
 interface ReadState<T extends ItemIdentity> {
   keep: KeepItem<T>;
   count: number;
   version: string | undefined;
   entries: Record<string, string>;
-  slots: Map<string, T>;
+  keepEntries: boolean;
+  onEntry: ((path: string, sha256: string) => void) | undefined;
+  /** One per object (the classic and the preferred-version copy share it). */
+  slots: Map<string, Slot<T>>;
+  /** Paths of the entries that are not such a copy (the version file, alternate versions, ignored files): to find duplicates. */
+  otherPaths: Set<string>;
   alternates: T[];
   /** What the archive's CRDs define, [groupResource, kind], in slot order; then those of alternate copies. */
   crdKinds: (readonly [string, string])[];
@@ -200,13 +221,16 @@ interface ReadState<T extends ItemIdentity> {
   names: Map<string, string>;
 }
 
-function newState<T extends ItemIdentity>(keep: KeepItem<T>): ReadState<T> {
+function newState<T extends ItemIdentity>(keep: KeepItem<T>, opts: ReadOptions): ReadState<T> {
   return {
     keep,
     count: 0,
     version: undefined,
     entries: Object.create(null) as Record<string, string>,
+    keepEntries: opts.keepEntries !== false,
+    onEntry: opts.onEntry,
     slots: new Map(),
+    otherPaths: new Set(),
     alternates: [],
     crdKinds: [],
     alternateCrdKinds: [],
@@ -238,10 +262,20 @@ async function readEntry<T extends ItemIdentity>(entry: TarEntry, limits: ReadLi
   if (size > limits.maxEntryBytes) {
     throw new ArchiveError('entry-too-large', `entry ${path} is ${size} bytes, over the ${limits.maxEntryBytes}-byte cap`, path);
   }
-  if (path in st.entries) throw new ArchiveError('duplicate-entry', `entry ${path} appears twice in the tarball`, path);
+  const parsed = path === METADATA_VERSION_PATH ? null : parseItemPath(path);
+  if (typeof parsed === 'string') throw new ArchiveError('invalid-path', `entry ${path} is not a valid item path: ${parsed}`, path);
+  // The classic and preferred-version copies of an object are found in its slot; any other entry by its path.
+  const copy = parsed === null || (parsed.version !== undefined && !parsed.preferred) ? 0 : parsed.preferred ? PREFERRED_COPY : CLASSIC_COPY;
+  const slotKey = parsed === null || copy === 0 ? undefined : itemSlotKey(parsed);
+  const slot = slotKey === undefined ? undefined : st.slots.get(slotKey);
+  const duplicate = copy === 0 ? st.otherPaths.has(path)
+    : slot !== undefined && (slot.copies & copy) !== 0 && (copy === CLASSIC_COPY || slot.value.path === path);
+  if (duplicate) throw new ArchiveError('duplicate-entry', `entry ${path} appears twice in the tarball`, path);
+  if (copy === 0) st.otherPaths.add(path);
   const data = await readAll(entry, path, limits.maxEntryBytes);
   const sha256 = createHash('sha256').update(data).digest('hex');
-  st.entries[path] = sha256;
+  if (st.keepEntries) st.entries[path] = sha256;
+  st.onEntry?.(path, sha256);
 
   if (path === METADATA_VERSION_PATH) {
     const v = data.toString('utf8').trim();
@@ -252,16 +286,22 @@ async function readEntry<T extends ItemIdentity>(entry: TarEntry, limits: ReadLi
     st.version = v;
     return;
   }
-  const parsed = parseItemPath(path);
   if (parsed === null) {
     st.ignored.push(path);
     return;
   }
-  if (typeof parsed === 'string') throw new ArchiveError('invalid-path', `entry ${path} is not a valid item path: ${parsed}`, path);
-  await addItem(st, path, parsed, data, sha256);
+  await addItem(st, path, parsed, data, sha256, slotKey);
 }
 
-async function addItem<T extends ItemIdentity>(st: ReadState<T>, path: string, p: ParsedItemPath, data: Buffer, sha256: string): Promise<void> {
+/** One key per object: its classic and preferred-version copies share it. join() makes one flat string, not a rope. */
+function itemSlotKey(p: ParsedItemPath): string {
+  return [p.groupResource, p.namespace ?? '', p.name].join('\u0000');
+}
+
+/** `slotKey` is the item's itemSlotKey, undefined for an alternate-version copy. */
+async function addItem<T extends ItemIdentity>(
+  st: ReadState<T>, path: string, p: ParsedItemPath, data: Buffer, sha256: string, slotKey: string | undefined,
+): Promise<void> {
   const intern = (v: string): string => {
     const have = st.names.get(v);
     if (have !== undefined) return have;
@@ -282,17 +322,20 @@ async function addItem<T extends ItemIdentity>(st: ReadState<T>, path: string, p
       throw new KeepFailed(err);
     }
   };
-  if (p.version !== undefined && !p.preferred) {
+  if (slotKey === undefined) {
     st.alternates.push(await kept(st.alternateCrdKinds));
     return;
   }
   // The classic copy and the preferred-version copy are the same object and must hold the same bytes.
-  const key = `${p.groupResource}\u0000${p.namespace ?? ''}\u0000${p.name}`;
-  const existing = st.slots.get(key);
-  if (existing === undefined) {
-    st.slots.set(key, await kept(st.crdKinds));
+  const key = slotKey;
+  const copy = p.preferred ? PREFERRED_COPY : CLASSIC_COPY;
+  const slot = st.slots.get(key);
+  if (slot === undefined) {
+    st.slots.set(key, { value: await kept(st.crdKinds), copies: copy });
     return;
   }
+  slot.copies |= copy;
+  const existing = slot.value;
   if (existing.sha256 !== sha256) {
     throw new ArchiveError('conflicting-copies', `entries ${existing.path} and ${path} hold different versions of one object`, path);
   }
@@ -301,7 +344,7 @@ async function addItem<T extends ItemIdentity>(st: ReadState<T>, path: string, p
   }
   // Same bytes, so the same object: its name and namespace already agree with this path (same slot), only the version may not.
   checkItemAgainstPath(path, p, { apiVersion: existing.apiVersion, kind: existing.kind, name: existing.name, namespace: existing.namespace ?? '' });
-  st.entries[path] = existing.sha256; // one string for both copies
+  if (st.keepEntries) st.entries[path] = existing.sha256; // one string for both copies
   if (p.preferred) {
     existing.path = path;
     existing.versionDir = p.versionDir;
