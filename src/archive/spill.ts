@@ -5,10 +5,11 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, rm, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
 import { errorMessage } from '../util/errors.js';
 import { parseItemJson, type ArchiveObject, type ItemIdentity } from './items.js';
-import { scanArchive, type ReadOptions, type ScannedArchive } from './reader.js';
-import { sha256Hex } from './writer.js';
+import { itemPath } from './paths.js';
+import { scanArchive, type ArchiveSummary, type ReadOptions } from './reader.js';
 
 /** An append-only temporary file. Secret data lands in it: mode 0600 in a 0700 directory, and unlinked at once. */
 export interface SpillFile {
@@ -107,17 +108,36 @@ export async function createSpillFile(dir: string): Promise<SpillFile> {
   };
 }
 
-/** An item spilled to disk: its identity, where its bytes are, and what the caller picked from the object. */
-export interface SpilledItem<P> extends ItemIdentity {
+/**
+ * An item spilled to disk: its identity, where its bytes are, and what the caller picked from the
+ * object. Its path and SHA-256 are not kept (spilledPath rebuilds the path): at 50,000 items the two
+ * strings were ~9 MB of a restore's index.
+ */
+export interface SpilledItem<P> extends Omit<ItemIdentity, 'path' | 'sha256'> {
   /** Offset of the item's bytes (`bytes` long) in the spill file. */
   offset: number;
+  /** CRC-32 of the bytes as a signed 32-bit integer (stored inline by V8), checked when they are read back. */
+  crc32: number;
   picked: P;
+}
+
+/** What spillArchive returns: the archive's summary and its items' index. */
+export interface SpilledArchive<P> extends ArchiveSummary {
+  items: SpilledItem<P>[];
+  alternateVersions: SpilledItem<P>[];
 }
 
 export interface SpillOptions<P> extends ReadOptions {
   /** The little the caller needs of each object without reading it back (labels, owners, ...). Keep it small. */
   pick: (object: ArchiveObject, id: ItemIdentity) => P;
 }
+
+/** The tar path the item was read from. */
+export function spilledPath(item: Pick<ItemIdentity, 'groupResource' | 'namespace' | 'name' | 'versionDir'>): string {
+  return itemPath(item.groupResource, item.namespace, item.name, item.versionDir);
+}
+
+const checksum = (data: Uint8Array): number => crc32(data) | 0;
 
 /**
  * Reads and validates a gzipped tarball like readArchive, appending each item's bytes to `spill`
@@ -127,26 +147,30 @@ export async function spillArchive<P>(
   source: AsyncIterable<Uint8Array>,
   spill: SpillFile,
   opts: SpillOptions<P>,
-): Promise<ScannedArchive<SpilledItem<P>>> {
-  const scanned = await scanArchive(source, opts, async ({ id, object, data }): Promise<SpilledItem<P>> => {
+): Promise<SpilledArchive<P>> {
+  // While reading, the reader needs each copy's path and digest (to pair copies); the index drops them after.
+  type Reading = ItemIdentity & { offset: number; crc32: number; picked: P };
+  const scanned = await scanArchive<Reading>(source, opts, async ({ id, object, data }) => {
     const picked = opts.pick(object, id);
     const offset = await spill.append(data);
-    // A literal, not a spread, so every entry shares one hidden class (see itemIdentity).
-    return {
-      path: id.path, groupResource: id.groupResource, namespace: id.namespace, name: id.name, versionDir: id.versionDir,
-      apiVersion: id.apiVersion, kind: id.kind, sha256: id.sha256, bytes: id.bytes, offset, picked,
-    };
+    return { ...id, offset, crc32: checksum(data), picked };
   });
   // Every byte on disk before the caller goes on: a full disk fails the read, not items later on.
   await spill.flush();
-  return scanned;
+  // A literal, not a spread, so every entry shares one hidden class (see itemIdentity).
+  const compact = (r: Reading): SpilledItem<P> => ({
+    groupResource: r.groupResource, namespace: r.namespace, name: r.name, versionDir: r.versionDir,
+    apiVersion: r.apiVersion, kind: r.kind, bytes: r.bytes, offset: r.offset, crc32: r.crc32, picked: r.picked,
+  });
+  const { items, alternateVersions, ...summary } = scanned;
+  return { ...summary, items: items.map(compact), alternateVersions: alternateVersions.map(compact) };
 }
 
 /** Reads a spilled item back, checking its bytes are still the ones read from the archive. */
 export async function loadSpilled(spill: SpillFile, item: SpilledItem<unknown>): Promise<ArchiveObject> {
   const data = await spill.read(item.offset, item.bytes);
-  if (sha256Hex(data) !== item.sha256) {
-    throw new Error(`the copy of ${item.path} in the spill file changed after it was read from the archive`);
+  if (checksum(data) !== item.crc32) {
+    throw new Error(`the copy of ${spilledPath(item)} in the spill file changed after it was read from the archive`);
   }
-  return parseItemJson(item.path, data);
+  return parseItemJson(spilledPath(item), data);
 }

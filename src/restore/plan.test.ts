@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { newBackup, newRestore, type RestoreSpec } from '../apis/v1/index.js';
 import type { ArchiveObject } from '../archive/index.js';
-import { itemPath } from '../archive/index.js';
 import type { ApiResource } from '../kube/index.js';
 import { buildPlan, itemFacts, RestoreRefusedError, type ArchivedItem, type RestorePlan } from './plan.js';
 import { newRestoreRequest } from './request.js';
@@ -29,8 +28,8 @@ const DISCOVERED: ApiResource[] = [
 function item(groupResource: string, obj: ArchiveObject): ArchivedItem {
   const ns = obj.metadata.namespace;
   const it: ArchivedItem = {
-    path: itemPath(groupResource, ns, obj.metadata.name), groupResource, name: obj.metadata.name, apiVersion: obj.apiVersion, kind: obj.kind,
-    sha256: '', bytes: 0, offset: 0, picked: itemFacts(obj, { groupResource }),
+    groupResource, name: obj.metadata.name, apiVersion: obj.apiVersion, kind: obj.kind,
+    bytes: 0, offset: 0, crc32: 0, picked: itemFacts(obj, { groupResource }),
   };
   if (ns !== undefined) it.namespace = ns;
   return it;

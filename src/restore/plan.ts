@@ -4,7 +4,7 @@
 // target) is found first. It works on the archive's index (ArchivedItem): the objects stay in the
 // spill file until each is restored.
 import type { ArchiveObject, ItemIdentity, SpilledItem } from '../archive/index.js';
-import { splitGroupResource, versionOfApiVersion } from '../archive/index.js';
+import { spilledPath, splitGroupResource, versionOfApiVersion } from '../archive/index.js';
 import type { ApiResource, ResourceRef } from '../kube/index.js';
 import type { KubeObject } from '../plugin/api/index.js';
 import { resourceEntryMatches, type ResourceLike } from '../util/filters.js';
@@ -42,11 +42,14 @@ export interface ItemFacts {
 /** An archive item as the restore holds it while planning and running: its identity, facts, and where its bytes are. */
 export type ArchivedItem = SpilledItem<ItemFacts | undefined>;
 
-/** The facts of an object (the `pick` of spillArchive); undefined when it has none, to keep the index small. */
-export function itemFacts(obj: ArchiveObject, id: Pick<ItemIdentity, 'groupResource'>): ItemFacts | undefined {
+/**
+ * The facts of an object (the `pick` of spillArchive); undefined when it has none, to keep the index
+ * small. Labels are only kept when the restore has label selectors (`withLabels`): most objects have some.
+ */
+export function itemFacts(obj: ArchiveObject, id: Pick<ItemIdentity, 'groupResource'>, withLabels = true): ItemFacts | undefined {
   const facts: ItemFacts = {};
   const labels = obj.metadata.labels;
-  if (isRecord(labels) && Object.keys(labels).length > 0) facts.labels = labels;
+  if (withLabels && isRecord(labels) && Object.keys(labels).length > 0) facts.labels = labels;
   const controllers = controllerRefs(obj);
   if (controllers !== undefined) facts.controllers = controllers;
   if (id.groupResource === 'persistentvolumes') {
@@ -120,11 +123,12 @@ export function bareNamespace(name: string): KubeObject {
 
 export function buildPlan(items: readonly ArchivedItem[], req: RestoreRequest, discovered: readonly ApiResource[]): RestorePlan {
   const byGr = new Map<string, ApiResource>(discovered.map((r) => [r.groupResource, r]));
-  const archived = new Map<string, ArchivedItem>();
   const kindOf = new Map<string, string>();
   const crdItems = new Map<string, ArchivedItem>();
+  // Every archive item by key, only for actions' additional items: most restores never build it.
+  let archived: Map<string, ArchivedItem> | undefined;
+  const archivedIndex = (): Map<string, ArchivedItem> => (archived ??= new Map(items.map((it) => [itemKey(it.groupResource, it.namespace ?? '', it.name), it])));
   for (const it of items) {
-    archived.set(itemKey(it.groupResource, it.namespace ?? '', it.name), it);
     if (!kindOf.has(it.groupResource)) kindOf.set(it.groupResource, it.kind);
     const serves = it.groupResource === CRD_GROUP_RESOURCE ? it.picked?.serves : undefined;
     if (serves !== undefined) crdItems.set(serves.groupResource, it);
@@ -275,7 +279,7 @@ export function buildPlan(items: readonly ArchivedItem[], req: RestoreRequest, d
       const key = itemKey(groupResource, src, name);
       const have = selected.get(key);
       if (have !== undefined) return have;
-      const it = archived.get(key);
+      const it = archivedIndex().get(key);
       if (it !== undefined) {
         const p = toPlanned(it);
         selected.set(p.key, p);
@@ -320,7 +324,7 @@ function checkScopes(items: readonly ArchivedItem[], byGr: ReadonlyMap<string, A
     const where = it.namespace !== undefined ? `under namespace "${it.namespace}"` : 'as cluster-scoped';
     throw new RestoreRefusedError(
       'scope-mismatch',
-      `entry ${it.path}: ${it.groupResource} is ${namespaced ? 'namespaced' : 'cluster-scoped'} but the item is stored ${where}; refused`,
+      `entry ${spilledPath(it)}: ${it.groupResource} is ${namespaced ? 'namespaced' : 'cluster-scoped'} but the item is stored ${where}; refused`,
     );
   }
 }

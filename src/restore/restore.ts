@@ -8,8 +8,11 @@ import {
   isArchiveError,
   loadSpilled,
   spillArchive,
-  verifyManifest,
+  manifestCheck,
+  type ManifestCheck,
+  type ArchiveObject,
   type BackupManifest,
+  type ItemIdentity,
   type ReadLimits,
   type SpillFile,
 } from '../archive/index.js';
@@ -132,7 +135,7 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
       warnings,
       errors,
       results: req.results,
-      resourceList: resourceListOf(changed.map((o) => ({ groupResource: o.groupResource, namespace: o.namespace, name: o.name }))),
+      resourceList: resourceListOf(changed),
       outcomes: req.outcomes,
       stats,
     };
@@ -157,7 +160,8 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
         deps.discovered ??
         (await deps.client.discover({ onGroupError: (gv, err) => log.warn(`discovery of ${gv} failed; its resources are treated as not served: ${err.message}`) }));
       spill = await createSpillFile(deps.spillDir);
-      const items = await readBackup(deps, spill, backupName, discovered);
+      const withLabels = req.selectors.length > 0;
+      const items = await readBackup(deps, spill, backupName, discovered, (obj, id) => itemFacts(obj, id, withLabels));
       plan = buildPlan(items, req, discovered);
       const builtins = await resolveRestoreItemActions(BUILTIN_RESTORE_ITEM_ACTIONS);
       matchers = [...builtins, ...(deps.actions ?? [])].map(actionMatcher);
@@ -195,7 +199,11 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
  * Reads the tarball whole and checks it against the manifest, spilling the items to `spill`. Returns
  * the index of the items; the file entries and the manifest are not kept past this point.
  */
-async function readBackup(deps: RestoreDeps, spill: SpillFile, backupName: string, discovered: readonly ApiResource[]): Promise<ArchivedItem[]> {
+async function readBackup(
+  deps: RestoreDeps, spill: SpillFile, backupName: string, discovered: readonly ApiResource[], pick: (obj: ArchiveObject, id: ItemIdentity) => ArchivedItem['picked'],
+): Promise<ArchivedItem[]> {
+  // Checked entry by entry while reading: neither a table of the tarball's entries nor the whole manifest outlives the read.
+  const check = await manifestCheckOf(deps.source, backupName);
   let tarball: AsyncIterable<Uint8Array>;
   try {
     tarball = await deps.source.getTarball(backupName);
@@ -206,18 +214,28 @@ async function readBackup(deps: RestoreDeps, spill: SpillFile, backupName: strin
   const knownKinds = new Map(discovered.map((r) => [r.groupResource, r.kind]));
   const contents = await spillArchive(tarball, spill, {
     knownKinds,
-    pick: itemFacts,
+    pick,
+    keepEntries: false,
+    ...(check === undefined ? {} : { onEntry: (path: string, sha256: string) => check.entry(path, sha256) }),
     ...(deps.readLimits === undefined ? {} : { limits: deps.readLimits }),
   });
-  const manifest = await deps.source.getManifest?.(backupName);
-  if (manifest !== undefined) {
-    const problems = verifyManifest(contents, manifest);
-    if (problems.length > 0) {
-      throw new RestoreRefusedError('manifest-mismatch', `the tarball does not match the manifest written at backup time: ${problems.join('; ')}`);
-    }
+  const problems = check?.finish(contents.tarball) ?? [];
+  if (problems.length > 0) {
+    throw new RestoreRefusedError('manifest-mismatch', `the tarball does not match the manifest written at backup time: ${problems.join('; ')}`);
   }
   deps.log.info(`read the backup archive: format ${contents.formatVersion}, ${contents.items.length} items, ${contents.tarball.bytes} bytes`);
   return contents.items;
+}
+
+/** The manifest's check, or undefined when the backup has no manifest (a Velero backup). */
+async function manifestCheckOf(source: RestoreSource, backupName: string): Promise<ManifestCheck | undefined> {
+  let manifest: BackupManifest | undefined;
+  try {
+    manifest = await source.getManifest?.(backupName);
+  } catch (err) {
+    throw new Error(`cannot read the manifest of backup ${backupName}: ${errorMessage(err)}`, { cause: err });
+  }
+  return manifest === undefined ? undefined : manifestCheck(manifest);
 }
 
 function describeFatal(err: unknown): string {
