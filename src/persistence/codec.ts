@@ -1,5 +1,5 @@
 // Encoding of the small JSON artifacts: gzipped JSON out, capped gunzip + JSON.parse in.
-import { createGunzip, gzipSync } from 'node:zlib';
+import { createGunzip, createGzip } from 'node:zlib';
 import { pipeline, Readable } from 'node:stream';
 import { replayableBody } from '../plugin/api/index.js';
 
@@ -8,8 +8,76 @@ export function bytesOf(data: Uint8Array): AsyncIterable<Uint8Array> {
   return replayableBody(() => [data]);
 }
 
+/**
+ * The value as gzipped JSON, serialized while it is read: a manifest of 100k entries or a restore's
+ * 50k outcomes never exist as one string (tens of MB at the end of a run, when memory is highest).
+ * Each read serializes again, so the plugin host can replay the body.
+ */
 export function gzipJson(value: unknown): AsyncIterable<Uint8Array> {
-  return bytesOf(gzipSync(Buffer.from(JSON.stringify(value))));
+  return replayableBody(() => {
+    const gzip = createGzip();
+    // pipeline (not pipe): a value JSON cannot hold (a BigInt) fails the read instead of hanging it.
+    return pipeline(Readable.from(jsonBatches(value)), gzip, () => undefined);
+  });
+}
+
+const BATCH_CHARS = 64 * 1024;
+/** Containers this deep and deeper are left to JSON.stringify whole (the elements of a manifest's entries, of a list). */
+const SPLIT_DEPTH = 2;
+
+/** jsonPieces joined into strings of about BATCH_CHARS: each gzip write is a thread-pool round trip. */
+function* jsonBatches(value: unknown): Generator<string> {
+  let batch = '';
+  for (const piece of jsonPieces(value)) {
+    batch += piece;
+    if (batch.length >= BATCH_CHARS) {
+      yield batch;
+      batch = '';
+    }
+  }
+  if (batch !== '') yield batch;
+}
+
+function isPlainContainer(v: unknown): v is Record<string, unknown> | unknown[] {
+  if (Array.isArray(v)) return true;
+  if (v === null || typeof v !== 'object' || typeof (v as { toJSON?: unknown }).toJSON === 'function') return false;
+  const proto: unknown = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+/** JSON.stringify(value) in pieces (the same text once joined), cut between the elements of its outer arrays and objects. */
+export function* jsonPieces(value: unknown, depth = 0): Generator<string> {
+  if (depth >= SPLIT_DEPTH || !isPlainContainer(value)) {
+    // Like JSON.stringify at the top level: undefined (or a function) gives nothing.
+    const text = JSON.stringify(value) as string | undefined;
+    if (text !== undefined) yield text;
+    return;
+  }
+  if (Array.isArray(value)) {
+    yield '[';
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) yield ',';
+      let wrote = false;
+      for (const piece of jsonPieces(value[i], depth + 1)) {
+        wrote = true;
+        yield piece;
+      }
+      if (!wrote) yield 'null'; // as JSON.stringify writes an undefined element
+    }
+    yield ']';
+    return;
+  }
+  yield '{';
+  let first = true;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const v = value[key];
+    if (v === undefined || typeof v === 'function' || typeof v === 'symbol') continue; // JSON.stringify leaves these keys out
+    yield `${first ? '' : ','}${JSON.stringify(key)}:`;
+    first = false;
+    yield* jsonPieces(v, depth + 1);
+  }
+  yield '}';
 }
 
 export function plainJson(value: unknown): AsyncIterable<Uint8Array> {

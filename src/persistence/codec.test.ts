@@ -1,0 +1,45 @@
+import { gunzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { gzipJson, jsonPieces, readGzipJson } from './codec.js';
+
+async function bytes(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const chunks: Uint8Array[] = [];
+  for await (const c of body) chunks.push(c);
+  return Buffer.concat(chunks);
+}
+
+const samples: unknown[] = [
+  null, 1, 'text "quoted"', [], {}, [1, undefined, () => 1, 'x'],
+  { a: undefined, b: () => 1, c: Symbol('s'), d: [undefined], e: { f: undefined, g: 1 } },
+  { when: new Date(0), withToJson: { toJSON: () => 'custom' }, nested: { deeper: { deepest: [1, { x: undefined }] } } },
+  Object.assign(Object.create(null) as Record<string, unknown>, { 'ünïcode/path.json': 'ab'.repeat(32) }),
+  { formatVersion: '1.1.0', entries: Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`resources/configmaps/namespaces/n/c${i}.json`, 'f'.repeat(64)])) },
+  { outcomes: Array.from({ length: 2000 }, (_, i) => ({ groupResource: 'secrets', namespace: 'n', name: `s${i}`, action: 'created', reason: 'created' })) },
+];
+
+describe('gzipJson', () => {
+  it('writes exactly the text JSON.stringify writes, in pieces', () => {
+    for (const v of samples) expect([...jsonPieces(v)].join('')).toBe(JSON.stringify(v));
+  });
+
+  it('cuts a large manifest into many small pieces rather than one string', () => {
+    const big = samples[samples.length - 2];
+    const pieces = [...jsonPieces(big)];
+    expect(pieces.length).toBeGreaterThan(6000);
+    expect(Math.max(...pieces.map((p) => p.length))).toBeLessThan(200);
+  });
+
+  it('gzips what readGzipJson reads back, and serializes again for every read (a replayed upload)', async () => {
+    const v = samples[samples.length - 1];
+    const body = gzipJson(v);
+    const first = await bytes(body);
+    const second = await bytes(body);
+    expect(first.equals(second)).toBe(true);
+    expect(JSON.parse(gunzipSync(first).toString('utf8'))).toEqual(v);
+    expect(await readGzipJson(gzipJson(v), 1 << 24, 'the results')).toEqual(v);
+  });
+
+  it('fails the read, instead of hanging it, on a value JSON cannot hold', async () => {
+    await expect(bytes(gzipJson({ big: 1n }))).rejects.toThrow(/BigInt/);
+  });
+});
