@@ -110,10 +110,11 @@ export function createTarballWriter(opts: TarballWriterOptions = {}): TarballWri
   };
   pump().catch((err: unknown) => fail(err instanceof Error ? err : new Error(String(err))));
 
-  const writeEntry = (path: string, data: Buffer): Promise<void> => {
+  /** `sha256` is the digest of `data`: both copies of an item share one string (100k of them in a 50k-item backup). */
+  const writeEntry = (path: string, data: Buffer, sha256: string): Promise<void> => {
     if (failure) return Promise.reject(failure);
     if (path in entries) return Promise.reject(new Error(`tarball already holds ${path}`));
-    entries[path] = sha256Hex(data);
+    entries[path] = sha256;
     return new Promise<void>((resolve, reject) => {
       const sink = pack.entry({ name: path, size: data.byteLength, mode: 0o644, mtime, type: 'file' }, data, (err?: Error | null) =>
         err ? reject(failure ?? err) : resolve(),
@@ -124,7 +125,8 @@ export function createTarballWriter(opts: TarballWriterOptions = {}): TarballWri
   };
 
   // The version file goes first so a reader learns the format before any item.
-  const versionWritten = writeEntry(METADATA_VERSION_PATH, Buffer.from(FORMAT_VERSION));
+  const version = Buffer.from(FORMAT_VERSION);
+  const versionWritten = writeEntry(METADATA_VERSION_PATH, version, sha256Hex(version));
   versionWritten.catch(() => undefined);
 
   async function* read(): AsyncGenerator<Uint8Array> {
@@ -158,14 +160,14 @@ export function createTarballWriter(opts: TarballWriterOptions = {}): TarballWri
     body: { [Symbol.asyncIterator]: () => read() },
     async addItem(id, item, { preferred }) {
       const data = Buffer.from(canonicalJson(item));
-      const classic = itemPath(id.groupResource, id.namespace, id.name);
-      await writeEntry(classic, data);
+      const sha256 = sha256Hex(data);
+      await writeEntry(itemPath(id.groupResource, id.namespace, id.name), data, sha256);
       if (preferred) {
         const dir = preferredVersionDir(versionOfApiVersion(item.apiVersion));
-        await writeEntry(itemPath(id.groupResource, id.namespace, id.name, dir), data);
+        await writeEntry(itemPath(id.groupResource, id.namespace, id.name, dir), data, sha256);
       }
       items++;
-      return entries[classic] ?? sha256Hex(data);
+      return sha256;
     },
     async finish() {
       await versionWritten;

