@@ -67,6 +67,13 @@ export async function collectUnit(ctx: CollectContext, unit: ListUnit): Promise<
   } catch (err) {
     if (err instanceof FatalBackupError) throw err;
     if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+    if (isNotFound(err) && count === 0) {
+      // A LIST answers 404 only when the resource is no longer served (its CRD or API service went
+      // away after discovery): there is nothing left to back up, which is not the backup's failure.
+      const msg = recordProblem(req, 'warnings', unit.namespace ?? '', `${res.groupResource} is no longer served (removed after discovery); none backed up${where}`);
+      ctx.log.warn(msg, { resource: res.groupResource, namespace: unit.namespace });
+      return;
+    }
     const msg = recordProblem(req, 'errors', unit.namespace ?? '', `listing ${res.groupResource}${where} failed: ${errorMessage(err)}`);
     ctx.log.error(msg, { resource: res.groupResource, namespace: unit.namespace });
     return;

@@ -234,6 +234,26 @@ describe('runBackup against the real cluster', () => {
     expect(await s3.store.objectExists(store.bucket, store.keys('cancelled').tarball)).toBe(false);
   });
 
+  it('warns, and still completes, when a custom resource stops being served between discovery and its LIST', async () => {
+    const vanished = `${uniqueName('gone')}.test.stowage.dev`;
+    const discovered = await client.discover();
+    const gizmos = discovered.find((r) => r.groupResource === `gizmos.${group}`);
+    if (gizmos === undefined) throw new Error('the Gizmo resource is not discovered');
+    // Discovery as it was a moment ago: it still lists a CRD's resource that is gone now.
+    const stale = { ...gizmos, group: vanished, groupResource: `gizmos.${vanished}`, apiVersion: `${vanished}/v1` };
+    const staleClient = new Proxy(client, {
+      get: (target, prop, receiver) => (prop === 'discover' ? async () => [...discovered, stale] : Reflect.get(target, prop, receiver)),
+    });
+    const logger = capturingLogger();
+    const result = await runBackup({ client: staleClient, store, log: logger.log }, newBackup(uniqueName('stale'), 'stowage', { includedNamespaces: [ns] }));
+    expect(result.phase, JSON.stringify(result.results)).toBe('Completed');
+    expect(result.errors).toBe(0);
+    expect(result.results.warnings.namespaces[ns]).toContainEqual(
+      `gizmos.${vanished} is no longer served (removed after discovery); none backed up in namespace "${ns}"`,
+    );
+    expect(result.progress.itemsBackedUp).toBeGreaterThan(10);
+  });
+
   it('fails the run, with the reason, when the tarball cannot be uploaded', async () => {
     const missing = createBackupStore({ objectStore: s3.store, bucket: uniqueName('no-such-bucket') });
     const logger = capturingLogger();
