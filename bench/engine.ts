@@ -15,6 +15,8 @@ import { setLogSink } from '../src/plugin/sdk/logger.js';
 export interface EngineResult {
   seconds: number;
   phase: string;
+  /** Why the run did not complete: its failure reason and first errors, for the harness's message. */
+  problems: string[];
   items: number;
   tarballBytes: number;
   cpuSeconds: number;
@@ -54,6 +56,11 @@ export async function backupEngine(o: EngineOptions): Promise<EngineResult> {
     const cpu = process.cpuUsage(cpu0);
     return {
       seconds, phase: result.phase, items: result.progress.itemsBackedUp,
+      problems: [
+        ...(result.failureReason !== undefined ? [result.failureReason] : []),
+        ...result.results.errors.cluster,
+        ...Object.values(result.results.errors.namespaces).flat(),
+      ].slice(0, 5),
       tarballBytes: result.manifest?.tarball.bytes ?? 0, cpuSeconds: (cpu.user + cpu.system) / 1e6,
     };
   } finally {

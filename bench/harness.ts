@@ -22,7 +22,7 @@ import { STAMP_ANNOTATION } from './plugin/names.js';
 import { sampleTree, type TreeFigures } from './procstat.js';
 import { checkGoals, machineInfo, REPORT_SCHEMA, type BenchReport, type StowageRun } from './report.js';
 import { countSeeded, createObject, seed, seedPlan, waitSettled } from './seed.js';
-import { snapshotDist, startBenchServer } from './server.js';
+import { heapFlagsForMemoryLimit, snapshotDist, startBenchServer } from './server.js';
 
 /** Stowage's backup engine lists this many resources at once (src/backup/run.ts DEFAULT_CONCURRENCY). */
 export const BACKUP_LIST_CONCURRENCY = 4;
@@ -45,6 +45,13 @@ export interface BenchOptions {
   workDir: string;
   /** Run the server with `node --cpu-prof` (profiles under workDir/profiles/<phase>). */
   profile?: boolean;
+  /** More node flags for the server (`--trace-gc` shows where its heap grows, in its log). */
+  nodeArgs?: readonly string[];
+  /**
+   * The memory limit the server runs under, in MiB, as its container has one (deploy/ and the chart
+   * set 1024): its heap is sized for it (heapFlagsForMemoryLimit). 0: no limit, V8's sizing for the machine.
+   */
+  memoryLimitMiB: number;
   seedConcurrency?: number;
   /** Rounds of the three backups (floor, engine alone, Stowage); the report gives medians. Default 3. */
   backupRounds?: number;
@@ -185,7 +192,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         bucket, prefix: 'engine', namespaces: p.namespaces, pageSize: DEFAULT_CONFIG.clientPageSize,
         name: `${prefix}-engine-${round}`, namespace: serverNs, workDir: opts.workDir,
       });
-      if (r.phase !== 'Completed') throw new Error(`the in-process backup engine ended ${r.phase}`);
+      if (r.phase !== 'Completed') throw new Error(`the in-process backup engine ended ${r.phase}: ${r.problems.join('; ') || 'no error recorded'}`);
       log(`backup engine alone: ${r.items} items in ${r.seconds.toFixed(1)} s`);
       return r;
     };
@@ -226,7 +233,11 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
      */
     const withServer = async <T>(phase: string, pluginDir: string | undefined, fn: (measure: Measure) => Promise<T>): Promise<{ value: T; logFile: string }> => {
       const logFile = path.join(opts.workDir, `server-${phase}.log`);
-      const nodeArgs = opts.profile === true ? ['--cpu-prof', `--cpu-prof-dir=${path.join(opts.workDir, 'profiles', phase)}`] : [];
+      const nodeArgs = [
+        ...(opts.memoryLimitMiB > 0 ? heapFlagsForMemoryLimit(opts.memoryLimitMiB) : []),
+        ...(opts.profile === true ? ['--cpu-prof', `--cpu-prof-dir=${path.join(opts.workDir, 'profiles', phase)}`] : []),
+        ...(opts.nodeArgs ?? []),
+      ];
       const server = await startBenchServer({
         dist, kubeconfigPath, namespace: serverNs, logFile, scratchDir: path.join(opts.workDir, `scratch-${phase}`), nodeArgs,
         ...(pluginDir !== undefined ? { pluginDir } : {}),
@@ -359,6 +370,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       params: {
         objects: p.objects, namespaces: p.namespaces.length, pageSize: DEFAULT_CONFIG.clientPageSize, clientQps: limits.qps, clientBurst: limits.burst,
         listConcurrency: BACKUP_LIST_CONCURRENCY, restoreConcurrency, seedConcurrency, backupRounds: rounds,
+        serverMemoryLimitMiB: opts.memoryLimitMiB,
+        serverNodeArgs: opts.memoryLimitMiB > 0 ? heapFlagsForMemoryLimit(opts.memoryLimitMiB) : [],
       },
       seed: { objects: p.objects, byKind: p.byKind, seconds: seeded.seconds, objectsPerSecond: seeded.objectsPerSecond },
       backupFloor: bFloor,

@@ -2,7 +2,7 @@
 // ratios Stowage/floor and the goals from issue 7 checked against them.
 import os from 'node:os';
 
-export const REPORT_SCHEMA = 1;
+export const REPORT_SCHEMA = 2;
 
 export const GOALS = {
   backup: 1.3,
@@ -52,6 +52,10 @@ export interface BenchReport {
     seedConcurrency: number;
     /** Rounds of the backups (floor, engine alone, Stowage); their figures are medians. */
     backupRounds: number;
+    /** The container memory limit the server's heap was sized for, in MiB; 0 when none (schema 2). */
+    serverMemoryLimitMiB: number;
+    /** The node flags that sized it. */
+    serverNodeArgs: string[];
   };
   seed: { objects: number; byKind: Record<string, number>; seconds: number; objectsPerSecond: number };
   /** `seconds` and `cpuSeconds` are medians over the rounds; `rounds` holds every round's seconds. */
@@ -125,6 +129,9 @@ export function toMarkdown(r: BenchReport): string {
   lines.push(`Server limits: QPS ${r.params.clientQps}, burst ${r.params.clientBurst}, page size ${r.params.pageSize}, ` +
     `${r.params.listConcurrency} LISTs at once (backup), ${r.params.restoreConcurrency} creates at once (restore); the floors use the same. ` +
     `Backups: median of ${r.params.backupRounds} rounds (floor, engine alone and Stowage in turn; every round's time in brackets).`);
+  lines.push(r.params.serverMemoryLimitMiB > 0
+    ? `Server heap sized as Node sizes it in a container with a ${r.params.serverMemoryLimitMiB} MiB memory limit, the deployment's (${r.params.serverNodeArgs.join(' ')}).`
+    : `Server heap: V8's default for this machine's memory (no container memory limit; --memory-limit 0).`);
   lines.push('');
   lines.push('| Phase | Wall time (s) | Items | Objects/s | Server peak RSS (MiB) | Plugins peak RSS (MiB) | CPU (s) | Stowage / floor |');
   lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { runBench } from '../../bench/harness.js';
 import { toMarkdown, type BenchReport, type StowageRun } from '../../bench/report.js';
+import { deployedMemoryLimitMiB, heapFlagsForMemoryLimit } from '../../bench/server.js';
 
 const OBJECTS = 200;
 const NAMESPACES = 4;
@@ -39,8 +40,12 @@ describe('benchmark harness (smoke run, N=200)', () => {
       cluster: { kubeconfigPath: inject('cluster').kubeconfigPath },
       s3: inject('s3'),
       workDir,
+      memoryLimitMiB: deployedMemoryLimitMiB(),
       log: (line) => lines.push(line),
     });
+    // The server's heap is sized as in the deployed container (1Gi), as Node would size it there.
+    expect(report.params).toMatchObject({ serverMemoryLimitMiB: 1024, serverNodeArgs: ['--max-old-space-size=512', '--max-semi-space-size=4'] });
+    expect(heapFlagsForMemoryLimit(256)).toEqual(['--max-old-space-size=256', '--max-semi-space-size=2']);
 
     expect(report.params).toMatchObject({ objects: OBJECTS, namespaces: NAMESPACES, clientQps: 100, clientBurst: 200, pageSize: 500, restoreConcurrency: 16, backupRounds: 2 });
     for (const x of [report.backupFloor, report.backupEngine, report.backup]) {
@@ -96,6 +101,7 @@ describe('benchmark harness (smoke run, N=200)', () => {
     const md = toMarkdown(report);
     for (const row of ['Seed', 'Backup floor', 'Backup engine alone', 'Stowage backup', 'Stowage backup + plugin action', 'Restore floor', 'Stowage restore']) expect(md).toContain(`| ${row}`);
     expect(md).toContain(`**${(Math.round(report.ratios.restore * 100) / 100).toString()}×**`);
+    expect(md).toContain('Server heap sized as Node sizes it in a container with a 1024 MiB memory limit, the deployment\'s (--max-old-space-size=512 --max-semi-space-size=4).');
     expect(lines.some((l) => l.includes('Stowage restore:'))).toBe(true);
   }, 900_000);
 });
