@@ -131,6 +131,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
   const t0 = performance.now();
   const elapsed = (): string => `${((performance.now() - t0) / 1000).toFixed(0).padStart(4)}s`;
   const log = (line: string): void => opts.log(`[bench ${elapsed()}] ${line}`);
+  // The server's heap as its container's memory limit sizes it (none: V8's sizing for this machine).
+  const heapFlags = opts.memoryLimitMiB > 0 ? heapFlagsForMemoryLimit(opts.memoryLimitMiB) : [];
   const prefix = `bench-${crypto.randomBytes(3).toString('hex')}`;
   fs.mkdirSync(opts.workDir, { recursive: true });
   const dist = snapshotDist(opts.workDir);
@@ -234,7 +236,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const withServer = async <T>(phase: string, pluginDir: string | undefined, fn: (measure: Measure) => Promise<T>): Promise<{ value: T; logFile: string }> => {
       const logFile = path.join(opts.workDir, `server-${phase}.log`);
       const nodeArgs = [
-        ...(opts.memoryLimitMiB > 0 ? heapFlagsForMemoryLimit(opts.memoryLimitMiB) : []),
+        ...heapFlags,
         ...(opts.profile === true ? ['--cpu-prof', `--cpu-prof-dir=${path.join(opts.workDir, 'profiles', phase)}`] : []),
         ...(opts.nodeArgs ?? []),
       ];
@@ -371,7 +373,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         objects: p.objects, namespaces: p.namespaces.length, pageSize: DEFAULT_CONFIG.clientPageSize, clientQps: limits.qps, clientBurst: limits.burst,
         listConcurrency: BACKUP_LIST_CONCURRENCY, restoreConcurrency, seedConcurrency, backupRounds: rounds,
         serverMemoryLimitMiB: opts.memoryLimitMiB,
-        serverNodeArgs: opts.memoryLimitMiB > 0 ? heapFlagsForMemoryLimit(opts.memoryLimitMiB) : [],
+        serverNodeArgs: heapFlags,
       },
       seed: { objects: p.objects, byKind: p.byKind, seconds: seeded.seconds, objectsPerSecond: seeded.objectsPerSecond },
       backupFloor: bFloor,

@@ -265,13 +265,11 @@ async function readEntry<T extends ItemIdentity>(entry: TarEntry, limits: ReadLi
   const parsed = path === METADATA_VERSION_PATH ? null : parseItemPath(path);
   if (typeof parsed === 'string') throw new ArchiveError('invalid-path', `entry ${path} is not a valid item path: ${parsed}`, path);
   // The classic and preferred-version copies of an object are found in its slot; any other entry by its path.
-  const copy = parsed === null || (parsed.version !== undefined && !parsed.preferred) ? 0 : parsed.preferred ? PREFERRED_COPY : CLASSIC_COPY;
-  const slotKey = parsed === null || copy === 0 ? undefined : itemSlotKey(parsed);
-  const slot = slotKey === undefined ? undefined : st.slots.get(slotKey);
-  const duplicate = copy === 0 ? st.otherPaths.has(path)
-    : slot !== undefined && (slot.copies & copy) !== 0 && (copy === CLASSIC_COPY || slot.value.path === path);
+  const at = parsed === null ? undefined : slotOf(st, parsed);
+  const duplicate = at === undefined ? st.otherPaths.has(path)
+    : at.slot !== undefined && (at.slot.copies & at.copy) !== 0 && (at.copy === CLASSIC_COPY || at.slot.value.path === path);
   if (duplicate) throw new ArchiveError('duplicate-entry', `entry ${path} appears twice in the tarball`, path);
-  if (copy === 0) st.otherPaths.add(path);
+  if (at === undefined) st.otherPaths.add(path);
   const data = await readAll(entry, path, limits.maxEntryBytes);
   const sha256 = createHash('sha256').update(data).digest('hex');
   if (st.keepEntries) st.entries[path] = sha256;
@@ -290,17 +288,26 @@ async function readEntry<T extends ItemIdentity>(entry: TarEntry, limits: ReadLi
     st.ignored.push(path);
     return;
   }
-  await addItem(st, path, parsed, data, sha256, slotKey);
+  await addItem(st, path, parsed, data, sha256, at);
 }
 
-/** One key per object: its classic and preferred-version copies share it. join() makes one flat string, not a rope. */
-function itemSlotKey(p: ParsedItemPath): string {
-  return [p.groupResource, p.namespace ?? '', p.name].join('\u0000');
+/** Where a copy of an object goes: its slot's key, which copy it is, and the slot when an earlier copy made it. */
+interface SlotRef<T> {
+  key: string;
+  copy: typeof CLASSIC_COPY | typeof PREFERRED_COPY;
+  slot: Slot<T> | undefined;
 }
 
-/** `slotKey` is the item's itemSlotKey, undefined for an alternate-version copy. */
+/** The slot of a classic or preferred-version copy; undefined for an alternate-version copy, which has none. */
+function slotOf<T extends ItemIdentity>(st: ReadState<T>, p: ParsedItemPath): SlotRef<T> | undefined {
+  if (p.version !== undefined && !p.preferred) return undefined;
+  // join() makes one flat string, not a rope: one per object while the archive is read.
+  const key = [p.groupResource, p.namespace ?? '', p.name].join('\u0000');
+  return { key, copy: p.preferred ? PREFERRED_COPY : CLASSIC_COPY, slot: st.slots.get(key) };
+}
+
 async function addItem<T extends ItemIdentity>(
-  st: ReadState<T>, path: string, p: ParsedItemPath, data: Buffer, sha256: string, slotKey: string | undefined,
+  st: ReadState<T>, path: string, p: ParsedItemPath, data: Buffer, sha256: string, at: SlotRef<T> | undefined,
 ): Promise<void> {
   const intern = (v: string): string => {
     const have = st.names.get(v);
@@ -322,16 +329,14 @@ async function addItem<T extends ItemIdentity>(
       throw new KeepFailed(err);
     }
   };
-  if (slotKey === undefined) {
+  if (at === undefined) {
     st.alternates.push(await kept(st.alternateCrdKinds));
     return;
   }
   // The classic copy and the preferred-version copy are the same object and must hold the same bytes.
-  const key = slotKey;
-  const copy = p.preferred ? PREFERRED_COPY : CLASSIC_COPY;
-  const slot = st.slots.get(key);
+  const { slot, copy } = at;
   if (slot === undefined) {
-    st.slots.set(key, { value: await kept(st.crdKinds), copies: copy });
+    st.slots.set(at.key, { value: await kept(st.crdKinds), copies: copy });
     return;
   }
   slot.copies |= copy;

@@ -47,22 +47,28 @@ function isPlainContainer(v: unknown): v is Record<string, unknown> | unknown[] 
 
 /** JSON.stringify(value) in pieces (the same text once joined), cut between the elements of its outer arrays and objects. */
 export function* jsonPieces(value: unknown, depth = 0): Generator<string> {
-  if (depth >= SPLIT_DEPTH || !isPlainContainer(value)) {
-    // Like JSON.stringify at the top level: undefined (or a function) gives nothing.
-    const text = JSON.stringify(value) as string | undefined;
-    if (text !== undefined) yield text;
-    return;
-  }
+  // At the top level, like JSON.stringify, a value JSON cannot hold (undefined, a function) gives nothing.
+  const pieces = splits(value, depth) ? containerPieces(value, depth) : leafText(value);
+  if (pieces !== undefined) yield* pieces;
+}
+
+function splits(value: unknown, depth: number): value is Record<string, unknown> | unknown[] {
+  return depth < SPLIT_DEPTH && isPlainContainer(value);
+}
+
+/** JSON.stringify of a value not cut further, or undefined for one JSON leaves out (undefined, a function, a symbol). */
+function leafText(value: unknown): [string] | undefined {
+  const text = JSON.stringify(value) as string | undefined;
+  return text === undefined ? undefined : [text];
+}
+
+function* containerPieces(value: Record<string, unknown> | unknown[], depth: number): Generator<string> {
+  const member = (v: unknown): Iterable<string> | undefined => (splits(v, depth + 1) ? containerPieces(v, depth + 1) : leafText(v));
   if (Array.isArray(value)) {
     yield '[';
     for (let i = 0; i < value.length; i++) {
       if (i > 0) yield ',';
-      let wrote = false;
-      for (const piece of jsonPieces(value[i], depth + 1)) {
-        wrote = true;
-        yield piece;
-      }
-      if (!wrote) yield 'null'; // as JSON.stringify writes an undefined element
+      yield* member(value[i]) ?? ['null']; // as JSON.stringify writes an element it leaves out
     }
     yield ']';
     return;
@@ -71,11 +77,11 @@ export function* jsonPieces(value: unknown, depth = 0): Generator<string> {
   let first = true;
   for (const key in value) {
     if (!Object.hasOwn(value, key)) continue;
-    const v = value[key];
-    if (v === undefined || typeof v === 'function' || typeof v === 'symbol') continue; // JSON.stringify leaves these keys out
+    const pieces = member(value[key]);
+    if (pieces === undefined) continue; // JSON.stringify leaves such keys out
     yield `${first ? '' : ','}${JSON.stringify(key)}:`;
     first = false;
-    yield* jsonPieces(v, depth + 1);
+    yield* pieces;
   }
   yield '}';
 }
