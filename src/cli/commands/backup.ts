@@ -9,7 +9,9 @@ import { createGunzip } from 'node:zlib';
 import { Command, Option } from 'commander';
 import * as tar from 'tar-stream';
 import {
+  BACKUP_TERMINAL_PHASES,
   LABEL_SCHEDULE_NAME,
+  RESTORE_TERMINAL_PHASES,
   LABEL_STORAGE_LOCATION,
   RESOURCES,
   isBackupTerminal,
@@ -404,13 +406,39 @@ export async function runLogs(
     if (o.follow !== true) throw new CliError(`${kind} "${name}" has not started yet, so it has no log; use --follow to wait for it`);
     await waitUntilStarted(kind, name, () => get(ctx));
   }
-  await printRunLog(ctx, kind === 'backup' ? 'BackupLog' : 'RestoreLog', name, {
+  const printed = await printRunLog(ctx, kind === 'backup' ? 'BackupLog' : 'RestoreLog', name, {
     follow: o.follow === true,
     json: format === 'json',
     timeoutMs,
     ...(o.cacert !== undefined ? { cacert: o.cacert } : {}),
     ...(o.insecureSkipTlsVerify === true ? { insecureSkipTlsVerify: true } : {}),
   });
+  if (o.follow === true && !printed.interrupted) {
+    const phase = await waitUntilFinished(kind, () => get(ctx), Date.now() + timeoutMs);
+    if (phase === undefined) {
+      process.stderr.write(`warning: the log of ${kind} "${name}" has ended but the ${kind} has not finished after ${o.timeout}; check it with \`stowage ${kind} describe ${name}\`\n`);
+    }
+  }
+}
+
+/**
+ * The run's log closes before the server uploads it and records the final phase, so a followed log
+ * can end a moment before the run does. Wait for that phase so "until the backup finishes" holds
+ * for whatever the caller runs next. Returns the final phase, or undefined at the deadline.
+ */
+export async function waitUntilFinished(
+  kind: 'backup' | 'restore',
+  get: () => Promise<{ status?: { phase?: string } }>,
+  deadline: number,
+  pollMs = 250,
+): Promise<string | undefined> {
+  const terminal: readonly string[] = kind === 'backup' ? BACKUP_TERMINAL_PHASES : RESTORE_TERMINAL_PHASES;
+  for (;;) {
+    const phase = (await get()).status?.phase;
+    if (phase !== undefined && terminal.includes(phase)) return phase;
+    if (Date.now() >= deadline) return undefined;
+    await sleep(pollMs);
+  }
 }
 
 // ---- delete -------------------------------------------------------------------------------------

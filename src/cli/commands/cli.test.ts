@@ -6,7 +6,7 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import * as tar from 'tar-stream';
 import { KubeError } from '../../kube/index.js';
-import { backupSpecFromFlags, compareWithManifest, hashTarball } from './backup.js';
+import { backupSpecFromFlags, compareWithManifest, hashTarball, waitUntilFinished } from './backup.js';
 import { lines, maybeGunzip, pickServerPod } from './download.js';
 import { CliError, UsageError, describeError, exitCodeOf } from './errors.js';
 import { checkName, commaList, filterSpec, keyValueList, parseBool, parseTimeout, timestampSuffix } from './flags.js';
@@ -178,6 +178,24 @@ describe('run log lines', () => {
     expect(await collect(lines(maybeGunzip(chunks(gz.subarray(0, 1), gz.subarray(1)))))).toEqual(['x', 'y']);
     expect(await collect(lines(maybeGunzip(chunks('{"a":1}\n'))))).toEqual(['{"a":1}']);
     expect(await collect(maybeGunzip(chunks()))).toEqual([]);
+  });
+});
+
+describe('logs --follow end', () => {
+  // A followed log closes before the server records the final phase; the CLI waits for that phase.
+  it('polls until the run reaches a final phase and returns it', async () => {
+    const phases = ['InProgress', 'InProgress', 'Uploading', 'PartiallyFailed', 'Completed'];
+    let calls = 0;
+    const phase = await waitUntilFinished('backup', async () => ({ status: { phase: phases[calls++] } }), Date.now() + 10_000, 1);
+    expect(phase).toBe('PartiallyFailed');
+    expect(calls).toBe(4);
+  });
+
+  it('gives up at the deadline with no phase, still asking at least once', async () => {
+    let calls = 0;
+    const phase = await waitUntilFinished('restore', async () => ({ status: { phase: calls++ === 0 ? undefined : 'InProgress' } }), Date.now() + 30, 5);
+    expect(phase).toBeUndefined();
+    expect(calls).toBeGreaterThan(1);
   });
 });
 

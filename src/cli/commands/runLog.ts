@@ -34,7 +34,13 @@ export interface PrintLogOptions extends TlsOptions {
   write?: (line: string) => void;
 }
 
-export async function printRunLog(ctx: CliContext, targetKind: Extract<DownloadTargetKind, 'BackupLog' | 'RestoreLog'>, name: string, opts: PrintLogOptions): Promise<number> {
+export interface PrintedLog {
+  lines: number;
+  /** Ctrl-C ended a --follow before the log did. */
+  interrupted: boolean;
+}
+
+export async function printRunLog(ctx: CliContext, targetKind: Extract<DownloadTargetKind, 'BackupLog' | 'RestoreLog'>, name: string, opts: PrintLogOptions): Promise<PrintedLog> {
   const kind = targetKind === 'BackupLog' ? 'backup' : 'restore';
   const write = opts.write ?? ((l: string) => void process.stdout.write(`${l}\n`));
   const abort = new AbortController();
@@ -56,5 +62,5 @@ export async function printRunLog(ctx: CliContext, targetKind: Extract<DownloadT
     process.off('SIGINT', onSigint);
     await body.close();
   }
-  return n;
+  return { lines: n, interrupted: abort.signal.aborted };
 }
