@@ -16,3 +16,4 @@ export {
 export { createSpillFile, spillArchive, spilledPath, loadSpilled, type SpillFile, type SpilledArchive, type SpilledItem, type SpillOptions } from './spill.js';
 export type { ArchiveItem, ArchiveObject, ItemIdentity } from './items.js';
 export { manifestCheck, manifestFromDigest, parseManifest, verifyManifest, type BackupManifest, type ManifestCheck } from './manifest.js';
+export { ManifestStream, streamingManifestCheck, type AsyncManifestCheck, type ManifestHead } from './manifestStream.js';

@@ -48,6 +48,31 @@ export function manifestCheck(manifest: BackupManifest, max = 10): ManifestCheck
   const tarballSha = manifest.tarball.sha256;
   const expected = new Map<string, string>();
   for (const path in manifest.entries) expected.set(path, manifest.entries[path] as string);
+  const found = manifestFindings(max);
+  return {
+    entry(path, sha256) {
+      found.entry(path, sha256, expected.get(path));
+      expected.delete(path);
+    },
+    finish(tarball) {
+      for (const path of expected.keys()) found.missing(path);
+      expected.clear();
+      return found.list(tarball.sha256, tarballSha);
+    },
+  };
+}
+
+/** The differences between a tarball and its manifest, in the words every check uses. */
+export interface ManifestFindings {
+  /** A tarball entry and what the manifest says of its path (undefined: nothing). */
+  entry(path: string, sha256: string, want: string | undefined): void;
+  /** A manifest entry the tarball does not hold. */
+  missing(path: string): void;
+  /** All of them: the tarball's digest first, at most `max`, then a count. */
+  list(tarballSha: string, wantTarballSha: string): string[];
+}
+
+export function manifestFindings(max: number): ManifestFindings {
   const problems: string[] = [];
   let count = 0;
   const problem = (p: string): void => {
@@ -55,17 +80,14 @@ export function manifestCheck(manifest: BackupManifest, max = 10): ManifestCheck
     if (problems.length < max) problems.push(p);
   };
   return {
-    entry(path, sha256) {
-      const want = expected.get(path);
+    entry(path, sha256, want) {
       if (want === undefined) problem(`${path} is in the tarball but not in the manifest`);
       else if (want !== sha256) problem(`${path} has SHA-256 ${sha256}, the manifest says ${want}`);
-      expected.delete(path);
     },
-    finish(tarball) {
-      for (const path of expected.keys()) problem(`${path} is in the manifest but not in the tarball`);
-      expected.clear();
+    missing: (path) => problem(`${path} is in the manifest but not in the tarball`),
+    list(tarballSha, wantTarballSha) {
       const all = [...problems];
-      if (tarball.sha256 !== tarballSha) all.unshift(`the tarball's SHA-256 is ${tarball.sha256}, the manifest says ${tarballSha}`);
+      if (tarballSha !== wantTarballSha) all.unshift(`the tarball's SHA-256 is ${tarballSha}, the manifest says ${wantTarballSha}`);
       const total = count + (all.length - problems.length);
       return total <= max ? all : [...all.slice(0, max), `and ${total - max} more differences`];
     },

@@ -303,12 +303,28 @@ describe('archive reader: refusals', () => {
     const c = { name: 'resources/configmaps/namespaces/n/c.json', body: cmJson('n', 'c') };
     const pref = { name: 'resources/configmaps/v1-preferredversion/namespaces/n/c.json', body: cmJson('n', 'c') };
     const seen: [string, string][] = [];
-    const lean = await read([VERSION, c, pref], { keepEntries: false, onEntry: (path, sha) => seen.push([path, sha]) });
+    const lean = await read([VERSION, c, pref], { keepEntries: false, onEntry: (path, sha) => void seen.push([path, sha]) });
     const full = await read([VERSION, c, pref]);
     expect(lean.entries).toEqual({});
     expect(Object.fromEntries(seen)).toEqual(full.entries);
     expect(seen.map(([path]) => path)).toEqual([VERSION.name, c.name, pref.name]);
     expect(lean.items.map((i) => i.path)).toEqual([pref.name]);
+  });
+
+  it('awaits an async onEntry before the next entry, and passes on what it throws unchanged', async () => {
+    const c = { name: 'resources/configmaps/namespaces/n/c.json', body: cmJson('n', 'c') };
+    const order: string[] = [];
+    await read([VERSION, c], {
+      onEntry: async (path) => {
+        order.push(`start ${path}`);
+        await new Promise((r) => setTimeout(r, 5));
+        order.push(`end ${path}`);
+      },
+    });
+    expect(order).toEqual([`start ${VERSION.name}`, `end ${VERSION.name}`, `start ${c.name}`, `end ${c.name}`]);
+    const mine = new Error('cannot read the manifest of backup b: gone');
+    const err = await read([VERSION, c], { onEntry: () => Promise.reject(mine) }).then(() => undefined, (e: unknown) => e);
+    expect(err).toBe(mine);
   });
 
   it('refuses corrupt input: not gzip, truncated gzip, gzip of something that is not tar', async () => {

@@ -51,8 +51,11 @@ export interface ReadOptions {
   limits?: Partial<ReadLimits>;
   /** groupResource -> kind from the caller's discovery, to check custom resources' kinds. */
   knownKinds?: ReadonlyMap<string, string>;
-  /** Called with every file entry's path and SHA-256 as it is read: a manifest check that keeps nothing (manifestCheck). */
-  onEntry?: (path: string, sha256: string) => void;
+  /**
+   * Called with every file entry's path and SHA-256 as it is read, and awaited: a manifest check that
+   * keeps nothing (manifestCheck, streamingManifestCheck). What it throws is the caller's failure, passed on as is.
+   */
+  onEntry?: (path: string, sha256: string) => void | Promise<void>;
   /**
    * Whether the result's `entries` lists every file entry (default true). A reader that checks entries
    * through onEntry passes false: at 100k entries the table holds ~20 MB, and `entries` stays empty.
@@ -185,7 +188,7 @@ function bombCheck(inflated: number, compressed: number, limits: ReadLimits): Ar
   return null;
 }
 
-/** Wraps an error thrown by the caller's `keep`, so it is not taken for a broken tar stream. */
+/** Wraps an error thrown by the caller's `keep` or `onEntry`, so it is not taken for a broken tar stream. */
 class KeepFailed extends Error {
   constructor(override readonly cause: unknown) {
     super('keeping an item failed', { cause });
@@ -207,7 +210,7 @@ interface ReadState<T extends ItemIdentity> {
   version: string | undefined;
   entries: Record<string, string>;
   keepEntries: boolean;
-  onEntry: ((path: string, sha256: string) => void) | undefined;
+  onEntry: ReadOptions['onEntry'];
   /** One per object (the classic and the preferred-version copy share it). */
   slots: Map<string, Slot<T>>;
   /** Paths of the entries that are not such a copy (the version file, alternate versions, ignored files): to find duplicates. */
@@ -273,7 +276,13 @@ async function readEntry<T extends ItemIdentity>(entry: TarEntry, limits: ReadLi
   const data = await readAll(entry, path, limits.maxEntryBytes);
   const sha256 = createHash('sha256').update(data).digest('hex');
   if (st.keepEntries) st.entries[path] = sha256;
-  st.onEntry?.(path, sha256);
+  if (st.onEntry !== undefined) {
+    try {
+      await st.onEntry(path, sha256);
+    } catch (err) {
+      throw new KeepFailed(err);
+    }
+  }
 
   if (path === METADATA_VERSION_PATH) {
     const v = data.toString('utf8').trim();
@@ -315,6 +324,7 @@ async function addItem<T extends ItemIdentity>(
     st.names.set(v, v);
     return v;
   };
+  const internOpt = (v: string | undefined): string | undefined => (v === undefined ? undefined : intern(v));
   /** Parses and checks a first copy, then hands it to `keep`; the parsed object is not kept here. */
   const kept = async (crdKinds: (readonly [string, string])[]): Promise<T> => {
     const object = parseItemJson(path, data);
@@ -322,7 +332,12 @@ async function addItem<T extends ItemIdentity>(
     const crd = crdKindOf(p.groupResource, object);
     if (crd !== undefined) crdKinds.push(crd);
     // Every key present, in one order: all index entries then share one hidden class (see itemIdentity).
-    const id = itemIdentity(path, p.groupResource, p.namespace, p.name, p.versionDir, intern(object.apiVersion), intern(object.kind), sha256, data.byteLength);
+    // No string of the index may be cut from `path`: V8 keeps a substring of 13 characters or more as a
+    // slice that holds the whole path alive. The few resources, namespaces and versions are interned;
+    // the name is the object's own (checked equal to the path's), a flat string of its own.
+    const id = itemIdentity(
+      path, intern(p.groupResource), internOpt(p.namespace), object.metadata.name, internOpt(p.versionDir), intern(object.apiVersion), intern(object.kind), sha256, data.byteLength,
+    );
     try {
       return await st.keep({ id, object, data });
     } catch (err) {
@@ -352,7 +367,7 @@ async function addItem<T extends ItemIdentity>(
   if (st.keepEntries) st.entries[path] = existing.sha256; // one string for both copies
   if (p.preferred) {
     existing.path = path;
-    existing.versionDir = p.versionDir;
+    existing.versionDir = internOpt(p.versionDir);
   }
 }
 

@@ -153,7 +153,12 @@ export async function spillArchive<P>(
   const scanned = await scanArchive<Reading>(source, opts, async ({ id, object, data }) => {
     const picked = opts.pick(object, id);
     const offset = await spill.append(data);
-    return { ...id, offset, crc32: checksum(data), picked };
+    // A literal, not `{ ...id, ... }`: V8 gave each spread copy a hidden class of its own, 14 MB of
+    // maps and descriptors at 50,000 items while the archive was read.
+    return {
+      path: id.path, groupResource: id.groupResource, namespace: id.namespace, name: id.name, versionDir: id.versionDir,
+      apiVersion: id.apiVersion, kind: id.kind, sha256: id.sha256, bytes: id.bytes, offset, crc32: checksum(data), picked,
+    };
   });
   // Every byte on disk before the caller goes on: a full disk fails the read, not items later on.
   await spill.flush();

@@ -142,6 +142,10 @@ describe('BackupStore', () => {
     expect(JSON.parse(gunzipSync(m.objects.get('b/pre/backups/b1/b1-resource-list.json.gz') as Buffer).toString())).toEqual({ pods: ['ns/p'] });
     expect(await s.getBackupMetadata('b1')).toEqual(backupObj('b1'));
     expect(await s.getManifest('b1')).toEqual(manifest);
+    const inflated: Uint8Array[] = [];
+    for await (const c of (await s.getManifestStream('b1')) ?? []) inflated.push(c);
+    expect(JSON.parse(Buffer.concat(inflated).toString())).toEqual(manifest);
+    expect(await s.getManifestStream('nope')).toBeUndefined();
     expect(await s.getResults('b1')).toEqual(results);
     expect(await s.getResourceList('b1')).toEqual({ pods: ['ns/p'] });
     const chunks: Uint8Array[] = [];
@@ -257,6 +261,13 @@ describe('BackupStore', () => {
     await expect(s.getResults('b1')).rejects.toThrow(/^backups\/b1\/b1-results\.gz could not be read: incorrect header check/);
     await s.putResourceList('b1', { pods: Array.from({ length: 500 }, (_, i) => `ns/p${i}`) });
     await expect(s.getResourceList('b1')).rejects.toThrow('backups/b1/b1-resource-list.json.gz could not be read: its inflated content is larger than 1000 bytes');
+    await m.store.putObject('b', 'backups/b1/b1-manifest.json.gz', bytes('not gzip'));
+    const drain = async (): Promise<void> => {
+      for await (const c of (await s.getManifestStream('b1')) ?? []) void c;
+    };
+    await expect(drain()).rejects.toThrow(/^backups\/b1\/b1-manifest\.json\.gz could not be read: incorrect header check/);
+    await s.putManifest('b1', { formatVersion: '1.1.0', tarball: { sha256: 's', bytes: 1 }, entries: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`p${i}`, 'x'.repeat(64)])) });
+    await expect(drain()).rejects.toThrow('backups/b1/b1-manifest.json.gz could not be read: its inflated content is larger than 1000 bytes');
     await m.store.putObject('b', 'backups/b1/b1-manifest.json.gz', (async function* () {
       yield gzipSync('{"formatVersion":"1.1.0"}');
     })());

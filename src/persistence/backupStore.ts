@@ -7,7 +7,7 @@ import { parseManifest, type BackupManifest } from '../archive/index.js';
 import { replayableBody, type ObjectStore } from '../plugin/api/index.js';
 import { errorMessage } from '../util/errors.js';
 import { mapLimit } from '../util/concurrency.js';
-import { gzipJson, parseJson, plainJson, readAllCapped, readGzipJson } from './codec.js';
+import { gunzipCapped, gzipJson, parseJson, plainJson, readAllCapped, readGzipJson } from './codec.js';
 import {
   BACKUPS_DIR, backupKeys, downloadKey, normalizePrefix, relativeDir, restoreKeys, TOP_LEVEL_DIRS, type BackupKeys,
 } from './layout.js';
@@ -51,6 +51,8 @@ export interface BackupStore {
   getTarball(backup: string): Promise<AsyncIterable<Uint8Array>>;
   /** Undefined when the backup has no manifest (e.g. a backup made by Velero). */
   getManifest(backup: string): Promise<BackupManifest | undefined>;
+  /** The manifest's JSON bytes as they are inflated (see ManifestStream); undefined when there is none. */
+  getManifestStream(backup: string): Promise<AsyncIterable<Uint8Array> | undefined>;
   getResourceList(backup: string): Promise<ResourceList | undefined>;
   getResults(backup: string): Promise<RunResults | undefined>;
   /** Names of the whole backups: those with a stowage-backup.json. */
@@ -127,6 +129,7 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
       getOptional(keys(b).metadata, async (s) => checkBackup(parseJson(await readAllCapped(s, maxBytes, keys(b).metadata), keys(b).metadata), b)),
     getTarball: (b) => os.getObject(bucket, keys(b).tarball),
     getManifest: (b) => getGzipJson(keys(b).manifest, parseManifest),
+    getManifestStream: (b) => getOptional(keys(b).manifest, (s) => Promise.resolve(gunzipCapped(s, maxBytes, keys(b).manifest))),
     getResourceList: (b) => getGzipJson<ResourceList>(keys(b).resourceList),
     getResults: (b) => getGzipJson<RunResults>(keys(b).results),
     async listBackupNames() {

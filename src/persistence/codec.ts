@@ -102,6 +102,28 @@ export async function readAllCapped(source: AsyncIterable<Uint8Array>, maxBytes:
   return Buffer.concat(chunks, n);
 }
 
+/**
+ * The inflated bytes of a gzipped object, as they come: for reading a large artifact (a manifest)
+ * without holding it. Fails past `maxBytes` inflated, and on a storage error or corrupt gzip, with
+ * `what` in the message.
+ */
+export async function* gunzipCapped(source: AsyncIterable<Uint8Array>, maxBytes: number, what: string): AsyncGenerator<Uint8Array> {
+  // pipeline (not pipe) so a storage error or corrupt gzip ends the read instead of hanging it.
+  const inflated = pipeline(Readable.from(source, { objectMode: false }), createGunzip(), () => undefined);
+  let n = 0;
+  try {
+    for await (const c of inflated as AsyncIterable<Buffer>) {
+      n += c.byteLength;
+      if (n > maxBytes) throw new Error(`its inflated content is larger than ${maxBytes} bytes`);
+      yield c;
+    }
+  } catch (err) {
+    throw new Error(`${what} could not be read: ${(err as Error).message}`, { cause: err });
+  } finally {
+    inflated.destroy();
+  }
+}
+
 export async function readGzipJson(source: AsyncIterable<Uint8Array>, maxBytes: number, what: string): Promise<unknown> {
   // pipeline (not pipe) so a storage error or corrupt gzip ends the read instead of hanging it.
   const inflated = pipeline(Readable.from(source, { objectMode: false }), createGunzip(), () => undefined);

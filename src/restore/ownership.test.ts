@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../plugin/api/index.js';
-import { controllerRefs, ownerIndex, restoredController } from './ownership.js';
+import { controllerRefs, ownerIndex, ownerKinds, restoredController } from './ownership.js';
 
 const obj = (apiVersion: string, kind: string, name: string, namespace?: string, owners?: unknown[]): KubeObject => ({
   apiVersion,
@@ -35,6 +35,18 @@ describe('restoredController', () => {
     const otherNs = obj('apps/v1', 'Deployment', 'web', 'elsewhere');
     const otherGroup = obj('example.com/v1', 'Deployment', 'web', 'ns');
     expect(controllerOf(rs, index([otherNs, otherGroup]))).toBeUndefined();
+  });
+
+  it('indexes only the kinds that controller references name, and finds the same owners', () => {
+    const cm = obj('v1', 'ConfigMap', 'web', 'ns');
+    const objs = [deploy, rs, pod, cm];
+    const kinds = ownerKinds([rs, pod].map((o) => controllerRefs(o) ?? []));
+    const candidates = objs.map((o) => ({ apiVersion: o.apiVersion, kind: o.kind, namespace: o.metadata.namespace ?? '', name: o.metadata.name }));
+    const small = ownerIndex(candidates, kinds);
+    expect(small.size).toBe(2); // the Deployment and the ReplicaSet; not the Pod or the ConfigMap
+    expect(controllerOf(rs, small)).toBe('Deployment web');
+    expect(controllerOf(pod, small)).toBe('ReplicaSet web-abc');
+    expect(ownerIndex(candidates).size).toBe(4);
   });
 
   it('finds cluster-scoped owners', () => {

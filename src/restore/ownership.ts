@@ -26,7 +26,19 @@ export interface OwnerCandidate {
 }
 
 function ownerKey(group: string, kind: string, namespace: string, name: string): string {
-  return `${group}\u0000${kind}\u0000${namespace}\u0000${name}`;
+  // join() makes one flat string, not a rope of seven pieces.
+  return [group, kind, namespace, name].join('\u0000');
+}
+
+function kindKey(group: string, kind: string): string {
+  return [group, kind].join('\u0000');
+}
+
+/** The API group and kind of every owner `refs` name: the only objects worth indexing. */
+export function ownerKinds(refs: Iterable<readonly ControllerRef[]>): Set<string> {
+  const out = new Set<string>();
+  for (const list of refs) for (const r of list) out.add(kindKey(groupOf(r.apiVersion), r.kind));
+  return out;
 }
 
 /** The object's `controller: true` owner references, or undefined when it has none (the usual case). */
@@ -42,10 +54,16 @@ export function controllerRefs(obj: KubeObject): ControllerRef[] | undefined {
   return out.length > 0 ? out : undefined;
 }
 
-/** Index of the objects in a restore, by API group, kind, namespace and name. */
-export function ownerIndex(objects: Iterable<OwnerCandidate>): Set<string> {
+/**
+ * Index of the objects in a restore, by API group, kind, namespace and name; with `kinds` (see
+ * ownerKinds), only objects of those kinds: most objects own nothing.
+ */
+export function ownerIndex(objects: Iterable<OwnerCandidate>, kinds?: ReadonlySet<string>): Set<string> {
   const out = new Set<string>();
-  for (const o of objects) out.add(ownerKey(groupOf(o.apiVersion), o.kind, o.namespace, o.name));
+  for (const o of objects) {
+    const group = groupOf(o.apiVersion);
+    if (kinds === undefined || kinds.has(kindKey(group, o.kind))) out.add(ownerKey(group, o.kind, o.namespace, o.name));
+  }
   return out;
 }
 

@@ -11,9 +11,9 @@ import { resourceEntryMatches, type ResourceLike } from '../util/filters.js';
 import { anyLabelSelectorMatches } from '../util/labels.js';
 import { neverRestoredReason } from './kinds.js';
 import { displayName, isRecord, recordAt } from './objects.js';
-import { controllerRefs, ownerIndex, restoredController, type ControllerRef } from './ownership.js';
+import { controllerRefs, ownerIndex, ownerKinds, restoredController, type ControllerRef, type OwnerCandidate } from './ownership.js';
 import { orderTiers, type RestoreTier } from './priorities.js';
-import { targetNamespace, type RestoreRequest } from './request.js';
+import { targetNamespace, type ItemOutcome, type RestoreRequest } from './request.js';
 
 export const CRD_GROUP_RESOURCE = 'customresourcedefinitions.apiextensions.k8s.io';
 
@@ -83,6 +83,8 @@ export interface PlannedItem {
   skip?: string;
   /** A Namespace the backup does not hold, created bare because restored items live in it (see bareNamespace). */
   synthesized?: boolean;
+  /** The executor's: the item's restore while it runs, then its outcome. */
+  restored: Promise<ItemOutcome> | ItemOutcome | undefined;
 }
 
 export interface RestorePlan {
@@ -174,6 +176,7 @@ export function buildPlan(items: readonly ArchivedItem[], req: RestoreRequest, d
       ref: refOf(it),
       resource: describe(it.groupResource),
       archived: it,
+      restored: undefined,
     };
   };
   const labelsMatch = (it: ArchivedItem): boolean => anyLabelSelectorMatches(req.selectors, it.picked?.labels);
@@ -247,15 +250,22 @@ export function buildPlan(items: readonly ArchivedItem[], req: RestoreRequest, d
     namespaces.set(np.name, np);
   }
 
-  checkTargetsUnique(selected.values());
+  if (req.namespaceMapping.size > 0) checkTargetsUnique([...selected.values()]);
 
   // Controller-owned items whose controller is restored too are left to that controller.
-  const owners = ownerIndex([...selected.values()].flatMap((p) => (p.archived === undefined ? [] : [{
-    apiVersion: p.archived.apiVersion, kind: p.archived.kind, namespace: p.sourceNamespace, name: p.sourceName,
-  }])));
-  for (const p of selected.values()) {
-    const owner = restoredController(p.archived?.picked?.controllers, p.sourceNamespace, owners);
-    if (owner !== undefined) p.skip = `owned by ${owner}, which this restore recreates; its controller makes a new one`;
+  const owned = [...selected.values()].filter((p) => p.archived?.picked?.controllers !== undefined);
+  if (owned.length > 0) {
+    const kinds = ownerKinds(owned.map((p) => p.archived?.picked?.controllers ?? []));
+    const candidates = function* (): Generator<OwnerCandidate> {
+      for (const p of selected.values()) {
+        if (p.archived !== undefined) yield { apiVersion: p.archived.apiVersion, kind: p.archived.kind, namespace: p.sourceNamespace, name: p.sourceName };
+      }
+    };
+    const owners = ownerIndex(candidates(), kinds);
+    for (const p of owned) {
+      const owner = restoredController(p.archived?.picked?.controllers, p.sourceNamespace, owners);
+      if (owner !== undefined) p.skip = `owned by ${owner}, which this restore recreates; its controller makes a new one`;
+    }
   }
 
   const groups = new Map<string, PlannedItem[]>();
@@ -308,6 +318,7 @@ function synthesizeNamespace(source: string, target: string, resource: ResourceL
     resource,
     archived: undefined,
     synthesized: true,
+    restored: undefined,
   };
 }
 
@@ -329,10 +340,22 @@ function checkScopes(items: readonly ArchivedItem[], byGr: ReadonlyMap<string, A
   }
 }
 
-/** Refuses a namespace mapping that would restore two items onto one object. */
-function checkTargetsUnique(items: Iterable<PlannedItem>): void {
+/**
+ * Refuses a namespace mapping that would restore two items onto one object. Items are unique by
+ * their source key, so only namespaced items whose target namespace receives two source namespaces
+ * can collide (Namespace items are merged when they are planned): only those are checked.
+ */
+function checkTargetsUnique(items: readonly PlannedItem[]): void {
+  const sources = new Map<string, Set<string>>();
+  for (const p of items) {
+    if (p.sourceNamespace === '') continue;
+    const s = sources.get(p.namespace) ?? new Set<string>();
+    s.add(p.sourceNamespace);
+    sources.set(p.namespace, s);
+  }
   const seen = new Map<string, PlannedItem>();
   for (const p of items) {
+    if (p.sourceNamespace === '' || (sources.get(p.namespace)?.size ?? 0) < 2) continue;
     const target = itemKey(p.groupResource, p.namespace, p.name);
     const other = seen.get(target);
     if (other !== undefined) {

@@ -9,7 +9,9 @@ import {
   loadSpilled,
   spillArchive,
   manifestCheck,
-  type ManifestCheck,
+  ManifestStream,
+  streamingManifestCheck,
+  type AsyncManifestCheck,
   type ArchiveObject,
   type BackupManifest,
   type ItemIdentity,
@@ -46,6 +48,8 @@ export interface RestoreSource {
   getTarball(backupName: string): Promise<AsyncIterable<Uint8Array>>;
   /** The manifest written at backup time; undefined when the backup has none (a Velero backup). */
   getManifest?(backupName: string): Promise<BackupManifest | undefined>;
+  /** The same manifest as inflated JSON bytes, read as the tarball is: preferred over getManifest (see ManifestStream). */
+  getManifestStream?(backupName: string): Promise<AsyncIterable<Uint8Array> | undefined>;
 }
 
 export interface RestoreDeps {
@@ -202,39 +206,46 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
 async function readBackup(
   deps: RestoreDeps, spill: SpillFile, backupName: string, discovered: readonly ApiResource[], pick: (obj: ArchiveObject, id: ItemIdentity) => ArchivedItem['picked'],
 ): Promise<ArchivedItem[]> {
-  // Checked entry by entry while reading: neither a table of the tarball's entries nor the whole manifest outlives the read.
+  // Checked entry by entry while reading: neither a table of the tarball's entries nor the whole manifest is held.
   const check = await manifestCheckOf(deps.source, backupName);
-  let tarball: AsyncIterable<Uint8Array>;
   try {
-    tarball = await deps.source.getTarball(backupName);
-  } catch (err) {
-    if ((err as { code?: unknown }).code === 'NotFound') throw new Error(`the tarball of backup ${backupName} is not in object storage`, { cause: err });
-    throw new Error(`cannot read the tarball of backup ${backupName}: ${errorMessage(err)}`, { cause: err });
+    let tarball: AsyncIterable<Uint8Array>;
+    try {
+      tarball = await deps.source.getTarball(backupName);
+    } catch (err) {
+      if ((err as { code?: unknown }).code === 'NotFound') throw new Error(`the tarball of backup ${backupName} is not in object storage`, { cause: err });
+      throw new Error(`cannot read the tarball of backup ${backupName}: ${errorMessage(err)}`, { cause: err });
+    }
+    const knownKinds = new Map(discovered.map((r) => [r.groupResource, r.kind]));
+    const contents = await spillArchive(tarball, spill, {
+      knownKinds,
+      pick,
+      keepEntries: false,
+      ...(check === undefined ? {} : { onEntry: (path: string, sha256: string) => check.entry(path, sha256) }),
+      ...(deps.readLimits === undefined ? {} : { limits: deps.readLimits }),
+    });
+    const problems = (await check?.finish(contents.tarball)) ?? [];
+    if (problems.length > 0) {
+      throw new RestoreRefusedError('manifest-mismatch', `the tarball does not match the manifest written at backup time: ${problems.join('; ')}`);
+    }
+    deps.log.info(`read the backup archive: format ${contents.formatVersion}, ${contents.items.length} items, ${contents.tarball.bytes} bytes`);
+    return contents.items;
+  } finally {
+    await check?.close?.();
   }
-  const knownKinds = new Map(discovered.map((r) => [r.groupResource, r.kind]));
-  const contents = await spillArchive(tarball, spill, {
-    knownKinds,
-    pick,
-    keepEntries: false,
-    ...(check === undefined ? {} : { onEntry: (path: string, sha256: string) => check.entry(path, sha256) }),
-    ...(deps.readLimits === undefined ? {} : { limits: deps.readLimits }),
-  });
-  const problems = check?.finish(contents.tarball) ?? [];
-  if (problems.length > 0) {
-    throw new RestoreRefusedError('manifest-mismatch', `the tarball does not match the manifest written at backup time: ${problems.join('; ')}`);
-  }
-  deps.log.info(`read the backup archive: format ${contents.formatVersion}, ${contents.items.length} items, ${contents.tarball.bytes} bytes`);
-  return contents.items;
 }
 
 /** The manifest's check, or undefined when the backup has no manifest (a Velero backup). */
-async function manifestCheckOf(source: RestoreSource, backupName: string): Promise<ManifestCheck | undefined> {
-  let manifest: BackupManifest | undefined;
-  try {
-    manifest = await source.getManifest?.(backupName);
-  } catch (err) {
-    throw new Error(`cannot read the manifest of backup ${backupName}: ${errorMessage(err)}`, { cause: err });
+async function manifestCheckOf(source: RestoreSource, backupName: string): Promise<(AsyncManifestCheck & { close?(): Promise<void> }) | undefined> {
+  const what = `the manifest of backup ${backupName}`;
+  const failed = (err: unknown): never => {
+    throw new Error(`cannot read ${what}: ${errorMessage(err)}`, { cause: err });
+  };
+  if (source.getManifestStream !== undefined) {
+    const bytes = await source.getManifestStream(backupName).catch(failed);
+    return bytes === undefined ? undefined : streamingManifestCheck(new ManifestStream(bytes), what);
   }
+  const manifest = await source.getManifest?.(backupName).catch(failed);
   return manifest === undefined ? undefined : manifestCheck(manifest);
 }
 
@@ -275,7 +286,6 @@ function newExecutor(
   const waitTimeoutMs = deps.waitTimeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS;
   const restoreName = req.restore.metadata.name;
   const restoreLabel = labelValue(restoreName);
-  const memo = new Map<string, Promise<ItemOutcome>>();
   const served = new Map<string, Promise<{ pending: boolean }>>();
   // item key -> the item key it is waiting for (its namespace, an additional item): to refuse cycles.
   const waitingOn = new Map<string, string>();
@@ -287,7 +297,10 @@ function newExecutor(
   };
 
   const record = (p: PlannedItem, target: Target, action: ItemAction, reason: string, opts: { warn?: boolean; validated?: boolean } = {}): ItemOutcome => {
-    const outcome: ItemOutcome = { groupResource: p.groupResource, namespace: target.namespace, name: target.name, action, reason };
+    // The plan's strings where they are equal: the target's come from the loaded object, one copy per item.
+    const namespace = target.namespace === p.namespace ? p.namespace : target.namespace;
+    const name = target.name === p.name ? p.name : target.name;
+    const outcome: ItemOutcome = { groupResource: p.groupResource, namespace, name, action, reason };
     if (opts.validated !== undefined) outcome.validated = opts.validated;
     req.outcomes.push(outcome);
     req.summary[action]++;
@@ -326,8 +339,8 @@ function newExecutor(
   };
 
   const restoreItem = (p: PlannedItem): Promise<ItemOutcome> => {
-    const have = memo.get(p.key);
-    if (have !== undefined) return have;
+    const have = p.restored;
+    if (have !== undefined) return have instanceof Promise ? have : Promise.resolve(have);
     const run = (async () => {
       const at = { namespace: p.namespace, name: p.name };
       if (p.skip !== undefined) return record(p, at, 'skipped', p.skip);
@@ -344,7 +357,12 @@ function newExecutor(
         inFlight--;
       }
     })();
-    memo.set(p.key, run);
+    // Kept on the item rather than in a table by key, and once settled as the outcome alone, which
+    // the outcomes hold anyway: a table of 50,000 promises was ~4 MB.
+    p.restored = run;
+    void run.then((o) => {
+      p.restored = o;
+    }, () => undefined);
     return run;
   };
 
