@@ -154,7 +154,8 @@ export async function backupItems(ctx: CollectContext, res: ApiResource, objs: r
     if (p.ref.namespace !== '') ctx.req.namespacesWithItems.add(p.ref.namespace);
     ctx.req.progress.itemsBackedUp++;
     ctx.onProgress?.({ ...ctx.req.progress });
-    ctx.log.debug(`backed up ${p.what}`, meta(p.ref));
+    // Guarded: at info level winston would still format and route a line per item for nothing.
+    if (ctx.log.isDebugEnabled()) ctx.log.debug(`backed up ${p.what}`, meta(p.ref));
   }
   for (const p of pending) {
     if (p.failed) continue;
