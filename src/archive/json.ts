@@ -55,6 +55,7 @@ function sortedKeys(value: unknown): unknown {
 const MAX_ARRAY_INDEX = 4294967294;
 
 function isArrayIndex(k: string): boolean {
+  if (k.length === 0) return false;
   const c = k.charCodeAt(0);
   if (c < 0x30 || c > 0x39 || (c === 0x30 && k.length > 1) || k.length > 10) return false;
   for (let i = 1; i < k.length; i++) {

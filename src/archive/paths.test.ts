@@ -118,6 +118,8 @@ describe('canonicalJson', () => {
       expect(canonicalJson(v)).toBe(first(v));
     }
     expect(canonicalJson({ 10: 'x', 9: 'y', b: 1, a: 2, '01': 3 })).toBe('{"9":"y","10":"x","01":3,"a":2,"b":1}');
+    // "" is not an array index: it sorts first among the other keys, after the index keys.
+    expect(canonicalJson(Object.fromEntries([['b', 1], ['9', 2], ['', 3]]))).toBe('{"9":2,"":3,"b":1}');
     expect(() => canonicalJson({ n: 1n })).toThrow(TypeError);
     expect(() => canonicalJson(undefined)).toThrow('a undefined has no JSON form');
   });
