@@ -101,7 +101,11 @@ export type KeepItem<T extends ItemIdentity> = (copy: ItemCopy) => T | Promise<T
 
 /** Reads and validates a gzipped tarball, keeping every parsed object; rejects with an ArchiveError naming the reason and entry. */
 export function readArchive(source: AsyncIterable<Uint8Array>, opts: ReadOptions = {}): Promise<ArchiveContents> {
-  return scanArchive(source, opts, ({ id, object }) => ({ ...id, object }));
+  // A literal, not `{ ...id, object }`: V8 gave each spread copy a hidden class of its own.
+  return scanArchive(source, opts, ({ id, object }) => ({
+    path: id.path, groupResource: id.groupResource, namespace: id.namespace, name: id.name, versionDir: id.versionDir,
+    apiVersion: id.apiVersion, kind: id.kind, sha256: id.sha256, bytes: id.bytes, object,
+  }));
 }
 
 /** Reads and validates a gzipped tarball, keeping what `keep` makes of each item. */
