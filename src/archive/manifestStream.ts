@@ -4,7 +4,7 @@
 // parsed manifest was ~22 MB of heap (plus its 13 MB of text while parsing), at the moment the
 // restore's own index was largest. Entries out of order still work: those read ahead wait in a table.
 import { StringDecoder } from 'node:string_decoder';
-import { manifestFindings, type ManifestFindings } from './manifest.js';
+import { manifestFindings, parseManifest, type ManifestFindings } from './manifest.js';
 
 type Punct = '{' | '}' | '[' | ']' | ':' | ',';
 type Token = { t: Punct } | { t: 's'; v: string } | { t: 'v'; v: unknown; raw: string };
@@ -153,14 +153,11 @@ export class ManifestStream {
     }
   }
 
-  /** formatVersion and tarball; call after next() gave undefined. */
+  /** formatVersion and tarball, checked as parseManifest checks a whole manifest; call after next() gave undefined. */
   head(): ManifestHead {
-    if (this.entries === 'none') throw new MalformedManifest('entries is missing');
-    const formatVersion = this.members.get('formatVersion');
-    if (typeof formatVersion !== 'string') throw new MalformedManifest('formatVersion is missing');
-    const t = this.members.get('tarball') as Record<string, unknown> | null | undefined;
-    if (t === null || typeof t !== 'object' || typeof t.sha256 !== 'string' || typeof t.bytes !== 'number') throw new MalformedManifest('tarball is missing');
-    return { formatVersion, tarball: { sha256: t.sha256, bytes: t.bytes } };
+    const entries = this.entries === 'none' ? undefined : {};
+    const { formatVersion, tarball } = parseManifest({ ...Object.fromEntries(this.members), entries });
+    return { formatVersion, tarball: { sha256: tarball.sha256, bytes: tarball.bytes } };
   }
 
   /** Stops reading (the source's stream is closed). */
@@ -180,7 +177,7 @@ export class ManifestStream {
         this.state = 'key';
         return undefined;
       case 'key':
-        if (tok.t === '}' && this.members.size === 0 && this.entries === 'none') return this.close0();
+        if (tok.t === '}' && this.members.size === 0 && this.entries === 'none') return this.ended();
         if (tok.t !== 's') throw new MalformedManifest('expected a member name');
         this.member = tok.v;
         this.state = 'colon';
@@ -199,7 +196,7 @@ export class ManifestStream {
         this.capture(tok);
         return undefined;
       case 'next':
-        if (tok.t === '}') return this.close0();
+        if (tok.t === '}') return this.ended();
         if (tok.t !== ',') throw new MalformedManifest('expected "," or "}" between members');
         this.state = 'key';
         return undefined;
@@ -208,7 +205,7 @@ export class ManifestStream {
     }
   }
 
-  private close0(): undefined {
+  private ended(): undefined {
     this.state = 'end';
     return undefined;
   }
@@ -266,13 +263,15 @@ export class ManifestStream {
 export interface AsyncManifestCheck {
   entry(path: string, sha256: string): void | Promise<void>;
   finish(tarball: { sha256: string }): string[] | Promise<string[]>;
+  /** Stops reading the manifest, when the check reads one. */
+  close?(): Promise<void>;
 }
 
 /**
  * manifestCheck's findings, in the same words, from a ManifestStream. `what` names the manifest in
  * errors reading it ("the manifest of backup b1").
  */
-export function streamingManifestCheck(stream: ManifestStream, what: string, max = 10): AsyncManifestCheck & { close(): Promise<void> } {
+export function streamingManifestCheck(stream: ManifestStream, what: string, max = 10): Required<AsyncManifestCheck> {
   // Manifest entries read ahead of the tarball: empty while both are in the writer's order.
   const ahead = new Map<string, string>();
   const found: ManifestFindings = manifestFindings(max);
@@ -297,15 +296,16 @@ export function streamingManifestCheck(stream: ManifestStream, what: string, max
     },
     async finish(tarball) {
       for (let e = await next(); e !== undefined; e = await next()) ahead.set(e[0], e[1]);
-      let head: ManifestHead | undefined;
-      try {
-        head = stream.head();
-      } catch (err) {
-        fail(err);
-      }
+      const head = (() => {
+        try {
+          return stream.head();
+        } catch (err) {
+          return fail(err);
+        }
+      })();
       for (const path of ahead.keys()) found.missing(path);
       ahead.clear();
-      return found.list(tarball.sha256, head?.tarball.sha256 ?? '');
+      return found.list(tarball.sha256, head.tarball.sha256);
     },
     close: () => stream.close(),
   };

@@ -117,12 +117,10 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         // Everything but stowage-backup.json first: a failure here must leave no marker behind. The three
         // are independent, so they upload at once (the manifest alone is ~6 MB gzipped at 50k items);
         // all of them are waited for, so none is still being written when the run reports its end.
-        const s = store;
-        const r = result;
         const uploads = await Promise.allSettled([
-          s.putResourceList(name, r.resourceList),
-          s.putResults(name, r.results),
-          ...(r.manifest !== undefined ? [s.putManifest(name, r.manifest)] : []),
+          store.putResourceList(name, result.resourceList),
+          store.putResults(name, result.results),
+          ...(result.manifest !== undefined ? [store.putManifest(name, result.manifest)] : []),
         ]);
         const firstFailure = uploads.find((u): u is PromiseRejectedResult => u.status === 'rejected');
         if (firstFailure !== undefined) failure = `uploading the backup's artifacts failed: ${safeErrorMessage(firstFailure.reason)}`;

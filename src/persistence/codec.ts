@@ -125,17 +125,8 @@ export async function* gunzipCapped(source: AsyncIterable<Uint8Array>, maxBytes:
 }
 
 export async function readGzipJson(source: AsyncIterable<Uint8Array>, maxBytes: number, what: string): Promise<unknown> {
-  // pipeline (not pipe) so a storage error or corrupt gzip ends the read instead of hanging it.
-  const inflated = pipeline(Readable.from(source, { objectMode: false }), createGunzip(), () => undefined);
-  let data: Buffer;
-  try {
-    data = await readAllCapped(inflated, maxBytes, 'its inflated content');
-  } catch (err) {
-    throw new Error(`${what} could not be read: ${(err as Error).message}`, { cause: err });
-  } finally {
-    inflated.destroy();
-  }
-  return parseJson(data, what);
+  // gunzipCapped enforces the cap and names `what` in its errors.
+  return parseJson(await readAllCapped(gunzipCapped(source, maxBytes, what), Number.POSITIVE_INFINITY, what), what);
 }
 
 export function parseJson(data: Buffer, what: string): unknown {

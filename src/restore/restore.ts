@@ -236,7 +236,7 @@ async function readBackup(
 }
 
 /** The manifest's check, or undefined when the backup has no manifest (a Velero backup). */
-async function manifestCheckOf(source: RestoreSource, backupName: string): Promise<(AsyncManifestCheck & { close?(): Promise<void> }) | undefined> {
+async function manifestCheckOf(source: RestoreSource, backupName: string): Promise<AsyncManifestCheck | undefined> {
   const what = `the manifest of backup ${backupName}`;
   const failed = (err: unknown): never => {
     throw new Error(`cannot read ${what}: ${errorMessage(err)}`, { cause: err });
