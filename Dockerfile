@@ -32,7 +32,8 @@ ENV NODE_ENV=production \
     TMPDIR=/scratch \
     STOWAGE_SCRATCH_DIR=/scratch \
     STOWAGE_LOG_SPOOL_DIR=/var/spool/stowage \
-    STOWAGE_PLUGIN_DIR=/plugins
+    STOWAGE_PLUGIN_DIR=/plugins \
+    NODE_OPTIONS=--max-semi-space-size=16
 WORKDIR /app
 # package.json carries "type": "module", which dist/ needs.
 COPY package.json ./

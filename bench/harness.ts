@@ -22,7 +22,7 @@ import { STAMP_ANNOTATION } from './plugin/names.js';
 import { sampleTree, type TreeFigures } from './procstat.js';
 import { checkGoals, machineInfo, REPORT_SCHEMA, type BenchReport, type StowageRun } from './report.js';
 import { countSeeded, createObject, seed, seedPlan, waitSettled } from './seed.js';
-import { heapFlagsForMemoryLimit, snapshotDist, startBenchServer } from './server.js';
+import { deployedNodeOptions, deployedServerFlags, snapshotDist, startBenchServer } from './server.js';
 
 /** Stowage's backup engine lists this many resources at once (src/backup/run.ts DEFAULT_CONCURRENCY). */
 export const BACKUP_LIST_CONCURRENCY = 4;
@@ -49,7 +49,7 @@ export interface BenchOptions {
   nodeArgs?: readonly string[];
   /**
    * The memory limit the server runs under, in MiB, as its container has one (deploy/ and the chart
-   * set 1024): its heap is sized for it (heapFlagsForMemoryLimit). 0: no limit, V8's sizing for the machine.
+   * set 1024): its heap is sized for it, with the deployment's NODE_OPTIONS (deployedServerFlags). 0: no limit, V8's sizing for the machine.
    */
   memoryLimitMiB: number;
   seedConcurrency?: number;
@@ -131,8 +131,9 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
   const t0 = performance.now();
   const elapsed = (): string => `${((performance.now() - t0) / 1000).toFixed(0).padStart(4)}s`;
   const log = (line: string): void => opts.log(`[bench ${elapsed()}] ${line}`);
-  // The server's heap as its container's memory limit sizes it (none: V8's sizing for this machine).
-  const heapFlags = opts.memoryLimitMiB > 0 ? heapFlagsForMemoryLimit(opts.memoryLimitMiB) : [];
+  // The server's heap as in its container: sized from the memory limit, and the deployment's
+  // NODE_OPTIONS (none: V8's sizing for this machine).
+  const heapFlags = opts.memoryLimitMiB > 0 ? deployedServerFlags(opts.memoryLimitMiB, deployedNodeOptions()) : [];
   const prefix = `bench-${crypto.randomBytes(3).toString('hex')}`;
   fs.mkdirSync(opts.workDir, { recursive: true });
   const dist = snapshotDist(opts.workDir);

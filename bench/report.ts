@@ -130,7 +130,7 @@ export function toMarkdown(r: BenchReport): string {
     `${r.params.listConcurrency} LISTs at once (backup), ${r.params.restoreConcurrency} creates at once (restore); the floors use the same. ` +
     `Backups: median of ${r.params.backupRounds} rounds (floor, engine alone and Stowage in turn; every round's time in brackets).`);
   lines.push(r.params.serverMemoryLimitMiB > 0
-    ? `Server heap sized as Node sizes it in a container with a ${r.params.serverMemoryLimitMiB} MiB memory limit, the deployment's (${r.params.serverNodeArgs.join(' ')}).`
+    ? `Server heap as in the deployed container: sized by Node for its ${r.params.serverMemoryLimitMiB} MiB memory limit, with the deployment's NODE_OPTIONS (${r.params.serverNodeArgs.join(' ')}).`
     : `Server heap: V8's default for this machine's memory (no container memory limit; --memory-limit 0).`);
   lines.push('');
   lines.push('| Phase | Wall time (s) | Items | Objects/s | Server peak RSS (MiB) | Plugins peak RSS (MiB) | CPU (s) | Stowage / floor |');

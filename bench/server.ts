@@ -47,6 +47,24 @@ export function heapFlagsForMemoryLimit(limitMiB: number): string[] {
   return [`--max-old-space-size=${oldSpace}`, `--max-semi-space-size=${semiSpace}`];
 }
 
+/** The flags in the NODE_OPTIONS that deploy/30-deployment.yaml gives the server (the chart's default is the same). */
+export function deployedNodeOptions(): string[] {
+  const file = path.join(ROOT, 'deploy/30-deployment.yaml');
+  const m = /-\s*name:\s*NODE_OPTIONS\s*\n\s*value:\s*"?([^"\n]*)"?/.exec(fs.readFileSync(file, 'utf8'));
+  return m === null ? [] : (m[1] ?? '').trim().split(/\s+/).filter((f) => f !== '');
+}
+
+/**
+ * The server's node flags in the deployed container: the heap Node derives from the memory limit,
+ * with any flag the deployment's NODE_OPTIONS sets explicitly taking the place of the derived one
+ * (an explicit V8 flag wins over Node's sizing there too).
+ */
+export function deployedServerFlags(limitMiB: number, nodeOptions: readonly string[]): string[] {
+  const nameOf = (flag: string): string => flag.split('=')[0] ?? flag;
+  const explicit = new Set(nodeOptions.map(nameOf));
+  return [...heapFlagsForMemoryLimit(limitMiB).filter((f) => !explicit.has(nameOf(f))), ...nodeOptions];
+}
+
 export interface BenchServerOptions {
   /** The dist directory to run (a snapshotDist copy). */
   dist: string;

