@@ -164,8 +164,11 @@ describe('schedule controller: overlapping ticks', () => {
     lc.poke('schedule', `${lc.namespace}/hourly`);
     await waitUntil('the 13:00 backup', async () => ((await backupsOf(lc, 'hourly')).length === 2 ? true : undefined));
     expect((await backupsOf(lc, 'hourly')).map((b) => b.metadata.name)).toEqual(['hourly-20240601110000', 'hourly-20240601130000']);
-    const s = await getSchedule(lc, 'hourly');
-    expect(s.status?.lastBackup).toBe('2024-06-01T13:00:00Z');
+    // The controller creates the Backup, then patches its own status: wait for the patch, not just the Backup.
+    const s = await waitUntil('lastBackup to record the 13:00 tick', async () => {
+      const cur = await getSchedule(lc, 'hourly');
+      return cur.status?.lastBackup === '2024-06-01T13:00:00Z' ? cur : undefined;
+    });
     expect(s.status?.lastSkipped).toBe('2024-06-01T12:00:00Z');
   });
 });
