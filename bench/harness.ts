@@ -22,7 +22,7 @@ import { STAMP_ANNOTATION } from './plugin/names.js';
 import { sampleTree, type TreeFigures } from './procstat.js';
 import { checkGoals, machineInfo, REPORT_SCHEMA, type BenchReport, type StowageRun } from './report.js';
 import { countSeeded, createObject, seed, seedPlan, waitSettled } from './seed.js';
-import { deployedNodeOptions, deployedServerFlags, snapshotDist, startBenchServer } from './server.js';
+import { serverHeapFlags, snapshotDist, startBenchServer } from './server.js';
 
 /** Stowage's backup engine lists this many resources at once (src/backup/run.ts DEFAULT_CONCURRENCY). */
 export const BACKUP_LIST_CONCURRENCY = 4;
@@ -49,7 +49,7 @@ export interface BenchOptions {
   nodeArgs?: readonly string[];
   /**
    * The memory limit the server runs under, in MiB, as its container has one (deploy/ and the chart
-   * set 1024): its heap is sized for it, with the deployment's NODE_OPTIONS (deployedServerFlags). 0: no limit, V8's sizing for the machine.
+   * set 1024): its heap is sized for it, with the deployment's NODE_OPTIONS (serverHeapFlags). 0: no limit, V8's sizing for the machine.
    */
   memoryLimitMiB: number;
   seedConcurrency?: number;
@@ -133,7 +133,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
   const log = (line: string): void => opts.log(`[bench ${elapsed()}] ${line}`);
   // The server's heap as in its container: sized from the memory limit, and the deployment's
   // NODE_OPTIONS (none: V8's sizing for this machine).
-  const heapFlags = opts.memoryLimitMiB > 0 ? deployedServerFlags(opts.memoryLimitMiB, deployedNodeOptions()) : [];
+  const heapFlags = serverHeapFlags(opts.memoryLimitMiB);
   const prefix = `bench-${crypto.randomBytes(3).toString('hex')}`;
   fs.mkdirSync(opts.workDir, { recursive: true });
   const dist = snapshotDist(opts.workDir);

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { runBench } from './harness.js';
 import { toMarkdown, type BenchReport } from './report.js';
-import { deployedMemoryLimitMiB, deployedNodeOptions, deployedServerFlags, ROOT, SERVER_BIN } from './server.js';
+import { deployedMemoryLimitMiB, ROOT, SERVER_BIN, serverHeapFlags } from './server.js';
 
 const USAGE = `usage: npm run bench -- [--objects N] [--namespaces M] [--rounds R] [--out FILE] [--baseline FILE] [--memory-limit MIB] [--profile] [--node-arg FLAG]... [--no-build]
   --objects N       objects to seed (default 10000)
@@ -79,7 +79,7 @@ async function main(): Promise<void> {
   if (baseline !== undefined && baselineLimit !== memoryLimitMiB) {
     throw new Error(`the baseline ${values.baseline} ran with --memory-limit ${baselineLimit}, this run with ${memoryLimitMiB}: run both with the same limit`);
   }
-  const flags = memoryLimitMiB > 0 ? deployedServerFlags(memoryLimitMiB, deployedNodeOptions()) : [];
+  const flags = serverHeapFlags(memoryLimitMiB);
   const baselineFlags = baseline?.params.serverNodeArgs ?? [];
   if (baseline !== undefined && baselineFlags.join(' ') !== flags.join(' ')) {
     throw new Error(`the baseline ${values.baseline} ran the server with ${baselineFlags.join(' ') || 'no heap flags'}, this run would use ${flags.join(' ') || 'none'} (deploy/'s heap settings changed): run a new baseline`);

@@ -26,11 +26,13 @@ export function snapshotDist(workDir: string): string {
   return dist;
 }
 
+/** The server's Deployment; the chart's defaults render the same container. */
+const DEPLOYMENT = path.join(ROOT, 'deploy/30-deployment.yaml');
+
 /** The server container's memory limit in deploy/30-deployment.yaml (the chart's default is the same), in MiB. */
 export function deployedMemoryLimitMiB(): number {
-  const file = path.join(ROOT, 'deploy/30-deployment.yaml');
-  const m = /\blimits:\s*\n\s*memory:\s*(\d+)(Mi|Gi)\b/.exec(fs.readFileSync(file, 'utf8'));
-  if (m === null) throw new Error(`no memory limit (limits: memory: <n>Mi|Gi) found in ${file}`);
+  const m = /\blimits:\s*\n\s*memory:\s*(\d+)(Mi|Gi)\b/.exec(fs.readFileSync(DEPLOYMENT, 'utf8'));
+  if (m === null) throw new Error(`no memory limit (limits: memory: <n>Mi|Gi) found in ${DEPLOYMENT}`);
   return Number(m[1]) * (m[2] === 'Gi' ? 1024 : 1);
 }
 
@@ -49,8 +51,7 @@ export function heapFlagsForMemoryLimit(limitMiB: number): string[] {
 
 /** The flags in the NODE_OPTIONS that deploy/30-deployment.yaml gives the server (the chart's default is the same). */
 export function deployedNodeOptions(): string[] {
-  const file = path.join(ROOT, 'deploy/30-deployment.yaml');
-  const m = /-\s*name:\s*NODE_OPTIONS\s*\n\s*value:\s*"?([^"\n]*)"?/.exec(fs.readFileSync(file, 'utf8'));
+  const m = /-\s*name:\s*NODE_OPTIONS\s*\n\s*value:\s*"?([^"\n]*)"?/.exec(fs.readFileSync(DEPLOYMENT, 'utf8'));
   return m === null ? [] : (m[1] ?? '').trim().split(/\s+/).filter((f) => f !== '');
 }
 
@@ -63,6 +64,11 @@ export function deployedServerFlags(limitMiB: number, nodeOptions: readonly stri
   const nameOf = (flag: string): string => flag.split('=')[0] ?? flag;
   const explicit = new Set(nodeOptions.map(nameOf));
   return [...heapFlagsForMemoryLimit(limitMiB).filter((f) => !explicit.has(nameOf(f))), ...nodeOptions];
+}
+
+/** The server's flags for a run with this container memory limit (0: none, V8's own sizing). */
+export function serverHeapFlags(limitMiB: number): string[] {
+  return limitMiB > 0 ? deployedServerFlags(limitMiB, deployedNodeOptions()) : [];
 }
 
 export interface BenchServerOptions {

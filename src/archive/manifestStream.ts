@@ -296,13 +296,12 @@ export function streamingManifestCheck(stream: ManifestStream, what: string, max
     },
     async finish(tarball) {
       for (let e = await next(); e !== undefined; e = await next()) ahead.set(e[0], e[1]);
-      const head = (() => {
-        try {
-          return stream.head();
-        } catch (err) {
-          return fail(err);
-        }
-      })();
+      let head: ManifestHead;
+      try {
+        head = stream.head();
+      } catch (err) {
+        return fail(err);
+      }
       for (const path of ahead.keys()) found.missing(path);
       ahead.clear();
       return found.list(tarball.sha256, head.tarball.sha256);
