@@ -37,6 +37,8 @@ describe('high availability and metrics', () => {
         return x.status?.phase === 'Completed' ? x : undefined;
       }, 60_000, 250);
       expect(done.status?.phase).toBe('Completed');
+      // The controller logs the outcome and counts it in metrics just after the status patch lands.
+      await b.waitForOutput(/backup \S+\/after-failover Completed/, 10_000);
       expect(b.output().match(/backup \S+\/after-failover Completed/g)?.length).toBe(1);
 
       const metrics = await scrape(b.metricsPort);
