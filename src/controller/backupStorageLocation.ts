@@ -8,7 +8,7 @@ import type { Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
-import { BSL_RESOURCE, openBackupStore } from './locations.js';
+import { BSL_RESOURCE, openBackupStore, validatedCurrentSpec } from './locations.js';
 import { flushSpool, stamp } from './runs.js';
 
 function frequencyMs(ctx: ControllerContext, bsl: BackupStorageLocation): number {
@@ -49,8 +49,10 @@ export function backupStorageLocationController(ctx: ControllerContext): Control
         const every = frequencyMs(ctx, bsl);
         const last = bsl.status?.lastValidationTime;
         const now = ctx.clock.now().getTime();
-        // Informer updates (our own status patches included) must not turn into a validation storm.
-        if (last !== undefined && bsl.status?.phase !== undefined && every > 0) {
+        // Informer updates (our own status patches included) must not turn into a validation storm;
+        // an edited spec (a new generation) is validated at once.
+        if (last !== undefined && validatedCurrentSpec(bsl)) {
+          if (every <= 0) return; // periodic validation off: once per spec
           const due = Date.parse(last) + every;
           if (due > now + 500) return { requeueAfter: due - now };
         }
@@ -59,7 +61,10 @@ export function backupStorageLocationController(ctx: ControllerContext): Control
         const changed = bsl.status?.phase !== phase || (bsl.status?.message ?? '') !== message;
         try {
           await ctx.client.patchStatus(BSL_RESOURCE, bsl.metadata.namespace, bsl.metadata.name, {
-            status: { phase, message: available ? null : message, lastValidationTime: stamp(ctx.clock.now()) },
+            status: {
+              phase, message: available ? null : message, lastValidationTime: stamp(ctx.clock.now()),
+              ...(bsl.metadata.generation !== undefined ? { observedGeneration: bsl.metadata.generation } : {}),
+            },
           });
         } catch (err) {
           if (isNotFound(err)) return;

@@ -30,6 +30,11 @@ export function isAvailable(bsl: BackupStorageLocation): boolean {
   return bsl.status?.phase === 'Available';
 }
 
+/** Whether status.phase was found for the current spec (an edited spec has not been validated yet). */
+export function validatedCurrentSpec(bsl: BackupStorageLocation): boolean {
+  return bsl.status?.phase !== undefined && bsl.status.observedGeneration === bsl.metadata.generation;
+}
+
 /** The location a backup names, or the default one: the `default: true` location, else the configured name. */
 export function resolveLocation(ctx: ControllerContext, name: string | undefined): BackupStorageLocation | undefined {
   const all = ctx.informer<BackupStorageLocation>('BackupStorageLocation').list();

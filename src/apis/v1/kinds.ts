@@ -165,6 +165,7 @@ const bslStatus = s.named(
     message: s.string({ description: 'Why the location is unavailable (credentials scrubbed).' }),
     lastValidationTime: s.dateTime(),
     lastSyncedTime: s.dateTime(),
+    observedGeneration: s.int({ minimum: 0, description: 'The metadata.generation of the spec that phase describes; a newer spec is validated at once.' }),
   }),
 );
 

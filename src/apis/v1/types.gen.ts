@@ -233,6 +233,8 @@ export type BackupStorageLocationStatus = {
   message?: string;
   lastValidationTime?: string;
   lastSyncedTime?: string;
+  /** The metadata.generation of the spec that phase describes; a newer spec is validated at once. */
+  observedGeneration?: number;
 };
 
 export type BackupStorageLocationPhase = 'Available' | 'Unavailable';
