@@ -311,9 +311,23 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     fs.rmSync(pluginDir, { recursive: true, force: true });
     buildBenchPlugin(pluginDir, dist, opts.profile === true ? ['--cpu-prof', `--cpu-prof-dir=${path.join(opts.workDir, 'profiles', 'bench-plugin')}`] : []);
     log('Stowage backup with a plugin action on every item');
-    const b2raw = await withServer('backup-plugin', pluginDir, (measure) => measure(() => runBackup(`${prefix}-backup-plugin`)));
-    const b2 = { value: b2raw.value.value, tree: b2raw.value.tree, logFile: b2raw.logFile };
-    const pluginBackupName = `${prefix}-backup-plugin`;
+    // As many rounds as the backup without it, on one warm server: a median against a median.
+    const pluginRuns: { backup: Backup; seconds: number; tree: TreeFigures }[] = [];
+    const b2raw = await withServer('backup-plugin', pluginDir, async (measure) => {
+      for (let round = 0; round < rounds; round++) {
+        const m = await measure(() => runBackup(`${prefix}-backup-plugin-${round}`));
+        pluginRuns.push({ ...m.value, tree: m.tree });
+        log(`Stowage backup with plugin, round ${round + 1} of ${rounds}: ${m.value.seconds.toFixed(1)} s`);
+      }
+    });
+    const firstPlugin = pluginRuns[0];
+    if (firstPlugin === undefined) throw new Error('no backup with the plugin ran');
+    const b2 = {
+      value: { backup: firstPlugin.backup, seconds: median(pluginRuns.map((r) => r.seconds)) },
+      tree: mergeTrees(pluginRuns.map((r) => r.tree)),
+      logFile: b2raw.logFile,
+    };
+    const pluginBackupName = `${prefix}-backup-plugin-0`;
     let stamped = 0;
     const obj = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `${LOCATION_PREFIX}/backups/${pluginBackupName}/${pluginBackupName}.tar.gz` }));
     await forEachItem(obj.Body as AsyncIterable<Uint8Array>, (it) => {
@@ -322,6 +336,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const pluginFigures = {
       ...stowageRun(pluginBackupName, b2.value.backup.status?.phase ?? '', b2.value.seconds, b2.value.backup.status?.progress?.itemsBackedUp ?? 0,
         b2.value.backup.status?.warnings ?? 0, b2.value.backup.status?.errors ?? 0, b2),
+      rounds: pluginRuns.map((r) => r.seconds),
       tarballBytes: await tarballBytes(pluginBackupName),
       stampedItems: stamped,
     };

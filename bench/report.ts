@@ -2,7 +2,7 @@
 // ratios Stowage/floor and the goals from issue 7 checked against them.
 import os from 'node:os';
 
-export const REPORT_SCHEMA = 2;
+export const REPORT_SCHEMA = 3;
 
 export const GOALS = {
   backup: 1.3,
@@ -64,7 +64,7 @@ export interface BenchReport {
   backupEngine: { seconds: number; rounds: number[]; phase: string; items: number; tarballBytes: number; cpuSeconds: number };
   /** Medians over the rounds, peaks the highest; the restore uses the first round's backup. */
   backup: StowageRun & { rounds: number[]; tarballBytes: number };
-  backupWithPlugin: StowageRun & { tarballBytes: number; stampedItems: number };
+  backupWithPlugin: StowageRun & { rounds: number[]; tarballBytes: number; stampedItems: number };
   restoreFloor: { seconds: number; readSeconds: number; items: number; created: number; existed: number; skipped: number; cpuSeconds: number };
   restore: StowageRun & { created: number; skipped: number; failed: number; seededObjectsAfter: number };
   /** backup, restore: Stowage / floor; engine: in-process engine / floor; pluginOverhead: with / without the action. */
@@ -128,7 +128,7 @@ export function toMarkdown(r: BenchReport): string {
     `${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.memoryGiB} GiB, Node ${r.machine.node}; load average at the end ${r.machine.loadAverage.join(' ')}.`);
   lines.push(`Server limits: QPS ${r.params.clientQps}, burst ${r.params.clientBurst}, page size ${r.params.pageSize}, ` +
     `${r.params.listConcurrency} LISTs at once (backup), ${r.params.restoreConcurrency} creates at once (restore); the floors use the same. ` +
-    `Backups: median of ${r.params.backupRounds} rounds (floor, engine alone and Stowage in turn; every round's time in brackets).`);
+    `Backups: median of ${r.params.backupRounds} rounds (floor, engine alone and Stowage in turn, then the backups with the plugin on their own server; every round's time in brackets).`);
   lines.push(r.params.serverMemoryLimitMiB > 0
     ? `Server heap as in the deployed container: sized by Node for its ${r.params.serverMemoryLimitMiB} MiB memory limit, with the deployment's NODE_OPTIONS (${r.params.serverNodeArgs.join(' ')}).`
     : `Server heap: V8's default for this machine's memory (no container memory limit; --memory-limit 0).`);

@@ -52,7 +52,7 @@ describe('benchmark harness (smoke run, N=200)', () => {
     expect(deployedServerFlags(1024, ['--max-old-space-size=1536', '--trace-gc'])).toEqual(['--max-semi-space-size=4', '--max-old-space-size=1536', '--trace-gc']);
 
     expect(report.params).toMatchObject({ objects: OBJECTS, namespaces: NAMESPACES, clientQps: 100, clientBurst: 200, pageSize: 500, restoreConcurrency: 16, backupRounds: 2 });
-    for (const x of [report.backupFloor, report.backupEngine, report.backup]) {
+    for (const x of [report.backupFloor, report.backupEngine, report.backup, report.backupWithPlugin]) {
       expect(x.rounds).toHaveLength(2);
       expect(x.seconds).toBeCloseTo(((x.rounds[0] ?? 0) + (x.rounds[1] ?? 0)) / 2, 6);
     }
