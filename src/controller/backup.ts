@@ -16,13 +16,10 @@ import { parseDuration, validateTtl } from '../util/duration.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import { validateFilters } from '../util/filters.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
-import { isAvailable, isReadOnly, openBackupStore, resolveLocation, validatedCurrentSpec } from './locations.js';
+import { isReadOnly, locationProblem, openBackupStore, resolveLocation } from './locations.js';
 import { failStaleRun, openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
 
 const BACKUPS = RESOURCES.Backup;
-/** How long a new Backup waits for its location's first validation before failing validation. */
-const LOCATION_WAIT_MS = 60_000;
-
 export const STALE_RUN_REASON = 'the Stowage server running this backup stopped before it finished (found InProgress at start-up or failover)';
 
 type Validation = { errors: string[]; location?: BackupStorageLocation; wait?: boolean };
@@ -40,18 +37,10 @@ export function validateBackup(ctx: ControllerContext, backup: Backup): Validati
   }
   const name = location.metadata.name;
   if (isReadOnly(location)) errors.push(`backup storage location "${name}" is ReadOnly: backups cannot be written to it`);
-  if (!validatedCurrentSpec(location)) {
-    // Not validated yet, or its spec was edited since (an operator fixing a bucket name): the
-    // location controller validates it at once, so wait for that rather than use a stale phase.
-    const age = ctx.clock.now().getTime() - Date.parse(backup.metadata.creationTimestamp ?? new Date(0).toISOString());
-    if (errors.length === 0 && age < LOCATION_WAIT_MS) return { errors, location, wait: true };
-    const was = location.status?.phase;
-    const why = location.status?.message;
-    errors.push(was === undefined
-      ? `backup storage location "${name}" has not been validated yet`
-      : `backup storage location "${name}" has not been validated since its spec changed (it was ${was}${why ? `: ${why}` : ''})`);
-  } else if (!isAvailable(location)) {
-    errors.push(`backup storage location "${name}" is Unavailable: ${location.status?.message ?? 'no reason recorded'}`);
+  const problem = locationProblem(ctx, location, backup.metadata.creationTimestamp);
+  if (problem !== undefined) {
+    if (problem.wait && errors.length === 0) return { errors, location, wait: true };
+    errors.push(problem.reason);
   }
   return { errors, location };
 }

@@ -35,6 +35,28 @@ export function validatedCurrentSpec(bsl: BackupStorageLocation): boolean {
   return bsl.status?.phase !== undefined && bsl.status.observedGeneration === bsl.metadata.generation;
 }
 
+/** How long a new Backup or Restore waits for its location's validation before failing validation. */
+export const LOCATION_WAIT_MS = 60_000;
+
+/**
+ * Why a run created at `created` cannot use `bsl` now (undefined: it can). `wait` is set while the
+ * location's current spec awaits its validation (new, or just edited: an operator fixing a bucket
+ * name) and the run is young enough to wait for it rather than fail on a stale phase.
+ */
+export function locationProblem(ctx: Pick<ControllerContext, 'clock'>, bsl: BackupStorageLocation, created: string | undefined): { reason: string; wait: boolean } | undefined {
+  const name = bsl.metadata.name;
+  const st = bsl.status;
+  if (!validatedCurrentSpec(bsl)) {
+    const age = ctx.clock.now().getTime() - Date.parse(created ?? new Date(0).toISOString());
+    const reason = st?.phase === undefined
+      ? `backup storage location "${name}" has not been validated yet`
+      : `backup storage location "${name}" has not been validated since its spec changed (it was ${st.phase}${st.message ? `: ${st.message}` : ''})`;
+    return { reason, wait: age < LOCATION_WAIT_MS };
+  }
+  if (!isAvailable(bsl)) return { reason: `backup storage location "${name}" is Unavailable: ${st?.message ?? 'no reason recorded'}`, wait: false };
+  return undefined;
+}
+
 /** The location a backup names, or the default one: the `default: true` location, else the configured name. */
 export function resolveLocation(ctx: ControllerContext, name: string | undefined): BackupStorageLocation | undefined {
   const all = ctx.informer<BackupStorageLocation>('BackupStorageLocation').list();

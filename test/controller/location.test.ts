@@ -1,9 +1,10 @@
 // BackupStorageLocation validation as an operator meets it: a typo in the bucket makes the location
 // Unavailable with the reason; fixing the spec is validated at once (not at the next period), and a
-// backup created right after the fix waits for that validation instead of failing on the old phase.
+// backup or restore created right after the fix waits for that validation instead of failing on the
+// old phase.
 import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { RESOURCES, newBackup, type Backup, type BackupStorageLocation, type BackupStorageLocationSpec } from '../../src/apis/v1/index.js';
+import { RESOURCES, newBackup, newRestore, type Backup, type BackupStorageLocation, type BackupStorageLocationSpec, type Restore } from '../../src/apis/v1/index.js';
 import { startS3Server, type S3Server } from '../../scripts/cluster/s3.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { ensureNamespace, startServer, testClient } from '../support/server.js';
@@ -75,6 +76,18 @@ describe('backup storage location validation', () => {
     }, 60_000, 200);
     expect(done.status?.validationErrors).toBeUndefined();
     expect(done.status?.phase).toBe('Completed');
+
+    // The same for a restore: break the location, then fix it and restore at once.
+    await c.patch(RESOURCES.BackupStorageLocation, ns, 'default', { spec: { objectStorage: { bucket: 'vualt', prefix: 'site' } } }, 'merge');
+    await validated(ns, 'Unavailable', 20_000);
+    await c.patch(RESOURCES.BackupStorageLocation, ns, 'default', { spec: { objectStorage: { bucket: 'vault', prefix: 'site' } } }, 'merge');
+    await c.create(RESOURCES.Restore, ns, newRestore('after-fix', ns, { backupName: 'after-fix', dryRun: true }));
+    const restored = await waitUntil('restore after-fix finished', async () => {
+      const r = await c.get<Restore>(RESOURCES.Restore, ns, 'after-fix');
+      return ['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation'].includes(r.status?.phase ?? '') ? r : undefined;
+    }, 60_000, 200);
+    expect(restored.status?.validationErrors).toBeUndefined();
+    expect(restored.status?.phase).toBe('Completed');
   });
 
   it('with validationFrequency 0s, validates each spec once and never again on its own', async () => {
