@@ -272,9 +272,22 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       name, phase, seconds, items, warnings, errors, ...figuresOf(m.tree), logFile: m.logFile,
     });
 
+    type BackupRound = { backup: Backup; seconds: number; tree: TreeFigures };
+    /** A Stowage backup row from its rounds: the first round's backup, the median time, every round's samples. */
+    const backupRounds = (name: string, runs: readonly BackupRound[], logFile: string): StowageRun & { rounds: number[] } => {
+      const first = runs[0];
+      if (first === undefined) throw new Error(`no round of ${name} ran`);
+      const st = first.backup.status;
+      return {
+        ...stowageRun(name, st?.phase ?? '', median(runs.map((r) => r.seconds)), st?.progress?.itemsBackedUp ?? 0, st?.warnings ?? 0, st?.errors ?? 0,
+          { tree: mergeTrees(runs.map((r) => r.tree)), logFile }),
+        rounds: runs.map((r) => r.seconds),
+      };
+    };
+
     const floorRuns: BackupFloorResult[] = [];
     const engineRuns: EngineResult[] = [];
-    const stowageRuns: { backup: Backup; seconds: number; tree: TreeFigures }[] = [];
+    const stowageRuns: BackupRound[] = [];
     const b1 = await withServer('backup', undefined, async (measure) => {
       for (let round = 0; round < rounds; round++) {
         log(`backup round ${round + 1} of ${rounds}`);
@@ -291,18 +304,11 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       }
     });
     const firstFloor = floorRuns[0];
-    const firstStowage = stowageRuns[0];
-    if (firstFloor === undefined || firstStowage === undefined) throw new Error('no backup round ran');
+    if (firstFloor === undefined) throw new Error('no backup round ran');
     const bFloor = { ...firstFloor, seconds: median(floorRuns.map((r) => r.seconds)), cpuSeconds: median(floorRuns.map((r) => r.cpuSeconds)), rounds: floorRuns.map((r) => r.seconds) };
     const engine = { ...(engineRuns[0] as EngineResult), seconds: median(engineRuns.map((r) => r.seconds)), cpuSeconds: median(engineRuns.map((r) => r.cpuSeconds)), rounds: engineRuns.map((r) => r.seconds) };
     const backupName = `${prefix}-backup-0`;
-    const fb = firstStowage.backup.status;
-    const backupFigures = {
-      ...stowageRun(backupName, fb?.phase ?? '', median(stowageRuns.map((r) => r.seconds)), fb?.progress?.itemsBackedUp ?? 0, fb?.warnings ?? 0, fb?.errors ?? 0,
-        { tree: mergeTrees(stowageRuns.map((r) => r.tree)), logFile: b1.logFile }),
-      rounds: stowageRuns.map((r) => r.seconds),
-      tarballBytes: await tarballBytes(backupName),
-    };
+    const backupFigures = { ...backupRounds(backupName, stowageRuns, b1.logFile), tarballBytes: await tarballBytes(backupName) };
     log(`backups (median of ${rounds}): floor ${bFloor.seconds.toFixed(1)} s, engine alone ${engine.seconds.toFixed(1)} s, Stowage ${backupFigures.seconds.toFixed(1)} s ` +
       `(${(backupFigures.seconds / bFloor.seconds).toFixed(2)}× floor)`);
 
@@ -312,21 +318,14 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     buildBenchPlugin(pluginDir, dist, opts.profile === true ? ['--cpu-prof', `--cpu-prof-dir=${path.join(opts.workDir, 'profiles', 'bench-plugin')}`] : []);
     log('Stowage backup with a plugin action on every item');
     // As many rounds as the backup without it, on one warm server: a median against a median.
-    const pluginRuns: { backup: Backup; seconds: number; tree: TreeFigures }[] = [];
-    const b2raw = await withServer('backup-plugin', pluginDir, async (measure) => {
+    const pluginRuns: BackupRound[] = [];
+    const b2 = await withServer('backup-plugin', pluginDir, async (measure) => {
       for (let round = 0; round < rounds; round++) {
         const m = await measure(() => runBackup(`${prefix}-backup-plugin-${round}`));
         pluginRuns.push({ ...m.value, tree: m.tree });
         log(`Stowage backup with plugin, round ${round + 1} of ${rounds}: ${m.value.seconds.toFixed(1)} s`);
       }
     });
-    const firstPlugin = pluginRuns[0];
-    if (firstPlugin === undefined) throw new Error('no backup with the plugin ran');
-    const b2 = {
-      value: { backup: firstPlugin.backup, seconds: median(pluginRuns.map((r) => r.seconds)) },
-      tree: mergeTrees(pluginRuns.map((r) => r.tree)),
-      logFile: b2raw.logFile,
-    };
     const pluginBackupName = `${prefix}-backup-plugin-0`;
     let stamped = 0;
     const obj = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `${LOCATION_PREFIX}/backups/${pluginBackupName}/${pluginBackupName}.tar.gz` }));
@@ -334,9 +333,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       if (it.object.metadata?.annotations?.[STAMP_ANNOTATION] === 'true') stamped++;
     });
     const pluginFigures = {
-      ...stowageRun(pluginBackupName, b2.value.backup.status?.phase ?? '', b2.value.seconds, b2.value.backup.status?.progress?.itemsBackedUp ?? 0,
-        b2.value.backup.status?.warnings ?? 0, b2.value.backup.status?.errors ?? 0, b2),
-      rounds: pluginRuns.map((r) => r.seconds),
+      ...backupRounds(pluginBackupName, pluginRuns, b2.logFile),
       tarballBytes: await tarballBytes(pluginBackupName),
       stampedItems: stamped,
     };

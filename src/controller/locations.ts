@@ -36,7 +36,7 @@ export function validatedCurrentSpec(bsl: BackupStorageLocation): boolean {
 }
 
 /** How long a new Backup or Restore waits for its location's validation before failing validation. */
-export const LOCATION_WAIT_MS = 60_000;
+const LOCATION_WAIT_MS = 60_000;
 
 /**
  * Why a run created at `created` cannot use `bsl` now (undefined: it can). `wait` is set while the
@@ -47,7 +47,7 @@ export function locationProblem(ctx: Pick<ControllerContext, 'clock'>, bsl: Back
   const name = bsl.metadata.name;
   const st = bsl.status;
   if (!validatedCurrentSpec(bsl)) {
-    const age = ctx.clock.now().getTime() - Date.parse(created ?? new Date(0).toISOString());
+    const age = created === undefined ? Infinity : ctx.clock.now().getTime() - Date.parse(created);
     const reason = st?.phase === undefined
       ? `backup storage location "${name}" has not been validated yet`
       : `backup storage location "${name}" has not been validated since its spec changed (it was ${st.phase}${st.message ? `: ${st.message}` : ''})`;

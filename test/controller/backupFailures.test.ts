@@ -5,11 +5,11 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { RESOURCES, newBackup, type Backup, type BackupStorageLocationSpec } from '../../src/apis/v1/index.js';
+import { RESOURCES, newBackup, type Backup } from '../../src/apis/v1/index.js';
 import type { DynamicClient } from '../../src/kube/index.js';
-import { startS3Server, type S3Server } from '../../scripts/cluster/s3.js';
+import { startS3Server } from '../../scripts/cluster/s3.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient } from '../support/server.js';
+import { createS3CredentialsSecret, ensureNamespace, filesystemLocation, s3LocationSpec, startServer, testClient } from '../support/server.js';
 
 const SLOW = ['--client-qps', '4', '--client-burst', '1'];
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -45,14 +45,6 @@ function pluginPids(serverPid: number): number[] {
   });
 }
 
-function s3Location(s3: S3Server, bucket: string, secret: string): BackupStorageLocationSpec {
-  return {
-    provider: 'stowage.dev/aws', objectStorage: { bucket, prefix: 'cluster-a' }, default: true, validationFrequency: '2s',
-    config: { region: s3.region, s3Url: s3.endpoint, s3ForcePathStyle: 'true' },
-    credential: { name: secret, key: 'cloud' },
-  };
-}
-
 describe('backup failures', () => {
   it('fails cleanly when storage goes down mid-backup, and uploads the spooled log when it is back', async () => {
     const c = client();
@@ -60,11 +52,8 @@ describe('backup failures', () => {
     const s3 = await startS3Server({ buckets: ['vault'] });
     cleanups.push(() => s3.close());
     await ensureNamespace(c, ns);
-    await c.create({ group: '', version: 'v1', resource: 'secrets', namespaced: true }, ns, {
-      metadata: { name: 'cloud-credentials' },
-      stringData: { cloud: `[default]\naws_access_key_id=${s3.accessKeyId}\naws_secret_access_key=${s3.secretAccessKey}\n` },
-    });
-    const server = await startServer({ kubeconfigPath: inject('cluster').kubeconfigPath, namespace: ns, args: SLOW, location: { name: 'default', spec: s3Location(s3, 'vault', 'cloud-credentials') } });
+    await createS3CredentialsSecret(c, ns, 'cloud-credentials', s3);
+    const server = await startServer({ kubeconfigPath: inject('cluster').kubeconfigPath, namespace: ns, args: SLOW, location: { name: 'default', spec: s3LocationSpec(s3, { bucket: 'vault', prefix: 'cluster-a', secret: 'cloud-credentials', validationFrequency: '2s' }) } });
     cleanups.push(() => server.stop());
     await waitUntil('location Available', async () => {
       const l = await c.get<{ status?: { phase?: string } }>(RESOURCES.BackupStorageLocation, ns, 'default');

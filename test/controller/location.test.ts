@@ -7,21 +7,15 @@ import { inject } from 'vitest';
 import { RESOURCES, newBackup, newRestore, type Backup, type BackupStorageLocation, type BackupStorageLocationSpec, type Restore } from '../../src/apis/v1/index.js';
 import { startS3Server, type S3Server } from '../../scripts/cluster/s3.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, startServer, testClient } from '../support/server.js';
+import { createS3CredentialsSecret, ensureNamespace, s3LocationSpec, startServer, testClient, waitFinished } from '../support/server.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
 });
 
-function s3Location(s3: S3Server, bucket: string, validationFrequency?: string): BackupStorageLocationSpec {
-  return {
-    provider: 'stowage.dev/aws', objectStorage: { bucket, prefix: 'site' }, default: true,
-    ...(validationFrequency !== undefined ? { validationFrequency } : {}),
-    config: { region: s3.region, s3Url: s3.endpoint, s3ForcePathStyle: 'true' },
-    credential: { name: 'cloud-credentials', key: 'cloud' },
-  };
-}
+const s3Location = (s3: S3Server, bucket: string, validationFrequency?: string): BackupStorageLocationSpec =>
+  s3LocationSpec(s3, { bucket, prefix: 'site', secret: 'cloud-credentials', ...(validationFrequency !== undefined ? { validationFrequency } : {}) });
 
 describe('backup storage location validation', () => {
   const c = testClient(inject('cluster').kubeconfigPath);
@@ -32,10 +26,7 @@ describe('backup storage location validation', () => {
     cleanups.push(() => s3.close());
     // The credentials exist before the server's first validation, so only the bucket can be wrong.
     await ensureNamespace(c, ns);
-    await c.create({ group: '', version: 'v1', resource: 'secrets', namespaced: true }, ns, {
-      metadata: { name: 'cloud-credentials' },
-      stringData: { cloud: `[default]\naws_access_key_id=${s3.accessKeyId}\naws_secret_access_key=${s3.secretAccessKey}\n` },
-    });
+    await createS3CredentialsSecret(c, ns, 'cloud-credentials', s3);
     const server = await startServer({ kubeconfigPath: inject('cluster').kubeconfigPath, namespace: ns, location: { name: 'default', spec: spec(s3) } });
     cleanups.push(() => server.stop());
     return { ns, s3 };
@@ -70,10 +61,7 @@ describe('backup storage location validation', () => {
     const good = await validated(ns, 'Available', 20_000);
     expect(Date.now() - t0).toBeLessThan(20_000);
     expect(good.status?.message).toBeUndefined();
-    const done = await waitUntil('after-fix finished', async () => {
-      const b = await c.get<Backup>(RESOURCES.Backup, ns, 'after-fix');
-      return ['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation'].includes(b.status?.phase ?? '') ? b : undefined;
-    }, 60_000, 200);
+    const done = await waitFinished<Backup>(c, RESOURCES.Backup, ns, 'after-fix', 60_000);
     expect(done.status?.validationErrors).toBeUndefined();
     expect(done.status?.phase).toBe('Completed');
 
@@ -82,10 +70,7 @@ describe('backup storage location validation', () => {
     await validated(ns, 'Unavailable', 20_000);
     await c.patch(RESOURCES.BackupStorageLocation, ns, 'default', { spec: { objectStorage: { bucket: 'vault', prefix: 'site' } } }, 'merge');
     await c.create(RESOURCES.Restore, ns, newRestore('after-fix', ns, { backupName: 'after-fix', dryRun: true }));
-    const restored = await waitUntil('restore after-fix finished', async () => {
-      const r = await c.get<Restore>(RESOURCES.Restore, ns, 'after-fix');
-      return ['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation'].includes(r.status?.phase ?? '') ? r : undefined;
-    }, 60_000, 200);
+    const restored = await waitFinished<Restore>(c, RESOURCES.Restore, ns, 'after-fix', 60_000);
     expect(restored.status?.validationErrors).toBeUndefined();
     expect(restored.status?.phase).toBe('Completed');
   });

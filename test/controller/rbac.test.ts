@@ -10,7 +10,7 @@ import { RESOURCES, newBackup, newRestore, type Backup, type Restore } from '../
 import { isNotFound, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import { applyObjects, deleteObjects, ensureDeployCrds, loadDeployManifests, writeServiceAccountKubeconfig } from '../deploy/manifests.js';
 import { adminConfig, uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
+import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 
 const CM = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
 const NS = { group: '', version: 'v1', resource: 'namespaces', namespaced: false };
@@ -41,12 +41,8 @@ async function serverAs(ns: string, withoutRules: string[] = []): Promise<Runnin
   return server;
 }
 
-async function finished<T extends Backup | Restore>(res: typeof RESOURCES.Backup | typeof RESOURCES.Restore, ns: string, name: string): Promise<T> {
-  return waitUntil(`${name} finished`, async () => {
-    const o = await admin.get<T>(res, ns, name);
-    return ['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation'].includes(o.status?.phase ?? '') ? o : undefined;
-  }, 120_000, 250);
-}
+const finished = <T extends Backup | Restore>(res: typeof RESOURCES.Backup | typeof RESOURCES.Restore, ns: string, name: string): Promise<T> =>
+  waitFinished<T>(admin, res, ns, name);
 
 async function seed(): Promise<string> {
   const app = uniqueName('rbac-app');

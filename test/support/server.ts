@@ -4,8 +4,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { RESOURCES, newBackupStorageLocation, type BackupStorageLocationSpec } from '../../src/apis/v1/index.js';
+import { RESOURCES, newBackupStorageLocation, type Backup, type BackupStorageLocationSpec, type Restore } from '../../src/apis/v1/index.js';
+import type { S3Server } from '../../scripts/cluster/s3.js';
 import { createDynamicClient, ensureCrds, isAlreadyExists, loadKubeConfig, type DynamicClient } from '../../src/kube/index.js';
+import { waitUntil } from './kube.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 export const BIN = path.join(ROOT, 'dist/cli/bin.js');
@@ -44,6 +46,37 @@ export async function ensureNamespace(client: DynamicClient, name: string): Prom
   } catch (err) {
     if (!isAlreadyExists(err)) throw err;
   }
+}
+
+/** A stowage.dev/aws location on a test S3 server, reading its credentials from `secret` (key `cloud`). */
+export function s3LocationSpec(
+  s3: Pick<S3Server, 'region' | 'endpoint'>,
+  o: { bucket: string; prefix: string; secret: string; validationFrequency?: string },
+): BackupStorageLocationSpec {
+  return {
+    provider: 'stowage.dev/aws', objectStorage: { bucket: o.bucket, prefix: o.prefix }, default: true,
+    ...(o.validationFrequency !== undefined ? { validationFrequency: o.validationFrequency } : {}),
+    config: { region: s3.region, s3Url: s3.endpoint, s3ForcePathStyle: 'true' },
+    credential: { name: o.secret, key: 'cloud' },
+  };
+}
+
+/** The Secret an s3LocationSpec reads: the test S3 server's keys as a shared-credentials file. */
+export async function createS3CredentialsSecret(client: DynamicClient, namespace: string, name: string, s3: Pick<S3Server, 'accessKeyId' | 'secretAccessKey'>): Promise<void> {
+  await client.create({ group: '', version: 'v1', resource: 'secrets', namespaced: true }, namespace, {
+    metadata: { name },
+    stringData: { cloud: `[default]\naws_access_key_id=${s3.accessKeyId}\naws_secret_access_key=${s3.secretAccessKey}\n` },
+  });
+}
+
+/** A Backup or Restore once it reaches a final phase. */
+export async function waitFinished<T extends Backup | Restore>(
+  client: DynamicClient, res: typeof RESOURCES.Backup | typeof RESOURCES.Restore, namespace: string, name: string, timeoutMs = 120_000,
+): Promise<T> {
+  return waitUntil(`${name} finished`, async () => {
+    const o = await client.get<T>(res, namespace, name);
+    return ['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation'].includes(o.status?.phase ?? '') ? o : undefined;
+  }, timeoutMs, 200);
 }
 
 /** A filesystem location rooted at a fresh temp dir (the bucket is a directory below it). */
