@@ -32,12 +32,16 @@ export async function resolveActions(actions: readonly NamedBackupItemAction[]):
       } catch (err) {
         throw new Error(`backup item action ${a.name}: AppliesTo returned an invalid label selector: ${(err as Error).message}`, { cause: err });
       }
+      // Asked once per item of every page: the resource part is decided once per resource.
+      const byResource = new Map<string, boolean>();
       return {
         ...a,
         matches(res: ApiResource, namespace: string, itemLabels: Labels): boolean {
           // A cluster-scoped item only matches an action that does not restrict namespaces.
           if (namespace === '' ? !ns.includesEverything() : !ns.shouldInclude(namespace)) return false;
-          return rs.shouldInclude(res) && labelSelectorMatches(labels, itemLabels);
+          let resourceOk = byResource.get(res.groupResource);
+          if (resourceOk === undefined) byResource.set(res.groupResource, (resourceOk = rs.shouldInclude(res)));
+          return resourceOk && labelSelectorMatches(labels, itemLabels);
         },
       };
     }),
