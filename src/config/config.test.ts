@@ -126,6 +126,7 @@ describe('configFromEnv', () => {
       STOWAGE_LOG_SPOOL_DIR: '/var/spool/stowage',
       STOWAGE_SCRATCH_DIR: '/tmp/scratch',
       STOWAGE_TERMINATION_GRACE_PERIOD: '1m30s',
+      STOWAGE_HEAP_GROWTH_PERCENT: '0',
       UNRELATED: 'x',
     };
     const expected: ServerConfig = {
@@ -152,6 +153,7 @@ describe('configFromEnv', () => {
       logSpoolDir: '/var/spool/stowage',
       scratchDir: '/tmp/scratch',
       terminationGracePeriod: 90_000,
+      heapGrowthPercent: 0,
     };
     expect(configFromEnv(env)).toEqual(expected);
     // The test above covers every flag.

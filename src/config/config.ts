@@ -47,6 +47,8 @@ export interface ServerConfig {
   scratchDir: string;
   /** How long in-flight work may take to finish after SIGTERM. */
   terminationGracePeriod: number;
+  /** How far V8's old generation may grow between full collections, in percent of what survived the last; 0 keeps V8's own limit. */
+  heapGrowthPercent: number;
 }
 
 // Facts from Velero's defaults (pkg/cmd/server/config), minus Velero-only kinds (datauploads):
@@ -108,6 +110,7 @@ export const DEFAULT_CONFIG: Readonly<ServerConfig> = Object.freeze({
   logSpoolDir: '',
   scratchDir: '/scratch',
   terminationGracePeriod: 25_000,
+  heapGrowthPercent: 60,
 } satisfies ServerConfig);
 
 export type ConfigKey = keyof ServerConfig;
@@ -156,6 +159,7 @@ export const CONFIG_FLAGS: readonly ConfigFlag[] = [
   flag('logSpoolDir', 'log-spool-dir', 'path', 'Directory keeping run logs whose upload failed (default <scratch-dir>/log-spool)'),
   flag('scratchDir', 'scratch-dir', 'path', 'Directory for run logs and other transient files'),
   flag('terminationGracePeriod', 'termination-grace-period', 'duration', 'How long in-flight work may take to finish after SIGTERM', 0),
+  flag('heapGrowthPercent', 'heap-growth-percent', 'int', 'Growth of the old generation between full garbage collections, in percent of what survived the last (like Go\'s GOGC); 0 keeps V8\'s own', 0),
 ];
 
 export class ConfigError extends Error {

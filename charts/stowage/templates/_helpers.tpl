@@ -100,6 +100,7 @@ credential:
   "pluginStartTimeout" "plugin-start-timeout"
   "pluginIdleTimeout" "plugin-idle-timeout"
   "terminationGracePeriod" "termination-grace-period"
+  "heapGrowthPercent" "heap-growth-percent"
   "downloadAddress" "download-address"
   "downloadURL" "download-url"
 -}}
