@@ -63,29 +63,57 @@ export interface BenchOptions {
 const LOCATION = 'default';
 const LOCATION_PREFIX = 'stowage';
 const CREDENTIAL_SECRET = 'bench-s3';
-const POLL_MS = 100;
+const WATCH_RETRY_MS = 200;
 
-/** Polls an object every 100 ms until `done` says so; reports progress every 10 s. */
+/**
+ * Waits until `done` says so, on a watch of the one object from `fromVersion` on (the version its
+ * create returned), so a finished run is seen when the apiserver has it, not up to a poll later.
+ * A broken or expired watch is resumed from a fresh GET. Reports progress every 10 s.
+ */
 async function waitFor<T extends KubeObject>(
   client: DynamicClient,
   res: ResourceRef,
   namespace: string,
   name: string,
+  fromVersion: string | undefined,
   done: (o: T) => boolean,
   timeoutMs: number,
   progress: (o: T) => void,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = AbortSignal.timeout(timeoutMs);
+  const what = `${res.resource} ${namespace}/${name}`;
   let lastReport = Date.now();
+  let version = fromVersion;
+  let last: T | undefined;
   for (;;) {
-    const o = await client.get<T>(res, namespace, name);
-    if (done(o)) return o;
-    if (Date.now() > deadline) throw new Error(`${res.resource} ${namespace}/${name} not done after ${timeoutMs / 1000} s: ${JSON.stringify(o.status ?? {})}`);
-    if (Date.now() - lastReport > 10_000) {
-      lastReport = Date.now();
-      progress(o);
+    if (deadline.aborted) throw new Error(`${what} not done after ${timeoutMs / 1000} s: ${JSON.stringify(last?.status ?? {})}`);
+    if (version === undefined) {
+      last = await client.get<T>(res, namespace, name);
+      if (done(last)) return last;
+      version = last.metadata?.resourceVersion;
     }
-    await new Promise((r) => setTimeout(r, POLL_MS));
+    let deleted = false;
+    try {
+      for await (const ev of client.watch<T>(res, { namespace, fieldSelector: `metadata.name=${name}`, resourceVersion: version, signal: deadline })) {
+        if (ev.type === 'BOOKMARK') continue;
+        if (ev.type === 'DELETED') {
+          deleted = true;
+          break;
+        }
+        last = ev.object;
+        version = last.metadata?.resourceVersion;
+        if (done(last)) return last;
+        if (Date.now() - lastReport > 10_000) {
+          lastReport = Date.now();
+          progress(last);
+        }
+      }
+    } catch {
+      // Broken or expired (410): the GET below starts a new watch; the deadline ends the wait.
+      if (!deadline.aborted) await new Promise((r) => setTimeout(r, WATCH_RETRY_MS));
+    }
+    if (deleted) throw new Error(`${what} was deleted while the benchmark waited for it`);
+    version = undefined;
   }
 }
 
@@ -221,8 +249,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const backupTimeout = 600_000 + opts.objects * 20;
     const runBackup = async (name: string, spec: BackupSpec = { includedNamespaces: p.namespaces }): Promise<{ backup: Backup; seconds: number }> => {
       const t = performance.now();
-      await client.create(RESOURCES.Backup, serverNs, newBackup(name, serverNs, { ...spec, storageLocation: LOCATION }));
-      const backup = await waitFor<Backup>(client, RESOURCES.Backup, serverNs, name, (b) => isBackupTerminal(b.status?.phase), backupTimeout,
+      const created = await client.create<Backup>(RESOURCES.Backup, serverNs, newBackup(name, serverNs, { ...spec, storageLocation: LOCATION }));
+      const backup = await waitFor<Backup>(client, RESOURCES.Backup, serverNs, name, created.metadata.resourceVersion, (b) => isBackupTerminal(b.status?.phase), backupTimeout,
         (b) => log(`backup ${name}: ${b.status?.phase ?? 'New'} ${JSON.stringify(b.status?.progress ?? {})}`));
       const seconds = (performance.now() - t) / 1000;
       if (backup.status?.phase !== 'Completed') {
@@ -246,7 +274,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         ...(pluginDir !== undefined ? { pluginDir } : {}),
       });
       try {
-        await waitFor<BackupStorageLocation>(client, RESOURCES.BackupStorageLocation, serverNs, LOCATION,
+        await waitFor<BackupStorageLocation>(client, RESOURCES.BackupStorageLocation, serverNs, LOCATION, undefined,
           (l) => l.status?.phase === 'Available', 60_000, (l) => log(`location: ${JSON.stringify(l.status ?? {})}`));
         // Measure a server in its steady state: a tiny warm-up backup starts the plugin processes
         // (the S3 store, the benchmark's action) and runs every code path once.
@@ -361,8 +389,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const restoreName = `${prefix}-restore`;
     const rraw = await withServer('restore', undefined, (measure) => measure(async () => {
       const t = performance.now();
-      await client.create(RESOURCES.Restore, serverNs, newRestore(restoreName, serverNs, { backupName, namespaceMapping: restoreMapping }));
-      const restore = await waitFor<Restore>(client, RESOURCES.Restore, serverNs, restoreName, (x) => isRestoreTerminal(x.status?.phase), 600_000 + opts.objects * 40,
+      const created = await client.create<Restore>(RESOURCES.Restore, serverNs, newRestore(restoreName, serverNs, { backupName, namespaceMapping: restoreMapping }));
+      const restore = await waitFor<Restore>(client, RESOURCES.Restore, serverNs, restoreName, created.metadata.resourceVersion, (x) => isRestoreTerminal(x.status?.phase), 600_000 + opts.objects * 40,
         (x) => log(`restore: ${x.status?.phase ?? 'New'} ${JSON.stringify(x.status?.progress ?? {})}`));
       return { restore, seconds: (performance.now() - t) / 1000 };
     }));

@@ -13,7 +13,7 @@ import { deployedMemoryLimitMiB, ROOT, SERVER_BIN, serverHeapFlags } from './ser
 const USAGE = `usage: npm run bench -- [--objects N] [--namespaces M] [--rounds R] [--out FILE] [--baseline FILE] [--memory-limit MIB] [--profile] [--node-arg FLAG]... [--no-build]
   --objects N       objects to seed (default 10000)
   --namespaces M    namespaces to spread them over (default 10)
-  --rounds R        rounds of the backups (floor, engine alone, Stowage), reported as medians (default 3)
+  --rounds R        rounds of the backups (floor, engine alone, Stowage), reported as medians (default 5)
   --out FILE        JSON report (default bench/results/latest.json); the markdown goes next to it (.md)
   --baseline FILE   an earlier report (a run at N=5000) to check the memory-growth goal against
   --memory-limit MIB  the server container's memory limit its heap is sized for (default: deploy/'s, 1024); 0: none
@@ -69,7 +69,7 @@ async function main(): Promise<void> {
   }
   const objects = positiveInt('objects', values.objects, 10_000);
   const namespaces = positiveInt('namespaces', values.namespaces, 10);
-  const backupRounds = positiveInt('rounds', values.rounds, 3);
+  const backupRounds = positiveInt('rounds', values.rounds, 5);
   if (namespaces > objects) throw new Error('--namespaces may not exceed --objects');
   const out = path.resolve(values.out ?? path.join(ROOT, 'bench/results/latest.json'));
   const memoryLimitMiB = values['memory-limit'] === '0' ? 0 : positiveInt('memory-limit', values['memory-limit'], deployedMemoryLimitMiB());
