@@ -41,20 +41,35 @@ const LOCATION_WAIT_MS = 60_000;
 /**
  * Why a run created at `created` cannot use `bsl` now (undefined: it can). `wait` is set while the
  * location's current spec awaits its validation (new, or just edited: an operator fixing a bucket
- * name) and the run is young enough to wait for it rather than fail on a stale phase.
+ * name) and the run is young enough to wait for it rather than fail on a stale phase. `recheck` is
+ * set when a young run would fail on an Unavailable location: the cache may not show an edit made
+ * just before the run was created yet (see specChangedSinceValidation).
  */
-export function locationProblem(ctx: Pick<ControllerContext, 'clock'>, bsl: BackupStorageLocation, created: string | undefined): { reason: string; wait: boolean } | undefined {
+export function locationProblem(ctx: Pick<ControllerContext, 'clock'>, bsl: BackupStorageLocation, created: string | undefined): { reason: string; wait: boolean; recheck?: boolean } | undefined {
   const name = bsl.metadata.name;
   const st = bsl.status;
+  const age = created === undefined ? Infinity : ctx.clock.now().getTime() - Date.parse(created);
   if (!validatedCurrentSpec(bsl)) {
-    const age = created === undefined ? Infinity : ctx.clock.now().getTime() - Date.parse(created);
     const reason = st?.phase === undefined
       ? `backup storage location "${name}" has not been validated yet`
       : `backup storage location "${name}" has not been validated since its spec changed (it was ${st.phase}${st.message ? `: ${st.message}` : ''})`;
     return { reason, wait: age < LOCATION_WAIT_MS };
   }
-  if (!isAvailable(bsl)) return { reason: `backup storage location "${name}" is Unavailable: ${st?.message ?? 'no reason recorded'}`, wait: false };
+  if (!isAvailable(bsl)) return { reason: `backup storage location "${name}" is Unavailable: ${st?.message ?? 'no reason recorded'}`, wait: false, recheck: age < LOCATION_WAIT_MS };
   return undefined;
+}
+
+/**
+ * Whether the location's live spec is newer than its last validation. The informers of locations and
+ * of runs are separate streams: a run created right after an edit can arrive before the edit does.
+ * A failed read answers false (the run fails on what the cache shows).
+ */
+export async function specChangedSinceValidation(ctx: Pick<ControllerContext, 'client' | 'namespace'>, bsl: BackupStorageLocation): Promise<boolean> {
+  try {
+    return !validatedCurrentSpec(await ctx.client.get<BackupStorageLocation>(RESOURCES.BackupStorageLocation, ctx.namespace, bsl.metadata.name));
+  } catch {
+    return false;
+  }
 }
 
 /** The location a backup names, or the default one: the `default: true` location, else the configured name. */
