@@ -16,13 +16,14 @@ import { parseDuration, validateTtl } from '../util/duration.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import { validateFilters } from '../util/filters.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
-import { isReadOnly, locationProblem, openBackupStore, resolveLocation, specChangedSinceValidation } from './locations.js';
+import { isReadOnly, locationProblem, openBackupStore, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { failStaleRun, openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
 
 const BACKUPS = RESOURCES.Backup;
 export const STALE_RUN_REASON = 'the Stowage server running this backup stopped before it finished (found InProgress at start-up or failover)';
 
-type Validation = { errors: string[]; location?: BackupStorageLocation; wait?: boolean; recheck?: boolean };
+/** `pending`: the location's problem, when it is the only one and may yet clear (waitForLocation). */
+type Validation = { errors: string[]; location?: BackupStorageLocation; pending?: LocationProblem };
 
 /** Every reason the backup cannot run, or the location it will use. */
 export function validateBackup(ctx: ControllerContext, backup: Backup): Validation {
@@ -39,8 +40,7 @@ export function validateBackup(ctx: ControllerContext, backup: Backup): Validati
   if (isReadOnly(location)) errors.push(`backup storage location "${name}" is ReadOnly: backups cannot be written to it`);
   const problem = locationProblem(ctx, location, backup.metadata.creationTimestamp);
   if (problem !== undefined) {
-    if (problem.wait && errors.length === 0) return { errors, location, wait: true };
-    if (problem.recheck === true && errors.length === 0) return { errors: [problem.reason], location, recheck: true };
+    if (errors.length === 0 && (problem.wait || problem.recheck === true)) return { errors: [problem.reason], location, pending: problem };
     errors.push(problem.reason);
   }
   return { errors, location };
@@ -191,8 +191,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         if (b.metadata.annotations?.[ANNOTATION_SYNCED_FROM] !== undefined) return;
         if (ctx.shutdown.aborted) return; // a shutting-down server starts nothing new
         const v = validateBackup(ctx, b);
-        if (v.wait === true) return { requeueAfter: 1000 };
-        if (v.recheck === true && v.location !== undefined && await specChangedSinceValidation(ctx, v.location)) return { requeueAfter: 1000 };
+        if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) return { requeueAfter: 1000 };
         if (v.errors.length > 0 || v.location === undefined) {
           await failValidation(b, v.errors);
           return;

@@ -45,7 +45,13 @@ const LOCATION_WAIT_MS = 60_000;
  * set when a young run would fail on an Unavailable location: the cache may not show an edit made
  * just before the run was created yet (see specChangedSinceValidation).
  */
-export function locationProblem(ctx: Pick<ControllerContext, 'clock'>, bsl: BackupStorageLocation, created: string | undefined): { reason: string; wait: boolean; recheck?: boolean } | undefined {
+export interface LocationProblem {
+  reason: string;
+  wait: boolean;
+  recheck?: boolean;
+}
+
+export function locationProblem(ctx: Pick<ControllerContext, 'clock'>, bsl: BackupStorageLocation, created: string | undefined): LocationProblem | undefined {
   const name = bsl.metadata.name;
   const st = bsl.status;
   const age = created === undefined ? Infinity : ctx.clock.now().getTime() - Date.parse(created);
@@ -57,6 +63,14 @@ export function locationProblem(ctx: Pick<ControllerContext, 'clock'>, bsl: Back
   }
   if (!isAvailable(bsl)) return { reason: `backup storage location "${name}" is Unavailable: ${st?.message ?? 'no reason recorded'}`, wait: false, recheck: age < LOCATION_WAIT_MS };
   return undefined;
+}
+
+/**
+ * Whether a run whose only problem is `problem` should be requeued to wait for the location's
+ * validation rather than fail now. The one place both run controllers decide it.
+ */
+export async function waitForLocation(ctx: Pick<ControllerContext, 'client' | 'namespace'>, bsl: BackupStorageLocation, problem: LocationProblem): Promise<boolean> {
+  return problem.wait || (problem.recheck === true && await specChangedSinceValidation(ctx, bsl));
 }
 
 /**

@@ -15,7 +15,7 @@ import type { ReconcileContext, Result } from '../runtime/index.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import { validateFilters, validateNamespaceMapping } from '../util/filters.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
-import { locationProblem, openBackupStore, resolveLocation, specChangedSinceValidation } from './locations.js';
+import { locationProblem, openBackupStore, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { failStaleRun, openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
 
 const RESTORES = RESOURCES.Restore;
@@ -29,7 +29,8 @@ export function spillDirOf(ctx: Pick<ControllerContext, 'scratchDir'>): string {
 
 export const STALE_RESTORE_REASON = 'the Stowage server running this restore stopped before it finished (found InProgress at start-up or failover)';
 
-type Validation = { errors: string[]; backup?: Backup; location?: BackupStorageLocation; wait?: boolean; recheck?: boolean };
+/** `pending`: the location's problem, when it is the only one and may yet clear (waitForLocation). */
+type Validation = { errors: string[]; backup?: Backup; location?: BackupStorageLocation; pending?: LocationProblem };
 
 /** The newest Completed/PartiallyFailed backup of a schedule. */
 function latestOfSchedule(ctx: ControllerContext, schedule: string): Backup | undefined {
@@ -67,8 +68,7 @@ export function validateRestore(ctx: ControllerContext, r: Restore): Validation 
   } else {
     const problem = locationProblem(ctx, location, r.metadata.creationTimestamp);
     if (problem !== undefined) {
-      if (problem.wait && errors.length === 0) return { errors, backup, location, wait: true };
-      if (problem.recheck === true && errors.length === 0) return { errors: [problem.reason], backup, location, recheck: true };
+      if (errors.length === 0 && (problem.wait || problem.recheck === true)) return { errors: [problem.reason], backup, location, pending: problem };
       errors.push(problem.reason);
     }
   }
@@ -178,8 +178,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         }
         if (phase !== 'New' || ctx.shutdown.aborted) return;
         const v = validateRestore(ctx, r);
-        if (v.wait === true) return { requeueAfter: 1000 };
-        if (v.recheck === true && v.location !== undefined && await specChangedSinceValidation(ctx, v.location)) return { requeueAfter: 1000 };
+        if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) return { requeueAfter: 1000 };
         if (v.errors.length > 0 || v.backup === undefined || v.location === undefined) {
           await patchStatus(r, { phase: 'FailedValidation', validationErrors: v.errors, completionTimestamp: stamp(ctx.clock.now()) });
           void ctx.events.event(r, 'Warning', 'FailedValidation', v.errors.join('; '));
