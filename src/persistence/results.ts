@@ -9,6 +9,36 @@ export interface ScopedMessages {
 export interface RunResults {
   warnings: ScopedMessages;
   errors: ScopedMessages;
+  /** Backups only: the completeness record, one entry per resource in scope, sorted by groupResource. */
+  resources?: ResourceRecord[];
+  /** Backups only: cluster-scoped items taken because a namespaced item in scope depends on them. */
+  pulledIn?: PulledInRecord[];
+}
+
+/** What a backup did with one resource in its scope. */
+export interface ResourceRecord {
+  /** `cronjobs.batch`, `configmaps`. */
+  groupResource: string;
+  /** The apiVersion its items were listed and stored at (`batch/v1beta1`). */
+  apiVersion: string;
+  /** Items the LISTs returned that passed the namespace filter. */
+  listed: number;
+  /** Items written to the tarball. */
+  written: number;
+  /** Other versions every item was also stored at (spec.includeAllGroupVersions). */
+  otherVersions?: string[];
+  /** Why some or all of its items could not be listed or written. */
+  error?: string;
+}
+
+/** One cluster-scoped item pulled in by a dependency of a namespaced item. */
+export interface PulledInRecord {
+  groupResource: string;
+  name: string;
+  /** The item that needs it, as `groupResource "ns/name"`. */
+  requiredBy: string;
+  /** Why, in words: `ClusterRoleBinding "x" binds ServiceAccount "ns/sa"`. */
+  reason: string;
 }
 
 /** groupResource (`deployments.apps`) -> sorted item names, `ns/name` or `name` for cluster-scoped. */

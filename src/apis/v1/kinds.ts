@@ -61,6 +61,9 @@ const backupSpec = s.named(
     snapshotVolumes: s.bool({ nullable: true, description: 'Whether to take volume snapshots.' }),
     hooks: s.unknownObject({ description: 'Pre/post backup hooks.' }),
     orderedResources: stringMap('Per resource, a comma-separated list of ns/name giving the order to back items up in.'),
+    includeAllGroupVersions: s.bool({
+      description: 'Also store every other served version of each object (Velero: EnableAPIGroupVersions); a restore prefers the target cluster\'s preferred version.',
+    }),
   }),
 );
 

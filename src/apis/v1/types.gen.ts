@@ -154,6 +154,8 @@ export type BackupSpec = {
   hooks?: Record<string, unknown>;
   /** Per resource, a comma-separated list of ns/name giving the order to back items up in. */
   orderedResources?: Record<string, string>;
+  /** Also store every other served version of each object (Velero: EnableAPIGroupVersions); a restore prefers the target cluster's preferred version. */
+  includeAllGroupVersions?: boolean;
 };
 
 /** A Kubernetes label selector (all requirements must hold). */
