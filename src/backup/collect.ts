@@ -6,7 +6,7 @@ import { isNotFound, type ApiResource, type DynamicClient, type KubeObject as Li
 import { executeItems, type BackupItemActionBatchResult, type KubeObject, type ResourceIdentifier } from '../plugin/api/index.js';
 import { errorMessage } from '../util/errors.js';
 import { anyLabelSelectorMatches, labelSelectorMatches } from '../util/labels.js';
-import type { ResolvedBackupItemAction } from './actions/index.js';
+import { kindName, type NamedBackupItemAction, type ResolvedBackupItemAction } from './actions/index.js';
 import { isBackupable } from './resources.js';
 import { itemKey, LABEL_EXCLUDE_FROM_BACKUP, recordProblem, type BackupProgress, type BackupRequest, type ItemRef } from './request.js';
 
@@ -125,8 +125,16 @@ interface Pending {
   ref: ItemRef;
   what: string;
   item: KubeObject;
-  additional: { from: string; id: ResourceIdentifier }[];
+  additional: AdditionalItem[];
   failed: boolean;
+}
+
+/** An item an action named for `parent` (the item as that action got it). */
+interface AdditionalItem {
+  from: string;
+  id: ResourceIdentifier;
+  parent: KubeObject;
+  explain: NamedBackupItemAction['explain'];
 }
 
 /**
@@ -159,7 +167,7 @@ export async function backupItems(ctx: CollectContext, res: ApiResource, objs: r
   }
   for (const p of pending) {
     if (p.failed) continue;
-    for (const { from, id } of p.additional) await backupAdditional(ctx, id, from, p.what);
+    for (const add of p.additional) await backupAdditional(ctx, add, p.what);
   }
   return written;
 }
@@ -208,8 +216,9 @@ async function runAction(ctx: CollectContext, a: ResolvedBackupItemAction, items
       fail(ctx, p, `backup item action ${a.name} changed the ${changed} of ${p.what}; the item is not backed up`);
       return;
     }
+    const parent = p.item;
     p.item = r.output.item;
-    for (const id of r.output.additionalItems) p.additional.push({ from: a.name, id });
+    for (const id of r.output.additionalItems) p.additional.push({ from: a.name, id, parent, explain: a.explain });
   });
 }
 
@@ -231,9 +240,14 @@ function fail(ctx: CollectContext, p: Pending, message: string): void {
   ctx.log.error(message, meta(p.ref));
 }
 
-/** An item an action asked for: fetched with GET and backed up once, if the filters allow it. */
-async function backupAdditional(ctx: CollectContext, id: ResourceIdentifier, from: string, parent: string): Promise<void> {
+/**
+ * An item an action asked for: fetched with GET and backed up once, if the filters allow it. A
+ * cluster-scoped item taken this way by a backup that does not list cluster resources in full is
+ * "pulled in": recorded in results.pulledIn and logged with the reason.
+ */
+async function backupAdditional(ctx: CollectContext, add: AdditionalItem, parent: string): Promise<void> {
   const { req } = ctx;
+  const { id, from } = add;
   const res = ctx.byGroupResource.get(id.groupResource);
   if (res === undefined) {
     const msg = recordProblem(req, 'warnings', id.namespace, `${from} named ${id.groupResource} "${id.name}" for ${parent}, a resource the cluster does not serve`);
@@ -241,18 +255,33 @@ async function backupAdditional(ctx: CollectContext, id: ResourceIdentifier, fro
     return;
   }
   const ref: ItemRef = { groupResource: res.groupResource, namespace: res.namespaced ? id.namespace : '', name: id.name };
-  if (req.seen.has(itemKey(ref))) return;
+  const key = itemKey(ref);
+  if (req.seen.has(key)) return;
+  const dep = add.explain?.(add.parent, id);
   const skip = whyNotAdditional(req, res, ref);
   if (skip !== undefined) {
-    ctx.log.debug(`not backing up ${describeItem(ref)} (named by ${from} for ${parent}): ${skip}`, meta(ref));
+    // Filtered out on purpose; said once per item at info, so an operator sees what the backup lacks.
+    if (skip.never || req.notTaken.has(key)) ctx.log.debug(`not backing up ${describeItem(ref)} (named by ${from} for ${parent}): ${skip.reason}`, meta(ref));
+    else {
+      req.notTaken.add(key);
+      const why = dep === undefined ? `named by ${from} for ${parent}` : dep.reason;
+      ctx.log.info(`not backing up ${describeItem(ref)}, needed by ${parent} (${why}): ${skip.reason}`, meta(ref));
+    }
     return;
   }
+  // Cluster resources listed in full, with no label selector: their LIST takes the item, a GET now would only repeat it.
+  if (!res.namespaced && req.listClusterScoped && !req.selectsByLabel) return;
   let obj: ListedObject;
   try {
     obj = await ctx.client.get(res, ref.namespace === '' ? undefined : ref.namespace, ref.name, { signal: ctx.signal });
   } catch (err) {
     if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
     const missing = isNotFound(err);
+    if (missing && dep?.mayBeAbsent === true) {
+      if (!req.notTaken.has(key)) ctx.log.info(`${describeItem(ref)}, named by ${parent}, does not exist; nothing to back up`, meta(ref));
+      req.notTaken.add(key);
+      return;
+    }
     const msg = missing
       ? `${describeItem(ref)}, needed by ${parent}, does not exist`
       : `getting ${describeItem(ref)}, needed by ${parent}, failed: ${errorMessage(err)}`;
@@ -262,15 +291,22 @@ async function backupAdditional(ctx: CollectContext, id: ResourceIdentifier, fro
     return;
   }
   req.progress.totalItems++;
-  await backupItem(ctx, res, obj);
+  const pulledIn = ref.namespace === '' && res.groupResource !== 'namespaces' && !req.listClusterScoped ? (req.results.pulledIn ??= []) : undefined;
+  // Its own dependencies are recorded while it is backed up: it goes before them.
+  const at = pulledIn?.length ?? 0;
+  if (!(await backupItem(ctx, res, obj)) || pulledIn === undefined) return;
+  const reason = dep?.reason ?? `named by plugin action ${from} for ${kindName(add.parent.kind, add.parent.metadata.namespace, add.parent.metadata.name)}`;
+  pulledIn.splice(at, 0, { groupResource: ref.groupResource, name: ref.name, requiredBy: parent, reason });
+  ctx.log.info(`pulled in ${describeItem(ref)}: ${reason}`, meta(ref));
 }
 
-function whyNotAdditional(req: BackupRequest, res: ApiResource, ref: ItemRef): string | undefined {
-  if (!isBackupable(res)) return 'this resource is never backed up';
-  if (!req.resources.shouldInclude(res)) return 'the resource filter excludes it';
-  if (res.groupResource === 'namespaces') return req.namespaces.shouldInclude(ref.name) ? undefined : 'the namespace filter excludes it';
-  if (res.namespaced) return req.namespaces.shouldInclude(ref.namespace) ? undefined : 'the namespace filter excludes it';
-  return req.includeClusterResources === false ? 'includeClusterResources is false' : undefined;
+/** Why the filters leave out an item an action named; `never` for resources no backup takes. */
+function whyNotAdditional(req: BackupRequest, res: ApiResource, ref: ItemRef): { reason: string; never?: boolean } | undefined {
+  if (!isBackupable(res)) return { reason: 'this resource is never backed up', never: true };
+  if (!req.resources.shouldInclude(res)) return { reason: 'the resource filter excludes it' };
+  if (res.groupResource === 'namespaces') return req.namespaces.shouldInclude(ref.name) ? undefined : { reason: 'the namespace filter excludes it' };
+  if (res.namespaced) return req.namespaces.shouldInclude(ref.namespace) ? undefined : { reason: 'the namespace filter excludes it' };
+  return req.includeClusterResources === false ? { reason: 'includeClusterResources is false' } : undefined;
 }
 
 /** Whether a Namespace object is backed up: it is included and, under a label selector, matches or holds backed-up items. */

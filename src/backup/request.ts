@@ -43,6 +43,8 @@ export interface BackupRequest {
   readonly orderedResources: ReadonlyMap<string, readonly string[]>;
   /** Identities of items already handled (backed up, or being backed up). */
   readonly seen: Set<string>;
+  /** Items actions named that the filters leave out or that do not exist, so each is logged once. */
+  readonly notTaken: Set<string>;
   /** Items backed up, for the resource list. */
   readonly backedUp: ItemRef[];
   /** Namespaces that had at least one item backed up. */
@@ -77,6 +79,7 @@ export function newBackupRequest(backup: Backup): BackupRequest {
     selectsByLabel: selectors.some((s) => s !== ''),
     orderedResources: ordered,
     seen: new Set(),
+    notTaken: new Set(),
     backedUp: [],
     namespacesWithItems: new Set(),
     results: emptyResults(),

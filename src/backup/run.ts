@@ -8,7 +8,10 @@ import type { BackupStore } from '../persistence/backupStore.js';
 import { countResults, resourceListOf, type ResourceList, type RunResults } from '../persistence/results.js';
 import { mapLimit } from '../util/concurrency.js';
 import { errorMessage } from '../util/errors.js';
-import { builtinActions, CRD_GROUP_RESOURCE, crdTable, resolveActions, type NamedBackupItemAction, type ResolvedBackupItemAction } from './actions/index.js';
+import {
+  builtinActions, clusterRoleBindingIndex, CRD_GROUP_RESOURCE, crdTable, GR, resolveActions,
+  type ClusterRoleBindingIndex, type NamedBackupItemAction, type ResolvedBackupItemAction,
+} from './actions/index.js';
 import { backupItem, collectUnit, FatalBackupError, wantNamespace, type CollectContext, type ListUnit } from './collect.js';
 import { newBackupRequest, recordProblem, type BackupProgress, type BackupRequest } from './request.js';
 import { selectResources, type ResourceSelection } from './resources.js';
@@ -20,7 +23,11 @@ export interface BackupDeps {
   log: winston.Logger;
   /** Plugin item actions, run after the built-in ones. */
   actions?: readonly NamedBackupItemAction[];
-  /** Run the built-in actions (pod -> PVCs and service account, PVC -> PV, custom resource -> CRD). Default true. */
+  /**
+   * Run the built-in actions (pod -> PVCs; pod templates -> service account, PriorityClass,
+   * RuntimeClass; PVC -> PV -> StorageClass; ServiceAccount -> ClusterRoleBindings -> ClusterRoles;
+   * RoleBinding -> ClusterRole; custom resource -> CRD). Default true.
+   */
   builtinActions?: boolean;
   /** LIST page size (`--client-page-size`). Default 500. */
   pageSize?: number;
@@ -111,7 +118,11 @@ async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> 
       log.warn(msg);
     }
   }
-  const actions = await resolveActions([...(useBuiltins ? builtinActions(crds) : []), ...(deps.actions ?? [])]);
+  const clusterRoleBindings = useBuiltins ? await listClusterRoleBindings(deps, req, byGroupResource) : undefined;
+  const actions = await resolveActions([
+    ...(useBuiltins ? builtinActions({ crdByGroupKind: crds, ...(clusterRoleBindings !== undefined ? { clusterRoleBindings } : {}) }) : []),
+    ...(deps.actions ?? []),
+  ]);
 
   let namespaceObjects: ListedObject[] = [];
   const nsRes = byGroupResource.get('namespaces');
@@ -130,6 +141,28 @@ async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> 
     }
   }
   return { selection, byGroupResource, actions, namespaceObjects };
+}
+
+/**
+ * ClusterRoleBindings indexed by the service accounts they bind, for a backup that takes cluster
+ * resources only as dependencies: one LIST per backup instead of one per ServiceAccount. Listed
+ * too when includeClusterResources is false, so the log can name the bindings left out.
+ */
+async function listClusterRoleBindings(deps: BackupDeps, req: BackupRequest, byGroupResource: ReadonlyMap<string, ApiResource>): Promise<ClusterRoleBindingIndex | undefined> {
+  const res = byGroupResource.get(GR.clusterRoleBindings);
+  if (req.listClusterScoped || res === undefined) return undefined;
+  try {
+    return clusterRoleBindingIndex((await deps.client.listAll(res, { pageSize: deps.pageSize ?? DEFAULT_PAGE_SIZE })).items);
+  } catch (err) {
+    // With cluster resources off the bindings are only named in the log: not worth a warning.
+    if (req.includeClusterResources === false) {
+      deps.log.info(`listing ClusterRoleBindings failed, so the log cannot name those binding backed-up ServiceAccounts: ${errorMessage(err)}`);
+      return undefined;
+    }
+    const msg = recordProblem(req, 'warnings', '', `listing ClusterRoleBindings failed, so those binding backed-up ServiceAccounts are not backed up: ${errorMessage(err)}`);
+    deps.log.warn(msg);
+    return undefined;
+  }
 }
 
 function listUnits(req: BackupRequest, selection: ResourceSelection): ListUnit[] {

@@ -1,20 +1,16 @@
 // Built-in action: a custom resource brings its CustomResourceDefinition, so a namespace backup can
 // be restored into a cluster that lacks the CRD.
-import type { BackupItemAction } from '../../plugin/api/index.js';
 import { groupOfApiVersion } from '../../archive/index.js';
-import { selector } from './selector.js';
+import { clusterDependency, dependencyAction, GR, itemName, type DependencyAction } from './dependency.js';
 
-export const CRD_GROUP_RESOURCE = 'customresourcedefinitions.apiextensions.k8s.io';
+export const CRD_GROUP_RESOURCE = GR.customResourceDefinitions;
 
 /** `crdByGroupKind` maps `<group>/<Kind>` to the CRD's name (`widgets.example.com`). */
-export function customResourceDefinitionAction(crdByGroupKind: ReadonlyMap<string, string>): BackupItemAction {
-  return {
-    appliesTo: async () => selector({}),
-    async execute({ item }) {
-      const crd = crdByGroupKind.get(`${groupOfApiVersion(item.apiVersion)}/${item.kind}`);
-      return { item, additionalItems: crd === undefined ? [] : [{ groupResource: CRD_GROUP_RESOURCE, namespace: '', name: crd }] };
-    },
-  };
+export function customResourceDefinitionAction(crdByGroupKind: ReadonlyMap<string, string>): DependencyAction {
+  return dependencyAction([], (item) => {
+    const crd = crdByGroupKind.get(`${groupOfApiVersion(item.apiVersion)}/${item.kind}`);
+    return crd === undefined ? [] : [clusterDependency(CRD_GROUP_RESOURCE, crd, `CustomResourceDefinition "${crd}" defines ${itemName(item)}`)];
+  });
 }
 
 /** Builds the `<group>/<Kind>` -> CRD name table from listed CRDs. */

@@ -1,30 +1,27 @@
-// Built-in actions on pods: back up the claims a pod mounts and the service account it runs as, so a
-// backup selected by label still holds what the pod needs to start again.
-import type { BackupItemAction, ResourceIdentifier } from '../../plugin/api/index.js';
-import { field, selector, stringField } from './selector.js';
+// Built-in actions on pods and pod templates: the claims a pod mounts and the service account it
+// runs as, so a backup selected by label still holds what the pod needs to start again.
+import { dependencyAction, GR, itemName, kindName, type Dependency } from './dependency.js';
+import { field, stringField } from './selector.js';
+import { POD_SPEC_RESOURCES, podSpecOf } from './template.js';
 
-export const podVolumeClaimsAction: BackupItemAction = {
-  appliesTo: async () => selector({ includedResources: ['pods'] }),
-  async execute({ item }) {
-    const ns = item.metadata.namespace ?? '';
-    const volumes = field(item, 'spec', 'volumes');
-    const claims = new Set<string>();
-    for (const v of Array.isArray(volumes) ? volumes : []) {
-      const claim = stringField(v, 'persistentVolumeClaim', 'claimName');
-      if (claim !== undefined) claims.add(claim);
+export const podVolumeClaimsAction = dependencyAction(['pods'], (item) => {
+  const ns = item.metadata.namespace ?? '';
+  const volumes = field(item, 'spec', 'volumes');
+  const out: Dependency[] = [];
+  for (const v of Array.isArray(volumes) ? volumes : []) {
+    const claim = stringField(v, 'persistentVolumeClaim', 'claimName');
+    if (claim !== undefined) {
+      out.push({ id: { groupResource: GR.persistentVolumeClaims, namespace: ns, name: claim }, reason: `${kindName('PersistentVolumeClaim', ns, claim)} is mounted by ${itemName(item)}` });
     }
-    const additionalItems: ResourceIdentifier[] = [...claims].map((name) => ({ groupResource: 'persistentvolumeclaims', namespace: ns, name }));
-    return { item, additionalItems };
-  },
-};
+  }
+  return out;
+});
 
-export const podServiceAccountAction: BackupItemAction = {
-  appliesTo: async () => selector({ includedResources: ['pods'] }),
-  async execute({ item }) {
-    // serviceAccount is the deprecated spelling older clients still set.
-    const sa = stringField(item, 'spec', 'serviceAccountName') ?? stringField(item, 'spec', 'serviceAccount');
-    const additionalItems: ResourceIdentifier[] =
-      sa === undefined ? [] : [{ groupResource: 'serviceaccounts', namespace: item.metadata.namespace ?? '', name: sa }];
-    return { item, additionalItems };
-  },
-};
+export const podServiceAccountAction = dependencyAction(POD_SPEC_RESOURCES, (item) => {
+  const spec = podSpecOf(item);
+  // serviceAccount is the deprecated spelling older clients still set.
+  const sa = stringField(spec, 'serviceAccountName') ?? stringField(spec, 'serviceAccount');
+  if (sa === undefined) return [];
+  const ns = item.metadata.namespace ?? '';
+  return [{ id: { groupResource: GR.serviceAccounts, namespace: ns, name: sa }, reason: `${kindName('ServiceAccount', ns, sa)} is the service account of ${itemName(item)}` }];
+});

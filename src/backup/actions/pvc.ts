@@ -1,12 +1,20 @@
-// Built-in action: a bound PersistentVolumeClaim brings its PersistentVolume (cluster-scoped, so it is
-// backed up as a related item even when cluster resources are not listed in full).
-import type { BackupItemAction } from '../../plugin/api/index.js';
-import { selector, stringField } from './selector.js';
+// Built-in actions on volumes: a bound PersistentVolumeClaim brings its PersistentVolume, and a
+// volume (or a claim not bound yet) its StorageClass. Both are cluster-scoped, so they are backed
+// up as related items even when cluster resources are not listed in full.
+import { clusterDependency, dependencyAction, GR, itemName } from './dependency.js';
+import { stringField } from './selector.js';
+import { storageClassOf } from './template.js';
 
-export const pvcVolumeAction: BackupItemAction = {
-  appliesTo: async () => selector({ includedResources: ['persistentvolumeclaims'] }),
-  async execute({ item }) {
-    const pv = stringField(item, 'spec', 'volumeName');
-    return { item, additionalItems: pv === undefined ? [] : [{ groupResource: 'persistentvolumes', namespace: '', name: pv }] };
-  },
-};
+export const pvcVolumeAction = dependencyAction([GR.persistentVolumeClaims], (item) => {
+  const pv = stringField(item, 'spec', 'volumeName');
+  if (pv !== undefined) return [clusterDependency(GR.persistentVolumes, pv, `PersistentVolume "${pv}" is bound to ${itemName(item)}`)];
+  // Bound, the claim's class is the volume's, which the volume brings.
+  const sc = storageClassOf(item);
+  return sc === undefined ? [] : [clusterDependency(GR.storageClasses, sc, `StorageClass "${sc}" is the class of ${itemName(item)}`, true)];
+});
+
+export const persistentVolumeStorageClassAction = dependencyAction([GR.persistentVolumes], (item) => {
+  const sc = storageClassOf(item);
+  // Static volumes often name a class only to match claims, with no StorageClass object.
+  return sc === undefined ? [] : [clusterDependency(GR.storageClasses, sc, `StorageClass "${sc}" is the class of ${itemName(item)}`, true)];
+});

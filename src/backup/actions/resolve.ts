@@ -1,13 +1,16 @@
 // Item actions with their AppliesTo resolved once per run into a matcher.
 import type { ApiResource } from '../../kube/index.js';
-import type { BackupItemAction } from '../../plugin/api/index.js';
+import type { BackupItemAction, KubeObject, ResourceIdentifier } from '../../plugin/api/index.js';
 import { namespaceFilter, resourceFilter } from '../../util/filters.js';
 import { labelSelectorMatches, parseLabelSelector, type Labels } from '../../util/labels.js';
+import type { Dependency } from './dependency.js';
 
 export interface NamedBackupItemAction {
   /** Plugin name (`stowage.dev/pod-pvcs`), used in log lines. */
   name: string;
   action: BackupItemAction;
+  /** Built-in actions: why `item` needs `id`, one of the additional items it returned for it. */
+  explain?: (item: KubeObject, id: ResourceIdentifier) => Dependency | undefined;
 }
 
 export interface ResolvedBackupItemAction extends NamedBackupItemAction {
