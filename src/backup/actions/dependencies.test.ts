@@ -6,7 +6,8 @@ import { podServiceAccountAction } from './pod.js';
 import { persistentVolumeStorageClassAction, pvcVolumeAction } from './pvc.js';
 import { bindingClusterRoleAction, serviceAccountBindingsAction } from './rbac.js';
 import { resolveActions } from './resolve.js';
-import { podClassesAction, podSpecOf, statefulSetStorageClassesAction } from './template.js';
+import { podSpecOf } from '../../util/references.js';
+import { podClassesAction, statefulSetStorageClassesAction } from './template.js';
 
 const backup: KubeObject = { apiVersion: 'stowage.dev/v1', kind: 'Backup', metadata: { name: 'b' } };
 const ids = async (a: { execute: (i: { item: KubeObject; backup: KubeObject }) => Promise<{ additionalItems: unknown[] }> }, item: KubeObject) =>

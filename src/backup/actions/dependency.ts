@@ -4,18 +4,7 @@
 import type { BackupItemAction, KubeObject, ResourceIdentifier } from '../../plugin/api/index.js';
 import { selector } from './selector.js';
 
-export const GR = {
-  serviceAccounts: 'serviceaccounts',
-  persistentVolumeClaims: 'persistentvolumeclaims',
-  persistentVolumes: 'persistentvolumes',
-  storageClasses: 'storageclasses.storage.k8s.io',
-  priorityClasses: 'priorityclasses.scheduling.k8s.io',
-  runtimeClasses: 'runtimeclasses.node.k8s.io',
-  clusterRoles: 'clusterroles.rbac.authorization.k8s.io',
-  clusterRoleBindings: 'clusterrolebindings.rbac.authorization.k8s.io',
-  roleBindings: 'rolebindings.rbac.authorization.k8s.io',
-  customResourceDefinitions: 'customresourcedefinitions.apiextensions.k8s.io',
-} as const;
+export { GR } from '../../util/references.js';
 
 /** One item another item needs. */
 export interface Dependency {

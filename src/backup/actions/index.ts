@@ -12,7 +12,7 @@ export { GR, itemName, kindName, type Dependency, type DependencyAction } from '
 export { podServiceAccountAction, podVolumeClaimsAction } from './pod.js';
 export { persistentVolumeStorageClassAction, pvcVolumeAction } from './pvc.js';
 export { bindingClusterRoleAction, clusterRoleBindingIndex, serviceAccountBindingsAction, type ClusterRoleBindingIndex } from './rbac.js';
-export { podClassesAction, podSpecOf, statefulSetStorageClassesAction } from './template.js';
+export { podClassesAction, statefulSetStorageClassesAction } from './template.js';
 export { resolveActions, type NamedBackupItemAction, type ResolvedBackupItemAction } from './resolve.js';
 
 export interface BuiltinTables {

@@ -1,8 +1,7 @@
 // Built-in actions on pods and pod templates: the claims a pod mounts and the service account it
 // runs as, so a backup selected by label still holds what the pod needs to start again.
-import { dependencyAction, GR, itemName, kindName, type Dependency } from './dependency.js';
-import { field, stringField } from './selector.js';
-import { POD_SPEC_RESOURCES, podSpecOf } from './template.js';
+import { field, GR, podSpecOf, POD_SPEC_RESOURCES, stringField } from '../../util/references.js';
+import { dependencyAction, itemName, kindName, type Dependency } from './dependency.js';
 
 export const podVolumeClaimsAction = dependencyAction(['pods'], (item) => {
   const ns = item.metadata.namespace ?? '';

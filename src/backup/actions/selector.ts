@@ -12,17 +12,4 @@ export function selector(partial: Partial<ResourceSelector>): ResourceSelector {
   };
 }
 
-/** obj[k1][k2]... when every step is an object, else undefined. */
-export function field(obj: unknown, ...path: string[]): unknown {
-  let cur: unknown = obj;
-  for (const k of path) {
-    if (cur === null || typeof cur !== 'object' || Array.isArray(cur)) return undefined;
-    cur = (cur as Record<string, unknown>)[k];
-  }
-  return cur;
-}
-
-export function stringField(obj: unknown, ...path: string[]): string | undefined {
-  const v = field(obj, ...path);
-  return typeof v === 'string' && v !== '' ? v : undefined;
-}
+export { field, stringField } from '../../util/references.js';
