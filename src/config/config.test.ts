@@ -43,6 +43,10 @@ describe('defaults', () => {
     before('secrets', 'pods');
     before('configmaps', 'pods');
     before('limitranges', 'pods');
+    before('priorityclasses', 'pods');
+    before('runtimeclasses', 'pods');
+    before('clusterroles', 'clusterrolebindings');
+    before('clusterrolebindings', 'pods');
     before('pods', 'replicasets.apps');
     before('endpoints', 'services');
     expect(low.slice(0, 3)).toEqual([

@@ -55,7 +55,9 @@ export interface ServerConfig {
 // dependencies first (CRDs before their CRs, namespaces before namespaced objects, storage before
 // claims, service accounts before the secrets that hold their tokens, config before pods, pods and
 // replicasets before controllers adopt them, endpoints before services); cluster-api/tanzu/carvel
-// objects that reference anything go last.
+// objects that reference anything go last. Added to Velero's: the classes pods are admitted with
+// (priorityclasses, runtimeclasses: a pod naming a missing one is refused), and ClusterRoles then
+// their bindings, so a restored workload has its permissions when it starts.
 export const DEFAULT_RESTORE_PRIORITIES: RestorePriorities = Object.freeze({
   high: Object.freeze([
     'customresourcedefinitions',
@@ -71,6 +73,9 @@ export const DEFAULT_RESTORE_PRIORITIES: RestorePriorities = Object.freeze({
     'configmaps',
     'limitranges',
     'priorityclasses',
+    'runtimeclasses',
+    'clusterroles',
+    'clusterrolebindings',
     'pods',
     'replicasets.apps',
     'clusterclasses.cluster.x-k8s.io',

@@ -125,6 +125,46 @@ describe('buildPlan', () => {
     expect(keys(q)).toContain('namespaces /app');
   });
 
+  it('brings the cluster-scoped items restored items depend on, transitively, and no others', () => {
+    const RBAC = 'rbac.authorization.k8s.io';
+    const crb = (name: string, role: string, subjects: unknown[]) => o(`${RBAC}/v1`, 'ClusterRoleBinding', name, undefined, { roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: role }, subjects });
+    const items = [
+      ...ITEMS.filter((it) => it.name !== 'pv1'),
+      item('serviceaccounts', o('v1', 'ServiceAccount', 'operator', 'app')),
+      item('serviceaccounts', o('v1', 'ServiceAccount', 'operator', 'other')),
+      item(`clusterrolebindings.${RBAC}`, crb('ops-admin', 'ops', [{ kind: 'ServiceAccount', name: 'operator', namespace: 'app' }])),
+      item(`clusterrolebindings.${RBAC}`, crb('app-group', 'group-role', [{ kind: 'Group', name: 'system:serviceaccounts:app' }])),
+      item(`clusterrolebindings.${RBAC}`, crb('other-admin', 'other-role', [{ kind: 'ServiceAccount', name: 'operator', namespace: 'other' }])),
+      item(`clusterroles.${RBAC}`, o(`${RBAC}/v1`, 'ClusterRole', 'ops')),
+      item(`clusterroles.${RBAC}`, o(`${RBAC}/v1`, 'ClusterRole', 'group-role')),
+      item(`clusterroles.${RBAC}`, o(`${RBAC}/v1`, 'ClusterRole', 'view')),
+      item(`clusterroles.${RBAC}`, o(`${RBAC}/v1`, 'ClusterRole', 'other-role')),
+      item(`rolebindings.${RBAC}`, o(`${RBAC}/v1`, 'RoleBinding', 'viewers', 'app', { roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: 'view' } })),
+      item('persistentvolumes', o('v1', 'PersistentVolume', 'pv1', undefined, { spec: { claimRef: { namespace: 'app', name: 'data' }, storageClassName: 'fast' } })),
+      item('storageclasses.storage.k8s.io', o('storage.k8s.io/v1', 'StorageClass', 'fast')),
+      item('storageclasses.storage.k8s.io', o('storage.k8s.io/v1', 'StorageClass', 'slow')),
+      item('statefulsets.apps', o('apps/v1', 'StatefulSet', 'db', 'app', { spec: { template: { spec: {} }, volumeClaimTemplates: [{ metadata: { name: 'd' }, spec: { storageClassName: 'slow' } }] } })),
+      item('cronjobs.batch', o('batch/v1beta1', 'CronJob', 'nightly', 'app', { spec: { jobTemplate: { spec: { template: { spec: { priorityClassName: 'high', runtimeClassName: 'gvisor' } } } } } })),
+      item('priorityclasses.scheduling.k8s.io', o('scheduling.k8s.io/v1', 'PriorityClass', 'high')),
+      item('priorityclasses.scheduling.k8s.io', o('scheduling.k8s.io/v1', 'PriorityClass', 'low')),
+      item('runtimeclasses.node.k8s.io', o('node.k8s.io/v1', 'RuntimeClass', 'gvisor')),
+    ];
+    const cluster = (p: RestorePlan) => keys(p).filter((k) => k.includes(' /') && !k.startsWith('namespaces '));
+    expect(cluster(plan({ includedNamespaces: ['app'] }, items))).toEqual([
+      `clusterrolebindings.${RBAC} /app-group`, `clusterrolebindings.${RBAC} /ops-admin`,
+      `clusterroles.${RBAC} /group-role`, `clusterroles.${RBAC} /ops`, `clusterroles.${RBAC} /view`,
+      'customresourcedefinitions.apiextensions.k8s.io /widgets.example.com',
+      'persistentvolumes /pv1', 'priorityclasses.scheduling.k8s.io /high', 'runtimeclasses.node.k8s.io /gvisor',
+      'storageclasses.storage.k8s.io /fast', 'storageclasses.storage.k8s.io /slow',
+    ]);
+    // An excluded resource stays out, and so does what only it needed; includeClusterResources: false takes none.
+    expect(cluster(plan({ includedNamespaces: ['app'], excludedResources: ['clusterrolebindings', 'persistentvolumes'] }, items))).toEqual([
+      `clusterroles.${RBAC} /view`, 'customresourcedefinitions.apiextensions.k8s.io /widgets.example.com',
+      'priorityclasses.scheduling.k8s.io /high', 'runtimeclasses.node.k8s.io /gvisor', 'storageclasses.storage.k8s.io /slow',
+    ]);
+    expect(cluster(plan({ includedNamespaces: ['app'], includeClusterResources: false }, items))).toEqual([]);
+  });
+
   it('selects by label, still creating the namespaces the selected items live in', () => {
     expect(keys(plan({ labelSelector: { matchLabels: { tier: 'web' } } }))).toEqual(['configmaps app/cfg', 'namespaces /app']);
     expect(keys(plan({ orLabelSelectors: [{ matchLabels: { tier: 'web' } }, { matchLabels: { team: 'a' } }] }))).toEqual(['configmaps app/cfg', 'namespaces /app']);

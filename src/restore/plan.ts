@@ -9,6 +9,7 @@ import type { ApiResource, ResourceRef } from '../kube/index.js';
 import type { KubeObject } from '../plugin/api/index.js';
 import { resourceEntryMatches, type ResourceLike } from '../util/filters.js';
 import { anyLabelSelectorMatches } from '../util/labels.js';
+import { boundServiceAccounts, clusterReferences, GR } from '../util/references.js';
 import { neverRestoredReason } from './kinds.js';
 import { displayName, isRecord, recordAt } from './objects.js';
 import { controllerRefs, ownerIndex, ownerKinds, restoredController, type ControllerRef, type OwnerCandidate } from './ownership.js';
@@ -37,6 +38,10 @@ export interface ItemFacts {
   claim?: string;
   /** What a CustomResourceDefinition serves. */
   serves?: CrdServes;
+  /** Cluster-scoped objects it needs (util/references clusterReferences), as item keys. */
+  needs?: string[];
+  /** A ClusterRoleBinding's service accounts, `ns/name`, or `ns/*` for every account of a namespace. */
+  binds?: string[];
 }
 
 /** An archive item as the restore holds it while planning and running: its identity, facts, and where its bytes are. */
@@ -59,6 +64,12 @@ export function itemFacts(obj: ArchiveObject, id: Pick<ItemIdentity, 'groupResou
   if (id.groupResource === CRD_GROUP_RESOURCE) {
     const serves = crdServes(obj);
     if (serves !== undefined) facts.serves = serves;
+  }
+  const needs = clusterReferences(id.groupResource, obj);
+  if (needs.length > 0) facts.needs = needs.map((n) => itemKey(n.groupResource, '', n.name));
+  if (id.groupResource === GR.clusterRoleBindings) {
+    const binds = boundServiceAccounts(obj).map((b) => `${b.namespace}/${b.name ?? '*'}`);
+    if (binds.length > 0) facts.binds = binds;
   }
   return Object.keys(facts).length > 0 ? facts : undefined;
 }
@@ -226,6 +237,34 @@ export function buildPlan(items: readonly ArchivedItem[], req: RestoreRequest, d
         const p = toPlanned(it);
         if (!selected.has(p.key)) selected.set(p.key, p);
       }
+    }
+  }
+
+  // Related by reference, as the backup took them (backup/actions): the ClusterRoleBindings of
+  // restored ServiceAccounts, then whatever restored items name (PriorityClass, RuntimeClass,
+  // StorageClass, ClusterRole), and what those name in turn.
+  const accounts = new Set<string>();
+  for (const p of selected.values()) {
+    if (p.groupResource === GR.serviceAccounts) accounts.add(`${p.sourceNamespace}/${p.sourceName}`).add(`${p.sourceNamespace}/*`);
+  }
+  const clusterItems = new Map<string, ArchivedItem>();
+  const queue = [...selected.values()];
+  const pullIn = (it: ArchivedItem): void => {
+    if (!related(it.groupResource)) return;
+    const p = toPlanned(it);
+    if (selected.has(p.key)) return;
+    selected.set(p.key, p);
+    queue.push(p);
+  };
+  for (const it of items) {
+    if (it.namespace !== undefined || neverRestoredReason(it.groupResource) !== undefined) continue;
+    clusterItems.set(itemKey(it.groupResource, '', it.name), it);
+    if (accounts.size > 0 && (it.picked?.binds ?? []).some((a) => accounts.has(a))) pullIn(it);
+  }
+  for (let p = queue.pop(); p !== undefined; p = queue.pop()) {
+    for (const need of p.archived?.picked?.needs ?? []) {
+      const it = clusterItems.get(need);
+      if (it !== undefined) pullIn(it);
     }
   }
 
