@@ -14,6 +14,8 @@ import { ensureNamespace, filesystemLocation, startServer, testClient, type Runn
 import { ensureBuilt, rewriteTarball, runCli, show, slowPluginDir, type RunOptions } from './helpers.js';
 
 const CONFIGMAPS = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
+const PVS = { group: '', version: 'v1', resource: 'persistentvolumes', namespaced: false };
+const PVCS = { group: '', version: 'v1', resource: 'persistentvolumeclaims', namespaced: true };
 
 describe('stowage CLI with a running server', () => {
   const ns = uniqueName('cli-srv');
@@ -35,6 +37,9 @@ describe('stowage CLI with a running server', () => {
     await ensureNamespace(client, app);
     await ensureNamespace(client, slowApp);
     for (let i = 0; i < 12; i++) await client.create(CONFIGMAPS, app, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
+    // A claim bound to a volume: the namespace backup pulls the (cluster-scoped) volume in.
+    await client.create(PVS, undefined, { metadata: { name: `${app}-pv` }, spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: '/tmp/cli' }, storageClassName: '' } });
+    await client.create(PVCS, app, { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, volumeName: `${app}-pv`, storageClassName: '' } });
     for (let i = 0; i < 6; i++) {
       await client.create(CONFIGMAPS, slowApp, { metadata: { name: `slow-${i}`, labels: { 'stowage-test/slow': 'true' } }, data: { i: String(i) } });
     }
@@ -44,6 +49,7 @@ describe('stowage CLI with a running server', () => {
 
   afterAll(async () => {
     await server?.stop();
+    await client?.delete(PVS, undefined, `${app}-pv`).catch(() => undefined);
     client?.close();
     fs.rmSync(tmp, { recursive: true, force: true });
     fs.rmSync(plugins, { recursive: true, force: true });
@@ -86,6 +92,7 @@ describe('stowage CLI with a running server', () => {
     expect(r.stdout).toMatch(/^Phase:\s+Completed$/m);
     expect(r.stdout).toMatch(/^Resource List:\n {2}configmaps:\n/m);
     for (let i = 0; i < 12; i++) expect(r.stdout).toContain(`    - ${app}/cm-${i}\n`);
+    expect(r.stdout).toContain(`Pulled in (cluster-scoped dependencies):\n  persistentvolumes:\n    - ${app}-pv: PersistentVolume "${app}-pv" is bound to PersistentVolumeClaim "${app}/data"\n`);
     expect(r.stdout).toMatch(/^ {2}Normal\s+Completed\s+/m);
     const j = JSON.parse((await cli('backup', 'describe', 'app', '--details', '-o', 'json')).stdout) as { backup: Backup; resourceList: Record<string, string[]> };
     expect(j.backup.metadata.name).toBe('app');

@@ -23,6 +23,7 @@ import {
   type Schedule,
 } from '../../apis/v1/index.js';
 import { parseManifest, type BackupManifest } from '../../archive/index.js';
+import type { PulledInRecord } from '../../persistence/results.js';
 import { isAlreadyExists, isNotFound } from '../../kube/index.js';
 import { sleep } from '../../util/backoff.js';
 import { formatDuration, parseDuration } from '../../util/duration.js';
@@ -266,10 +267,12 @@ async function fetchResourceList(ctx: CliContext, name: string, timeoutMs: numbe
   return v as ResourceList;
 }
 
-async function fetchResults(ctx: CliContext, name: string, timeoutMs: number): Promise<{ warnings?: ScopedMessages; errors?: ScopedMessages } | undefined> {
+type StoredResults = { warnings?: ScopedMessages; errors?: ScopedMessages; pulledIn?: PulledInRecord[] };
+
+async function fetchResults(ctx: CliContext, name: string, timeoutMs: number): Promise<StoredResults | undefined> {
   try {
     const body = await download(ctx, { kind: 'BackupResults', name }, { timeoutMs });
-    return (await readJson(body, `the results of backup "${name}"`)) as { warnings?: ScopedMessages; errors?: ScopedMessages };
+    return (await readJson(body, `the results of backup "${name}"`)) as StoredResults;
   } catch (err) {
     if (err instanceof HttpStatusError && err.status === 404) return undefined;
     throw err;
@@ -283,6 +286,22 @@ export function resourceListSection(list: ResourceList): string {
   for (const gr of groups) {
     s += `  ${gr}:\n`;
     for (const item of list[gr] ?? []) s += `    - ${item}\n`;
+  }
+  return s;
+}
+
+const PULLED_IN_TITLE = 'Pulled in (cluster-scoped dependencies)';
+
+/** The cluster-scoped items a backup took because items in its scope need them, by resource, with why. */
+export function pulledInSection(records: readonly PulledInRecord[] | undefined): string {
+  if (records === undefined || records.length === 0) return `${PULLED_IN_TITLE}:  <none>\n`;
+  const byResource = new Map<string, PulledInRecord[]>();
+  for (const r of records) byResource.set(r.groupResource, [...(byResource.get(r.groupResource) ?? []), r]);
+  let s = `${PULLED_IN_TITLE}:\n`;
+  for (const gr of [...byResource.keys()].sort()) {
+    s += `  ${gr}:\n`;
+    const list = [...(byResource.get(gr) ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const r of list) s += `    - ${r.name}: ${r.reason}\n`;
   }
   return s;
 }
@@ -328,6 +347,13 @@ export async function describeBackupText(ctx: CliContext, b: Backup, opts: { det
         } catch (err) {
           s += `\nWarnings and errors:  <not available: ${errorMessage(err)}>\n`;
         }
+      }
+      // What the backup took beyond its scope, because items in it need them (results.pulledIn).
+      try {
+        const results = await fetchResults(ctx, b.metadata.name, opts.timeoutMs);
+        if (results !== undefined) s += '\n' + pulledInSection(results.pulledIn);
+      } catch (err) {
+        s += `\n${PULLED_IN_TITLE}:  <not available: ${errorMessage(err)}>\n`;
       }
     }
   } else {

@@ -6,7 +6,7 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import * as tar from 'tar-stream';
 import { KubeError } from '../../kube/index.js';
-import { backupSpecFromFlags, compareWithManifest, hashTarball, waitUntilFinished } from './backup.js';
+import { backupSpecFromFlags, compareWithManifest, hashTarball, pulledInSection, waitUntilFinished } from './backup.js';
 import { lines, maybeGunzip, pickServerPod } from './download.js';
 import { CliError, UsageError, describeError, exitCodeOf } from './errors.js';
 import { checkName, commaList, filterSpec, keyValueList, parseBool, parseTimeout, timestampSuffix } from './flags.js';
@@ -278,5 +278,26 @@ describe('error lines', () => {
     expect(exitCodeOf(new UsageError('x'))).toBe(2);
     expect(exitCodeOf(new CliError('x', 130))).toBe(130);
     expect(exitCodeOf(new Error('x'))).toBe(1);
+  });
+});
+
+describe('backup describe: pulled-in section', () => {
+  it('lists pulled-in items by resource and name, each with its reason, or <none>', () => {
+    expect(pulledInSection(undefined)).toBe('Pulled in (cluster-scoped dependencies):  <none>\n');
+    expect(pulledInSection([])).toBe('Pulled in (cluster-scoped dependencies):  <none>\n');
+    const rbac = 'rbac.authorization.k8s.io';
+    expect(pulledInSection([
+      { groupResource: `clusterroles.${rbac}`, name: 'view', requiredBy: `clusterrolebindings.${rbac} "ops-admin"`, reason: 'ClusterRole "view" is the role of ClusterRoleBinding "ops-admin"' },
+      { groupResource: `clusterrolebindings.${rbac}`, name: 'ops-admin', requiredBy: 'serviceaccounts "shop/operator"', reason: 'ClusterRoleBinding "ops-admin" binds ServiceAccount "shop/operator"' },
+      { groupResource: `clusterroles.${rbac}`, name: 'edit', requiredBy: `rolebindings.${rbac} "shop/e"`, reason: 'ClusterRole "edit" is the role of RoleBinding "shop/e"' },
+    ])).toBe([
+      'Pulled in (cluster-scoped dependencies):',
+      `  clusterrolebindings.${rbac}:`,
+      '    - ops-admin: ClusterRoleBinding "ops-admin" binds ServiceAccount "shop/operator"',
+      `  clusterroles.${rbac}:`,
+      '    - edit: ClusterRole "edit" is the role of RoleBinding "shop/e"',
+      '    - view: ClusterRole "view" is the role of ClusterRoleBinding "ops-admin"',
+      '',
+    ].join('\n'));
   });
 });
