@@ -14,6 +14,7 @@ import { testS3 } from '../support/s3ObjectStore.js';
 import { pluginDir, removeTempDirs, requireBuilt } from '../plugin/support.js';
 
 const CONFIGMAPS = 120;
+const CLUSTER_ROLES = { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'clusterroles', namespaced: false };
 const PAGE = 50;
 
 describe('plugin backup item actions in a backup', () => {
@@ -35,10 +36,12 @@ describe('plugin backup item actions in a backup', () => {
       await Promise.all(names.slice(i, i + 20).map((name) => client.create(CORE.configMaps, ns, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns }, data: { k: name } })));
     }
     await client.create(CORE.secrets, ns, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'cm-3-s', namespace: ns }, data: { k: 'c2VjcmV0' } });
+    await client.create(CLUSTER_ROLES, undefined, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: `${ns}-cm-5` }, rules: [] });
   }, 120_000);
   afterAll(async () => {
     await pool.shutdown();
     await client.delete(CORE.namespaces, undefined, ns).catch(() => undefined);
+    await client.delete(CLUSTER_ROLES, undefined, `${ns}-cm-5`).catch(() => undefined);
     removeTempDirs();
   });
 
@@ -49,7 +52,7 @@ describe('plugin backup item actions in a backup', () => {
     const log = winston.createLogger({ level: 'info', format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] });
     const handle = pool.handle({ kind: 'backup', namespace: 'stowage', name: 'actions' });
     const actions = ['test.stowage.dev/counted', 'test.stowage.dev/picky'].map((name) => ({ name, action: handle.backupItemAction(name) }));
-    const backup = newBackup(uniqueName('b'), 'stowage', { includedNamespaces: [ns], includedResources: ['configmaps', 'secrets'] });
+    const backup = newBackup(uniqueName('b'), 'stowage', { includedNamespaces: [ns], includedResources: ['configmaps', 'secrets', 'clusterroles'] });
     const result = await runBackup({ client, store, log, actions, pageSize: PAGE }, backup);
     handle.release();
 
@@ -74,5 +77,11 @@ describe('plugin backup item actions in a backup', () => {
     expect(contents.items.some((i) => i.groupResource === 'secrets' && i.name === 'cm-3-s')).toBe(true);
     expect(result.results.warnings.namespaces[ns]?.some((w) => w.includes('"cm-4-s"') || w.includes(`${ns}/cm-4-s`))).toBe(true);
     expect(lines.some((l) => l.includes('picky: will not take bad-7'))).toBe(true);
+    // A cluster-scoped item a plugin names is pulled in, with a reason naming the plugin and the item.
+    expect(contents.items.some((i) => i.groupResource === 'clusterroles.rbac.authorization.k8s.io' && i.name === `${ns}-cm-5`)).toBe(true);
+    expect(result.results.pulledIn).toEqual([{
+      groupResource: 'clusterroles.rbac.authorization.k8s.io', name: `${ns}-cm-5`, requiredBy: `configmaps "${ns}/cm-5"`,
+      reason: `named by plugin action test.stowage.dev/picky for ConfigMap "${ns}/cm-5"`,
+    }]);
   }, 120_000);
 });
