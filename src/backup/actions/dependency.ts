@@ -24,8 +24,11 @@ export interface DependencyAction extends BackupItemAction {
 /** `resources` in group-resource form, matched whatever version serves them. */
 export function dependencyAction(resources: readonly string[], rule: (item: KubeObject) => Dependency[]): DependencyAction {
   const dependencies = (item: KubeObject): Dependency[] => {
+    const all = rule(item);
+    // Most items name none or one (this runs on every item for the CRD action): no set for them.
+    if (all.length < 2) return all;
     const seen = new Set<string>();
-    return rule(item).filter((d) => {
+    return all.filter((d) => {
       const k = [d.id.groupResource, d.id.namespace, d.id.name].join('/');
       return seen.has(k) ? false : (seen.add(k), true);
     });
