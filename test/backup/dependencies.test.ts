@@ -216,4 +216,19 @@ describe('cluster-scoped dependencies of a namespace backup', () => {
     before(['storageclasses.storage.k8s.io', n.slow], ['statefulsets.apps', 'db']);
     before(['customresourcedefinitions.apiextensions.k8s.io', crd], [`widgets.${group}`, 'w1']);
   });
+
+  it('under a namespace mapping, a pulled-in ClusterRoleBinding binds the restored account in its new namespace', async () => {
+    const { client } = env;
+    const copy = `${ns}-copy`;
+    try {
+      await client.delete(CLUSTER_ROLE_BINDINGS, undefined, n.opsBinding);
+      const { result: restored } = await restoreNow(env, backup, { includedNamespaces: [ns], namespaceMapping: { [ns]: copy } });
+      expect(restored.results.errors).toEqual({ cluster: [], namespaces: {} });
+      expect(restored.outcomes.find((o) => o.groupResource === `clusterrolebindings.${RBAC}` && o.name === n.opsBinding)?.action).toBe('created');
+      expect((await client.get(CLUSTER_ROLE_BINDINGS, undefined, n.opsBinding)).subjects).toEqual([{ kind: 'ServiceAccount', name: 'operator', namespace: copy }]);
+      expect(await getOrUndefined(client, CORE.serviceAccounts, copy, 'operator')).toBeDefined();
+    } finally {
+      await client.delete(CORE.namespaces, undefined, copy).catch(() => undefined);
+    }
+  });
 });
