@@ -260,8 +260,9 @@ async function backupAdditional(ctx: CollectContext, add: AdditionalItem, parent
   const dep = add.explain?.(add.parent, id);
   const skip = whyNotAdditional(req, res, ref);
   if (skip !== undefined) {
-    // Filtered out on purpose; said once per item at info, so an operator sees what the backup lacks.
-    if (skip.never || req.notTaken.has(key)) ctx.log.debug(`not backing up ${describeItem(ref)} (named by ${from} for ${parent}): ${skip.reason}`, meta(ref));
+    // A cluster-scoped dependency filtered out is said once at info, so an operator sees what the
+    // backup lacks; namespaced ones (includedResources: [pods] leaving out every claim) stay at debug.
+    if (skip.never || res.namespaced || req.notTaken.has(key)) ctx.log.debug(`not backing up ${describeItem(ref)} (named by ${from} for ${parent}): ${skip.reason}`, meta(ref));
     else {
       req.notTaken.add(key);
       const why = dep === undefined ? `named by ${from} for ${parent}` : dep.reason;
