@@ -188,8 +188,11 @@ async function waitSettled(client: DynamicClient, timeoutMs: number): Promise<st
 async function snapshot(client: DynamicClient, served: readonly ServedResource[]): Promise<Snapshot> {
   const found: { group: string; ref: ResourceRef; obj: Obj }[] = [];
   const listable = served.filter((s) => s.verbs.includes('list') && !NOT_STATE.has(s.group === '' ? s.resource : `${s.resource}.${s.group}`));
-  await Promise.all(listable.map(async (s) => {
-    const { items } = await client.listAll<Obj>(s);
+  // Namespaced resources are listed per corpus namespace: other test files share the cluster and
+  // may hold thousands of objects elsewhere.
+  const lists = listable.flatMap((s): { s: ServedResource; namespace: string | undefined }[] => (s.namespaced ? NAMESPACES.map((namespace) => ({ s, namespace })) : [{ s, namespace: undefined }]));
+  await Promise.all(lists.map(async ({ s, namespace }) => {
+    const { items } = await client.listAll<Obj>(s, { namespace });
     for (const obj of items) {
       const inScope = s.namespaced ? NAMESPACES.includes(obj.metadata.namespace ?? '') : obj.metadata.name.startsWith(corpus.prefix) || obj.metadata.name.endsWith(`.${corpus.group}`);
       if (!inScope) continue;
