@@ -127,7 +127,9 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
       log.error(`restore failed: ${failureReason}`);
     }
     const { warnings, errors } = countResults(req.results);
-    const phase = failureReason !== undefined ? 'Failed' : req.summary.failed > 0 || errors > 0 ? 'PartiallyFailed' : 'Completed';
+    // A dry run's failed items are predictions (warnings): nothing failed, so it completes.
+    const failedItems = req.dryRun ? 0 : req.summary.failed;
+    const phase = failureReason !== undefined ? 'Failed' : failedItems > 0 || errors > 0 ? 'PartiallyFailed' : 'Completed';
     const changed = req.outcomes.filter((o) => o.action === 'created' || o.action === 'updated');
     const result: RestoreResult = {
       phase,
@@ -308,7 +310,11 @@ function newExecutor(
     req.progress.totalItems = plan.items.size;
     const what = `${p.groupResource} ${displayName(target.namespace, target.name)}`;
     const fields = { resource: p.groupResource, namespace: target.namespace, name: target.name, action };
-    if (action === 'failed') {
+    if (action === 'failed' && req.dryRun) {
+      // Predicted: a real restore would fail here; the dry run itself did not.
+      addResult(req.results, 'warnings', target.namespace, `${what}: would fail: ${reason}`);
+      log.warn(`${what}: would fail: ${reason}`, fields);
+    } else if (action === 'failed') {
       addResult(req.results, 'errors', target.namespace, `${what}: ${reason}`);
       log.error(`${what}: ${reason}`, fields);
     } else if (opts.warn === true) {
@@ -599,7 +605,7 @@ function newExecutor(
   /** Dry run: what write() would do, with reads and server-side dry runs only. */
   async function predict(p: PlannedItem, t: Target, d: Desired, pending: readonly string[]): Promise<ItemOutcome> {
     if (pending.length > 0) {
-      return record(p, t, 'created', `would be created (not validated by the apiserver: ${pending.join(' and ')} would be created first)`, { validated: false });
+      return record(p, t, 'created', `would be created; not validated by the API server, as ${pending.join(' and ')} would be created first`, { validated: false });
     }
     let live: LooseObject | undefined;
     try {
@@ -608,7 +614,7 @@ function newExecutor(
       if (!isNotFound(err)) return record(p, t, 'failed', messageFor(p, d.original, err));
     }
     if (live !== undefined && p.groupResource === 'namespaces' && live.metadata?.deletionTimestamp !== undefined) {
-      return record(p, t, 'created', 'would be created once the namespace being deleted is gone', { validated: false });
+      return record(p, t, 'created', 'would be created once the namespace being deleted is gone; not validated by the API server', { validated: false });
     }
     if (live === undefined) {
       try {
