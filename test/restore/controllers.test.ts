@@ -7,7 +7,7 @@ import { readArchive } from '../../src/archive/index.js';
 import { CORE, type KubeObject } from '../../src/kube/index.js';
 import type { RestoreResult } from '../../src/restore/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { DEPLOYMENTS, REPLICA_SETS, backupNow, createNs, getOrUndefined, res, restoreNow, setupEnv, type Env } from './support.js';
+import { DEPLOYMENTS, REPLICA_SETS, RESOURCE_QUOTAS, backupNow, createNs, getOrUndefined, res, restoreNow, setupEnv, type Env } from './support.js';
 
 const HPAS_V1 = res('autoscaling', 'v1', 'horizontalpodautoscalers', true);
 const ENDPOINTS = res('', 'v1', 'endpoints', true);
@@ -139,7 +139,7 @@ describe('restoring over objects that controllers maintain', () => {
     expect(addresses(made)).toEqual([]);
   });
 
-  it('an owned item whose owner already exists is left to the live controller, not said to be recreated', async () => {
+  it('an owned item whose owner already exists is left to the live controller, and one whose owner fails is restored; neither is said to be recreated', async () => {
     const { client } = env;
     const ns = uniqueName('own');
     cleanup.push(ns);
@@ -167,6 +167,22 @@ describe('restoring over objects that controllers maintain', () => {
       expect(result.outcomes.filter((o) => o.reason.includes('which this restore recreates')), what).toEqual([]);
     }
     expect((await client.list(REPLICA_SETS, { namespace: ns })).items).toHaveLength(1);
+
+    // An owner that fails (a quota admits no Deployment) recreates nothing: its ReplicaSet is restored, orphaned.
+    const target = uniqueName('own-copy');
+    cleanup.push(target);
+    await createNs(client, target);
+    await client.create(RESOURCE_QUOTAS, target, { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q' }, spec: { hard: { 'count/deployments.apps': '0' } } });
+    await waitUntil('the quota to be computed', async () => {
+      const q = await client.get<KubeObject & { status?: { hard?: Record<string, string> } }>(RESOURCE_QUOTAS, target, 'q');
+      return q.status?.hard?.['count/deployments.apps'] === '0' ? true : undefined;
+    });
+    const failed = (await restoreNow(env, backup, { includedNamespaces: [ns], namespaceMapping: { [ns]: target } })).result;
+    expect(outcome(failed, 'deployments.apps', 'web')).toMatchObject({ action: 'failed', reason: expect.stringContaining('exceeded quota') });
+    expect(outcome(failed, 'replicasets.apps', rsName)).toMatchObject({ action: 'created', reason: 'created' });
+    expect((await client.get(REPLICA_SETS, target, rsName)).metadata?.ownerReferences).toBeUndefined();
+    // The ReplicaSet was recreated by this restore: its Pod is left to it.
+    expect(outcome(failed, 'pods', podName)).toMatchObject({ action: 'skipped', reason: `owned by ReplicaSet ${rsName}, which this restore recreates; its controller makes a new one` });
     expect(outcomesOf((await restoreNow(env, backup, { includedNamespaces: [ns], excludedResources: ['deployments.apps'], dryRun: true })).result, 'replicasets.apps'))
       // Without its owner in the restore, the ReplicaSet is handled like any item: here it already exists.
       .toMatchObject([{ name: rsName, action: 'skipped', reason: expect.stringMatching(/^already exists and (matches|differs)/) }]);
