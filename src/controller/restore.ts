@@ -154,7 +154,10 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
     }
     const sum = result?.summary;
     const message = phase === 'Failed' ? failure ?? 'failed'
-      : `${r.spec.dryRun === true ? 'dry run: would have ' : ''}created ${sum?.created ?? 0}, updated ${sum?.updated ?? 0}, skipped ${sum?.skipped ?? 0}, failed ${sum?.failed ?? 0}; ${counts.warnings} warnings, ${counts.errors} errors`;
+      : r.spec.dryRun === true
+        // Nothing failed in a dry run: its failed items are predictions.
+        ? `dry run: would create ${sum?.created ?? 0}, would update ${sum?.updated ?? 0}, would skip ${sum?.skipped ?? 0}, would fail ${sum?.failed ?? 0}; ${counts.warnings} warnings, ${counts.errors} errors`
+        : `created ${sum?.created ?? 0}, updated ${sum?.updated ?? 0}, skipped ${sum?.skipped ?? 0}, failed ${sum?.failed ?? 0}; ${counts.warnings} warnings, ${counts.errors} errors`;
     void ctx.events.event(r, phase === 'Completed' ? 'Normal' : 'Warning', phase, message);
     ctx.logger.info(`restore ${namespace}/${name} ${phase}: ${message}`);
     recordRestoreOutcome(ctx.metrics, {

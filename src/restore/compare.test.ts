@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { LABEL_BACKUP_NAME, LABEL_RESTORE_NAME } from '../apis/v1/index.js';
 import type { KubeObject } from '../plugin/api/index.js';
 import { containedIn, patchToMatch } from './compare.js';
+import { CONTROLLER_ANNOTATIONS } from './maintained.js';
 
 const own = { [LABEL_BACKUP_NAME]: 'b', [LABEL_RESTORE_NAME]: 'r' };
 
@@ -37,6 +38,43 @@ describe('patchToMatch', () => {
     const o: KubeObject = { apiVersion: 'v1', kind: 'X', metadata: { name: 'x' }, spec: { list: [1, 2] } };
     const live: KubeObject = { apiVersion: 'v1', kind: 'X', metadata: { name: 'x' }, spec: { list: [1, 3] } };
     expect(patchToMatch(live, o, o, false)).toEqual({ spec: { list: [1, 2] } });
+  });
+
+  it('neither compares nor patches the status an autoscaling/v1 HPA keeps in annotations, but compares its metrics spec', () => {
+    const ann = (conditions: string, extra: Record<string, string> = {}): Record<string, string> => ({
+      'autoscaling.alpha.kubernetes.io/conditions': conditions,
+      'autoscaling.alpha.kubernetes.io/current-metrics': `[{"type":"Resource","resource":{"name":"cpu","currentAverageUtilization":${conditions.length}}}]`,
+      ...extra,
+    });
+    const hpa = (annotations: Record<string, string>): KubeObject => ({
+      apiVersion: 'autoscaling/v1', kind: 'HorizontalPodAutoscaler', metadata: { name: 'h', namespace: 'n', annotations },
+      spec: { maxReplicas: 3, scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web' } },
+    });
+    const backedUp = hpa(ann('[{"type":"AbleToScale","status":"False","reason":"FailedGetScale"}]'));
+    const live = hpa(ann('[{"type":"AbleToScale","status":"True","reason":"SucceededGetScale"},{"type":"ScalingActive","status":"False"}]'));
+    expect(patchToMatch(live, backedUp, backedUp)).toBeUndefined();
+    // Present on one side only: not a difference, and never removed or set.
+    expect(patchToMatch(hpa({}), backedUp, backedUp)).toBeUndefined();
+    expect(patchToMatch(live, hpa({}), hpa({}))).toBeUndefined();
+    // autoscaling.alpha.kubernetes.io/metrics is spec.metrics at v1: a change is a difference, and the patch holds nothing else.
+    const metrics = '[{"type":"Pods","pods":{"metricName":"qps","targetAverageValue":"10"}}]';
+    const withMetrics = hpa(ann('[]', { 'autoscaling.alpha.kubernetes.io/metrics': metrics }));
+    expect(patchToMatch(live, withMetrics, withMetrics, false)).toEqual({ metadata: { annotations: { 'autoscaling.alpha.kubernetes.io/metrics': metrics } } });
+  });
+
+  it('ignores the status-like annotations controllers and the apiserver keep, and only those', () => {
+    const d = (annotations: Record<string, string>): KubeObject => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd', annotations }, spec: { replicas: 1 } });
+    const backedUp = d({ 'deployment.kubernetes.io/revision': '7', 'control-plane.alpha.kubernetes.io/leader': '{"holderIdentity":"a"}', team: 'x' });
+    const live = d({ 'deployment.kubernetes.io/revision': '1', 'endpoints.kubernetes.io/last-change-trigger-time': '2026-01-01T00:00:00Z', team: 'x' });
+    expect(patchToMatch(live, backedUp, backedUp)).toBeUndefined();
+    // A user annotation still counts, and the patch carries it alone.
+    expect(patchToMatch(d({ ...live.metadata.annotations, team: 'y' }), backedUp, backedUp, false)).toEqual({ metadata: { annotations: { team: 'x' } } });
+    for (const key of CONTROLLER_ANNOTATIONS.keys()) {
+      expect(patchToMatch(d({ [key]: 'live' }), d({ [key]: 'backup' }), d({ [key]: 'backup' })), key).toBeUndefined();
+      expect(CONTROLLER_ANNOTATIONS.get(key), key).not.toBe('');
+    }
+    expect(CONTROLLER_ANNOTATIONS.has('autoscaling.alpha.kubernetes.io/metrics')).toBe(false);
+    expect(CONTROLLER_ANNOTATIONS.has('autoscaling.alpha.kubernetes.io/behavior')).toBe(false);
   });
 
   it('never compares status', () => {

@@ -10,8 +10,11 @@
 //   (a Service's clusterIP, a Pod's nodeName) is assigned by the cluster, so the live value stays.
 // - Only labels and annotations of metadata are compared; status never (it has its own subresource).
 // - Stowage's own backup-name/restore-name labels do not count as a difference.
+// - Annotations that hold status or controller state (maintained.ts, CONTROLLER_ANNOTATIONS: an
+//   autoscaling/v1 HPA's conditions, a Deployment's revision, ...) are neither compared nor patched.
 import { LABEL_BACKUP_NAME, LABEL_RESTORE_NAME } from '../apis/v1/index.js';
 import type { KubeObject } from '../plugin/api/index.js';
+import { withoutControllerAnnotations } from './maintained.js';
 import { isRecord, type JsonObject } from './objects.js';
 
 const OWN_LABELS = [LABEL_BACKUP_NAME, LABEL_RESTORE_NAME];
@@ -74,7 +77,11 @@ export function patchToMatch(live: KubeObject, item: KubeObject, original: KubeO
   Object.assign(patch, body);
   const md: JsonObject = {};
   const labels = diff(withoutOwnLabels(live.metadata.labels), withoutOwnLabels(item.metadata.labels), original.metadata.labels ?? {});
-  const annotations = diff({ ...live.metadata.annotations }, { ...item.metadata.annotations }, original.metadata.annotations ?? {});
+  const annotations = diff(
+    withoutControllerAnnotations(live.metadata.annotations),
+    withoutControllerAnnotations(item.metadata.annotations),
+    withoutControllerAnnotations(original.metadata.annotations),
+  );
   if (Object.keys(labels).length > 0) md.labels = labels;
   if (Object.keys(annotations).length > 0) md.annotations = annotations;
   if (Object.keys(md).length > 0) patch.metadata = md;

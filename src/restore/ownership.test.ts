@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../plugin/api/index.js';
-import { controllerRefs, ownerIndex, ownerKinds, restoredController } from './ownership.js';
+import { controllerRefs, ownedSkipReason, ownerFate, ownerIndex, ownerKinds, restoredController, type OwnerCandidate } from './ownership.js';
 
 const obj = (apiVersion: string, kind: string, name: string, namespace?: string, owners?: unknown[]): KubeObject => ({
   apiVersion,
@@ -8,9 +8,9 @@ const obj = (apiVersion: string, kind: string, name: string, namespace?: string,
   metadata: { name, ...(namespace !== undefined ? { namespace } : {}), ...(owners !== undefined ? { ownerReferences: owners } : {}) },
 });
 
-const index = (objs: KubeObject[]): Set<string> =>
+const index = (objs: KubeObject[]): Map<string, OwnerCandidate> =>
   ownerIndex(objs.map((o) => ({ apiVersion: o.apiVersion, kind: o.kind, namespace: o.metadata.namespace ?? '', name: o.metadata.name })));
-const controllerOf = (o: KubeObject, idx: Set<string>): string | undefined => restoredController(controllerRefs(o), o.metadata.namespace ?? '', idx);
+const controllerOf = (o: KubeObject, idx: Map<string, OwnerCandidate>): string | undefined => restoredController(controllerRefs(o), o.metadata.namespace ?? '', idx)?.label;
 
 describe('restoredController', () => {
   const deploy = obj('apps/v1', 'Deployment', 'web', 'ns');
@@ -19,6 +19,7 @@ describe('restoredController', () => {
 
   it('finds the controller owner when it is restored too, transitively for pods of replicasets', () => {
     const idx = index([deploy, rs, pod]);
+    expect(restoredController(controllerRefs(rs), 'ns', idx)?.owner).toMatchObject({ kind: 'Deployment', name: 'web', namespace: 'ns' });
     expect(controllerOf(rs, idx)).toBe('Deployment web');
     expect(controllerOf(pod, idx)).toBe('ReplicaSet web-abc');
     expect(controllerOf(deploy, idx)).toBeUndefined();
@@ -59,5 +60,41 @@ describe('restoredController', () => {
     const odd = obj('v1', 'Pod', 'p', 'ns', [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', controller: true }, 'junk',
       { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', controller: true, uid: 'u', blockOwnerDeletion: true }]);
     expect(controllerRefs(odd)).toEqual([{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs' }]);
+  });
+});
+
+describe('ownedSkipReason', () => {
+  it('says "which this restore recreates" only for an owner this restore recreates', () => {
+    expect(ownedSkipReason('Deployment web', 'recreated', false)).toBe('owned by Deployment web, which this restore recreates; its controller makes a new one');
+    expect(ownedSkipReason('Deployment web', 'recreated', true)).toBe('owned by Deployment web, which this restore would recreate; its controller would make a new one');
+  });
+
+  it('gives the true reason for an owner already in the cluster, and restores the item when the owner is not there', () => {
+    const existing = ownedSkipReason('Deployment web', 'existing', false);
+    expect(existing).toBe('owned by Deployment web, which is already in the cluster; left to its controller');
+    expect(existing).not.toContain('recreate');
+    expect(ownedSkipReason('ReplicaSet web-1', 'controller-existing', false)).toBe('owned by ReplicaSet web-1, whose own controller is already in the cluster; left to them');
+    expect(ownedSkipReason('Deployment web', 'absent', false)).toBeUndefined();
+    expect(ownedSkipReason('Deployment web', 'absent', true)).toBeUndefined();
+  });
+});
+
+describe('ownerFate', () => {
+  it('is recreated only for an owner this restore created, or one left to a controller this restore recreates', () => {
+    expect(ownerFate({ action: 'created' }, undefined, false)).toBe('recreated');
+    // A ReplicaSet skipped because its Deployment is recreated: its pods follow the Deployment's fate.
+    expect(ownerFate({ action: 'skipped' }, 'recreated', false)).toBe('recreated');
+    expect(ownerFate({ action: 'skipped' }, 'existing', false)).toBe('controller-existing');
+    expect(ownerFate({ action: 'skipped' }, 'controller-existing', false)).toBe('controller-existing');
+  });
+
+  it('is existing for an owner found in the cluster, whatever was done with it', () => {
+    for (const action of ['skipped', 'updated', 'failed']) expect(ownerFate({ action }, undefined, true)).toBe('existing');
+  });
+
+  it('is absent for an owner that failed, was skipped for another reason, or waits on the item itself', () => {
+    expect(ownerFate({ action: 'failed' }, undefined, false)).toBe('absent');
+    expect(ownerFate({ action: 'skipped' }, undefined, false)).toBe('absent');
+    expect(ownerFate(undefined, undefined, true)).toBe('absent');
   });
 });

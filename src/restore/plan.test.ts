@@ -82,16 +82,18 @@ describe('buildPlan', () => {
     expect(p.namespaces.get('app')?.synthesized).toBeUndefined();
   });
 
-  it('skips controller-owned items whose controller is restored, with the reason', () => {
+  it('links controller-owned items to their controller when it is in the restore, and skips none of them up front', () => {
     const p = plan({});
-    const skip = (gr: string, name: string): string | undefined => [...p.items.values()].find((i) => i.groupResource === gr && i.name === name)?.skip;
-    expect(skip('replicasets.apps', 'web-1')).toBe('owned by Deployment web, which this restore recreates; its controller makes a new one');
-    expect(skip('pods', 'web-1-a')).toBe('owned by ReplicaSet web-1, which this restore recreates; its controller makes a new one');
-    expect(skip('deployments.apps', 'web')).toBeUndefined();
-    // Without the Deployment in the restore, the ReplicaSet is restored (orphaned) and its pods left to it.
+    const find = (gr: string, name: string) => [...p.items.values()].find((i) => i.groupResource === gr && i.name === name);
+    // The executor decides once it knows the owner's outcome (ownership.ts): nothing is skipped by the plan.
+    expect(find('replicasets.apps', 'web-1')?.owner).toMatchObject({ label: 'Deployment web', owner: find('deployments.apps', 'web') });
+    expect(find('pods', 'web-1-a')?.owner).toMatchObject({ label: 'ReplicaSet web-1', owner: find('replicasets.apps', 'web-1') });
+    expect(find('deployments.apps', 'web')?.owner).toBeUndefined();
+    expect([...p.items.values()].filter((i) => i.skip !== undefined)).toEqual([]);
+    // Without the Deployment in the restore, the ReplicaSet has no owner to wait for (it is restored orphaned); its pods still have it.
     const q = plan({ excludedResources: ['deployments.apps'] });
-    expect([...q.items.values()].find((i) => i.name === 'web-1')?.skip).toBeUndefined();
-    expect([...q.items.values()].find((i) => i.name === 'web-1-a')?.skip).toContain('ReplicaSet web-1');
+    expect([...q.items.values()].find((i) => i.name === 'web-1')?.owner).toBeUndefined();
+    expect([...q.items.values()].find((i) => i.name === 'web-1-a')?.owner?.label).toBe('ReplicaSet web-1');
   });
 
   it('orders tiers by priority: CRDs, namespaces, PVs, configmaps, pods, replicasets, then the rest alphabetically', () => {

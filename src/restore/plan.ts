@@ -12,7 +12,7 @@ import { anyLabelSelectorMatches } from '../util/labels.js';
 import { boundServiceAccounts, clusterReferences, GR } from '../util/references.js';
 import { neverRestoredReason } from './kinds.js';
 import { displayName, isRecord, recordAt } from './objects.js';
-import { controllerRefs, ownerIndex, ownerKinds, restoredController, type ControllerRef, type OwnerCandidate } from './ownership.js';
+import { controllerRefs, ownerIndex, ownerKinds, restoredController, type ControllerRef, type OwnerCandidate, type RestoredOwner } from './ownership.js';
 import { orderTiers, type RestoreTier } from './priorities.js';
 import { targetNamespace, type ItemOutcome, type RestoreRequest } from './request.js';
 
@@ -92,6 +92,11 @@ export interface PlannedItem {
   archived: ArchivedItem | undefined;
   /** Set when the plan already decided to skip the item, with the reason. */
   skip?: string;
+  /**
+   * Its controller owner, when that is in the restore too: the executor restores the owner first and
+   * leaves the item to the owner's controller when the owner is in the cluster (see ownership.ts).
+   */
+  owner?: RestoredOwner<PlannedItem>;
   /** A Namespace the backup does not hold, created bare because restored items live in it (see bareNamespace). */
   synthesized?: boolean;
   /** The executor's: the item's restore while it runs, then its outcome. */
@@ -291,19 +296,20 @@ export function buildPlan(items: readonly ArchivedItem[], req: RestoreRequest, d
 
   if (req.namespaceMapping.size > 0) checkTargetsUnique([...selected.values()]);
 
-  // Controller-owned items whose controller is restored too are left to that controller.
+  // Controller-owned items whose controller is in the restore too: the executor decides once it
+  // knows what became of the owner.
   const owned = [...selected.values()].filter((p) => p.archived?.picked?.controllers !== undefined);
   if (owned.length > 0) {
     const kinds = ownerKinds(owned.map((p) => p.archived?.picked?.controllers ?? []));
-    const candidates = function* (): Generator<OwnerCandidate> {
+    const candidates = function* (): Generator<OwnerCandidate & { planned: PlannedItem }> {
       for (const p of selected.values()) {
-        if (p.archived !== undefined) yield { apiVersion: p.archived.apiVersion, kind: p.archived.kind, namespace: p.sourceNamespace, name: p.sourceName };
+        if (p.archived !== undefined) yield { apiVersion: p.archived.apiVersion, kind: p.archived.kind, namespace: p.sourceNamespace, name: p.sourceName, planned: p };
       }
     };
     const owners = ownerIndex(candidates(), kinds);
     for (const p of owned) {
-      const owner = restoredController(p.archived?.picked?.controllers, p.sourceNamespace, owners);
-      if (owner !== undefined) p.skip = `owned by ${owner}, which this restore recreates; its controller makes a new one`;
+      const found = restoredController(p.archived?.picked?.controllers, p.sourceNamespace, owners);
+      if (found !== undefined && found.owner.planned !== p) p.owner = { owner: found.owner.planned, label: found.label };
     }
   }
 

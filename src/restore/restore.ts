@@ -19,6 +19,7 @@ import {
   type SpillFile,
 } from '../archive/index.js';
 import {
+  CORE,
   CUSTOM_RESOURCE_DEFINITIONS,
   KubeError,
   isAlreadyExists,
@@ -38,8 +39,10 @@ import { createRedactor, errorMessage, sanitizeMessage } from '../util/errors.js
 import { actionMatcher, resolveRestoreItemActions, type ActionMatcher, type ResolvedRestoreItemAction } from './actions/selector.js';
 import { BUILTIN_RESTORE_ITEM_ACTIONS } from './actions/index.js';
 import { patchToMatch } from './compare.js';
+import { hasSelector, maintainedBy } from './maintained.js';
 import { cloneObject, displayName, isRecord, type JsonObject } from './objects.js';
-import { bareNamespace, buildPlan, itemFacts, RestoreRefusedError, type ArchivedItem, type PlannedItem, type RestorePlan } from './plan.js';
+import { ownedSkipReason, ownerFate, type OwnerFate } from './ownership.js';
+import { bareNamespace, buildPlan, itemFacts, itemKey, RestoreRefusedError, type ArchivedItem, type PlannedItem, type RestorePlan } from './plan.js';
 import { targetNamespace, type ItemAction, type ItemOutcome, type RestoreRequest } from './request.js';
 import { prepareItem } from './transform.js';
 
@@ -127,7 +130,9 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
       log.error(`restore failed: ${failureReason}`);
     }
     const { warnings, errors } = countResults(req.results);
-    const phase = failureReason !== undefined ? 'Failed' : req.summary.failed > 0 || errors > 0 ? 'PartiallyFailed' : 'Completed';
+    // A dry run's failed items are predictions (warnings): nothing failed, so it completes.
+    const failedItems = req.dryRun ? 0 : req.summary.failed;
+    const phase = failureReason !== undefined ? 'Failed' : failedItems > 0 || errors > 0 ? 'PartiallyFailed' : 'Completed';
     const changed = req.outcomes.filter((o) => o.action === 'created' || o.action === 'updated');
     const result: RestoreResult = {
       phase,
@@ -289,6 +294,13 @@ function newExecutor(
   const served = new Map<string, Promise<{ pending: boolean }>>();
   // item key -> the item key it is waiting for (its namespace, an additional item): to refuse cycles.
   const waitingOn = new Map<string, string>();
+  // What owned items need to know of their owners, kept for owners only (most items own nothing):
+  // which exist in the cluster (found by a create or a read), and which were left to their own
+  // controller (a ReplicaSet whose Deployment is recreated), with that controller's fate.
+  const ownerKeys = new Set<string>();
+  for (const p of plan.items.values()) if (p.owner !== undefined) ownerKeys.add(p.owner.owner.key);
+  const existsLive = new Set<string>();
+  const leftToController = new Map<string, OwnerFate>();
   let inFlight = 0;
 
   const warn = (namespace: string, message: string): void => {
@@ -308,7 +320,11 @@ function newExecutor(
     req.progress.totalItems = plan.items.size;
     const what = `${p.groupResource} ${displayName(target.namespace, target.name)}`;
     const fields = { resource: p.groupResource, namespace: target.namespace, name: target.name, action };
-    if (action === 'failed') {
+    if (action === 'failed' && req.dryRun) {
+      // Predicted: a real restore would fail here; the dry run itself did not.
+      addResult(req.results, 'warnings', target.namespace, `${what}: would fail: ${reason}`);
+      log.warn(`${what}: would fail: ${reason}`, fields);
+    } else if (action === 'failed') {
       addResult(req.results, 'errors', target.namespace, `${what}: ${reason}`);
       log.error(`${what}: ${reason}`, fields);
     } else if (opts.warn === true) {
@@ -344,6 +360,15 @@ function newExecutor(
     const run = (async () => {
       const at = { namespace: p.namespace, name: p.name };
       if (p.skip !== undefined) return record(p, at, 'skipped', p.skip);
+      if (p.owner !== undefined) {
+        // Decided on the owner's outcome, not on the plan: its controller must really be in the cluster.
+        const fate = await fateOf(p, p.owner.owner);
+        const reason = ownedSkipReason(p.owner.label, fate, req.dryRun);
+        if (reason !== undefined) {
+          if (ownerKeys.has(p.key)) leftToController.set(p.key, fate);
+          return record(p, at, 'skipped', reason);
+        }
+      }
       inFlight++;
       stats.maxInFlight = Math.max(stats.maxInFlight, inFlight);
       // Held only while this item is restored: memory follows the concurrency, not the backup's size.
@@ -380,8 +405,28 @@ function newExecutor(
     }
   }
 
+  /** What became of `owner`, restored first (see ownership.ts). */
+  async function fateOf(p: PlannedItem, owner: PlannedItem): Promise<OwnerFate> {
+    const out = await restoreFirst(p, owner);
+    return ownerFate(out, leftToController.get(owner.key), existsLive.has(owner.key));
+  }
+
+  /** Whether the Service an Endpoints item belongs to has a selector: the restored one, or else the live one. */
+  async function serviceSelects(p: PlannedItem): Promise<boolean> {
+    const svc = plan.items.get(itemKey('services', p.sourceNamespace, p.sourceName));
+    if (svc?.archived !== undefined && svc.skip === undefined) return hasSelector(await load(svc));
+    try {
+      return hasSelector(await client.get<KubeObject>(CORE.services, p.namespace, p.name));
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  }
+
   async function restoreOne(p: PlannedItem, original: KubeObject): Promise<ItemOutcome> {
     const at = { namespace: p.namespace, name: p.name };
+    const maintained = await maintainedBy(p.groupResource, original, p.namespace, () => serviceSelects(p));
+    if (maintained !== undefined) return record(p, at, 'skipped', maintained);
     const keepStatus = req.restoreStatus?.shouldInclude(p.resource) ?? false;
     let item = prepareItem(p.groupResource, original, {
       keepStatus,
@@ -552,6 +597,7 @@ function newExecutor(
 
   /** An object with the item's name exists: skip it, or (policy update) patch it to match the backup. */
   async function existing(p: PlannedItem, t: Target, d: Desired, live0: LooseObject, dryRun: boolean): Promise<ItemOutcome> {
+    if (ownerKeys.has(p.key)) existsLive.add(p.key);
     let live = live0;
     for (let attempt = 0; ; attempt++) {
       const patch = patchToMatch(live as KubeObject, d.item, d.original);
@@ -599,7 +645,7 @@ function newExecutor(
   /** Dry run: what write() would do, with reads and server-side dry runs only. */
   async function predict(p: PlannedItem, t: Target, d: Desired, pending: readonly string[]): Promise<ItemOutcome> {
     if (pending.length > 0) {
-      return record(p, t, 'created', `would be created (not validated by the apiserver: ${pending.join(' and ')} would be created first)`, { validated: false });
+      return record(p, t, 'created', `would be created; not validated by the API server, as ${pending.join(' and ')} would be created first`, { validated: false });
     }
     let live: LooseObject | undefined;
     try {
@@ -608,7 +654,7 @@ function newExecutor(
       if (!isNotFound(err)) return record(p, t, 'failed', messageFor(p, d.original, err));
     }
     if (live !== undefined && p.groupResource === 'namespaces' && live.metadata?.deletionTimestamp !== undefined) {
-      return record(p, t, 'created', 'would be created once the namespace being deleted is gone', { validated: false });
+      return record(p, t, 'created', 'would be created once the namespace being deleted is gone; not validated by the API server', { validated: false });
     }
     if (live === undefined) {
       try {

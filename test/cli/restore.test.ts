@@ -5,9 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { Restore } from '../../src/apis/v1/index.js';
 import { CORE, isNotFound, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
-import { uniqueName } from '../support/kube.js';
+import { uniqueName, waitUntil } from '../support/kube.js';
 import { ensureNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
 import { ensureBuilt, runCli, show, type RunOptions } from './helpers.js';
+
+const QUOTAS = { group: '', version: 'v1', resource: 'resourcequotas', namespaced: true };
 
 describe('stowage restore with a running server', () => {
   const ns = uniqueName('cli-rs');
@@ -43,15 +45,43 @@ describe('stowage restore with a running server', () => {
     const r = await cli('restore', 'create', 'dry', '--from-backup', 'src', '--dry-run', '--namespace-mappings', `${app}:${dryTarget}`, '--wait');
     expect(r.code, show(r)).toBe(0);
     expect(r.stdout).toContain('Restore request "dry" submitted successfully (dry run: nothing will be written to the cluster).');
-    expect(r.stdout).toMatch(/Restore completed with status: Completed \(would create \d+, would update 0, skipped \d+, failed 0\)/);
+    expect(r.stdout).toMatch(/Restore completed with status: Completed \(would create \d+, would update 0, would skip \d+, would fail 0\)/);
     const d = await cli('restore', 'describe', 'dry');
     expect(d.code, show(d)).toBe(0);
     expect(d.stdout).toMatch(/^Phase:\s+Completed \(dry run\)$/m);
     expect(d.stdout).toContain('Plan (dry run: nothing was written to the cluster):');
     expect(d.stdout).toMatch(/^ {2}Would be created \(\d+\):$/m);
-    for (let i = 0; i < 5; i++) expect(d.stdout).toContain(`    configmaps ${dryTarget}/cm-${i}`);
+    // The namespace would be created first, so its items cannot be validated: said once per item.
+    for (let i = 0; i < 5; i++) {
+      const line = d.stdout.split('\n').find((l) => l.startsWith(`    configmaps ${dryTarget}/cm-${i}`)) ?? '';
+      expect(line).toBe(`    configmaps ${dryTarget}/cm-${i}: would be created; not validated by the API server, as namespace ${dryTarget} would be created first`);
+    }
+    for (const line of d.stdout.split('\n')) expect(line.match(/not validated/g)?.length ?? 0, line).toBeLessThanOrEqual(1);
     expect(d.stdout).toContain(`    services ${dryTarget}/web`);
     await expect(client.get(CORE.namespaces, undefined, dryTarget)).rejects.toSatisfy(isNotFound);
+  });
+
+  it('a dry run that predicts failures completes, exits 0 and says "would fail"', async () => {
+    const target = uniqueName('cli-quota');
+    await ensureNamespace(client, target);
+    // A quota the namespace's own kube-root-ca.crt already fills: no ConfigMap of the backup would be admitted.
+    await client.create(QUOTAS, target, { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q' }, spec: { hard: { configmaps: '1' } } });
+    await waitUntil('the quota to be computed', async () => {
+      const q = await client.get<KubeObject & { status?: { used?: Record<string, string> } }>(QUOTAS, target, 'q');
+      return q.status?.used?.configmaps === '1' ? true : undefined;
+    });
+    const r = await cli('restore', 'create', 'dry-quota', '--from-backup', 'src', '--dry-run', '--namespace-mappings', `${app}:${target}`, '--wait');
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toMatch(/Restore completed with status: Completed \(would create \d+, would update 0, would skip \d+, would fail 5\)/);
+    const d = await cli('restore', 'describe', 'dry-quota');
+    expect(d.code, show(d)).toBe(0);
+    expect(d.stdout).toMatch(/^Phase:\s+Completed \(dry run\)$/m);
+    expect(d.stdout).toMatch(/^Summary:\s+\d+ would be created, 0 would be updated, \d+ would be skipped, 5 would fail$/m);
+    expect(d.stdout).toContain('  Would fail (5):\n');
+    for (let i = 0; i < 5; i++) expect(d.stdout).toMatch(new RegExp(`^ {4}configmaps ${target}/cm-${i}: .*exceeded quota: q`, 'm'));
+    expect(d.stdout).toMatch(new RegExp(`configmaps ${target}/cm-0: would fail: .*exceeded quota`));
+    expect(d.stdout).not.toMatch(/^ {2}Failed \(/m);
+    for (let i = 0; i < 5; i++) await expect(client.get(CORE.configMaps, target, `cm-${i}`)).rejects.toSatisfy(isNotFound);
   });
 
   it('restores into a mapped namespace with --wait, and the objects are there', async () => {

@@ -12,7 +12,7 @@ import { CliError, UsageError, describeError, exitCodeOf } from './errors.js';
 import { checkName, commaList, filterSpec, keyValueList, parseBool, parseTimeout, timestampSuffix } from './flags.js';
 import { formatBytes, formatTable, formatTimestamp, parseOutputFormat, shortDuration, timeLeft } from './output.js';
 import { createProgress, renderBar, renderPlain } from './progress.js';
-import { outcomesSection, restoreSpecFromFlags } from './restore.js';
+import { outcomesSection, restoreSpecFromFlags, summaryCounts } from './restore.js';
 import { renderLogLine } from './runLog.js';
 
 async function* chunks(...parts: (string | Buffer)[]): AsyncGenerator<Uint8Array> {
@@ -254,6 +254,23 @@ describe('restore describe', () => {
         '  Would be skipped (1):\n    services a/web: already exists and differs from the backup; left unchanged\n',
     );
     expect(outcomesSection([], false)).toBe('Items:  <none>\n');
+  });
+
+  it('says "not validated" once per item, and "would fail" for a predicted failure', () => {
+    const text = outcomesSection(
+      [
+        {
+          groupResource: 'configmaps', namespace: 'a', name: 'x', action: 'created', validated: false,
+          reason: 'would be created; not validated by the API server, as namespace a would be created first',
+        },
+        { groupResource: 'configmaps', namespace: 'a', name: 'q', action: 'failed', validated: true, reason: 'exceeded quota: q' },
+      ],
+      true,
+    );
+    expect(text.match(/not validated/g)).toHaveLength(1);
+    expect(text).toContain('  Would fail (1):\n    configmaps a/q: exceeded quota: q\n');
+    expect(summaryCounts({ created: 1, updated: 0, skipped: 2, failed: 1 }, true)).toBe('would create 1, would update 0, would skip 2, would fail 1');
+    expect(summaryCounts({ created: 1, updated: 0, skipped: 2, failed: 1 }, false)).toBe('created 1, updated 0, skipped 2, failed 1');
   });
 });
 

@@ -135,12 +135,20 @@ async function createRestore(cmd: Command, s: Session): Promise<void> {
   });
   const phase = final.status?.phase ?? 'New';
   const sum = final.status?.summary;
-  const counts = sum === undefined ? '' : ` (${spec.dryRun === true ? 'would create' : 'created'} ${sum.created}, ${spec.dryRun === true ? 'would update' : 'updated'} ${sum.updated}, skipped ${sum.skipped}, failed ${sum.failed})`;
+  const counts = sum === undefined ? '' : ` (${summaryCounts(sum, spec.dryRun === true)})`;
   out(`Restore completed with status: ${phase}${counts}. Run \`stowage restore describe ${name}\` or \`stowage restore logs ${name}\` for more details.`);
   if (phase !== 'Completed') {
     const reason = final.status?.failureReason ?? final.status?.validationErrors?.join('; ');
     throw new CliError(`restore "${name}" finished ${phase}${reason ? `: ${reason}` : ''}`);
   }
+}
+
+/** `created 3, updated 0, skipped 1, failed 0`; for a dry run, what would be done ("would fail": nothing failed). */
+export function summaryCounts(sum: { created: number; updated: number; skipped: number; failed: number }, dryRun: boolean): string {
+  const w = dryRun ? 'would ' : '';
+  return dryRun
+    ? `${w}create ${sum.created}, ${w}update ${sum.updated}, ${w}skip ${sum.skipped}, ${w}fail ${sum.failed}`
+    : `created ${sum.created}, updated ${sum.updated}, skipped ${sum.skipped}, failed ${sum.failed}`;
 }
 
 // ---- get ----------------------------------------------------------------------------------------
@@ -218,7 +226,9 @@ export function outcomesSection(outcomes: readonly ItemOutcome[], dryRun: boolea
     for (const o of [...list].sort((a, b) => `${a.groupResource}/${a.namespace}/${a.name}`.localeCompare(`${b.groupResource}/${b.namespace}/${b.name}`))) {
       const id = `${o.groupResource} ${o.namespace === '' ? '' : `${o.namespace}/`}${o.name}`;
       const why = o.reason !== '' && o.reason !== act ? `: ${o.reason}` : '';
-      s += `    ${id}${why}${dryRun && o.validated === false ? ' (not validated by the API server)' : ''}\n`;
+      // The server's reason says it was not validated; results written by older servers may not.
+      const unvalidated = dryRun && o.validated === false && !o.reason.includes('not validated') ? ' (not validated by the API server)' : '';
+      s += `    ${id}${why}${unvalidated}\n`;
     }
   }
   return s;
@@ -258,7 +268,7 @@ export async function describeRestoreText(ctx: CliContext, r: Restore, timeoutMs
   ]);
   if (st.summary !== undefined) {
     const w = dryRun ? 'would be ' : '';
-    s += formatFields([['Summary', `${st.summary.created} ${w}created, ${st.summary.updated} ${w}updated, ${st.summary.skipped} ${w}skipped, ${st.summary.failed} failed`]]);
+    s += formatFields([['Summary', `${st.summary.created} ${w}created, ${st.summary.updated} ${w}updated, ${st.summary.skipped} ${w}skipped, ${st.summary.failed} ${dryRun ? 'would fail' : 'failed'}`]]);
   }
   s += '\n';
   const finished = phase === 'Completed' || phase === 'PartiallyFailed' || phase === 'Failed';
