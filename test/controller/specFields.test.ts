@@ -1,6 +1,8 @@
 // No field is accepted and ignored, through the real apiserver: the CRDs keep Velero's
 // unimplemented fields and typos (a structural schema would prune them silently), and
 // `stowage server` refuses a run that sets one, naming the field in status.validationErrors.
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { LABEL_SCHEDULE_NAME, RESOURCES, newBackup, newRestore, newSchedule, type Backup, type BackupStorageLocation, type Restore, type Schedule } from '../../src/apis/v1/index.js';
@@ -13,13 +15,15 @@ describe('spec fields Stowage does not implement', () => {
   const app = uniqueName('app');
   let client: DynamicClient;
   let server: RunningServer;
+  let loc: ReturnType<typeof filesystemLocation>;
 
   beforeAll(async () => {
     const kc = inject('cluster').kubeconfigPath;
     client = testClient(kc);
     await ensureNamespace(client, app);
     await client.create({ group: '', version: 'v1', resource: 'configmaps', namespaced: true }, app, { metadata: { name: 'cm' }, data: { k: 'v' } });
-    const loc = filesystemLocation();
+    const fsLoc = filesystemLocation();
+    loc = { ...fsLoc, spec: { ...fsLoc.spec, backupSyncPeriod: '1s' } };
     server = await startServer({ kubeconfigPath: kc, namespace: ns, location: loc });
     // A run refused for its fields also lists a location that is not validated yet: wait, so that
     // each test sees the field errors alone.
@@ -72,6 +76,23 @@ describe('spec fields Stowage does not implement', () => {
   it('Velero\'s defaults that ask for nothing (false, {}) do not stop a backup', async () => {
     const b = await backup('velero-defaults', { includedNamespaces: [app], hooks: {}, metadata: {}, snapshotVolumes: false, defaultVolumesToFsBackup: false });
     expect(b.status?.phase, JSON.stringify(b.status)).toBe('Completed');
+  });
+
+  it('a backup synced from the bucket that carries them (written by Velero) is imported as it is, not validated again', async () => {
+    const dir = path.join(loc.root, 'backups', 'backups');
+    const stored = JSON.parse(fs.readFileSync(path.join(dir, 'velero-defaults', 'stowage-backup.json'), 'utf8')) as Backup;
+    const spec = { ...stored.spec, hooks: { resources: [{ name: 'freeze' }] }, snapshotVolumes: true, defaultVolumesToFsBackup: true };
+    fs.mkdirSync(path.join(dir, 'from-velero'));
+    fs.writeFileSync(path.join(dir, 'from-velero', 'stowage-backup.json'), JSON.stringify({ ...stored, metadata: { ...stored.metadata, name: 'from-velero' }, spec }));
+    const b = await waitUntil('from-velero synced', async () => {
+      const cur = await client.get<Backup>(RESOURCES.Backup, ns, 'from-velero').catch(() => undefined);
+      return cur?.status?.phase !== undefined ? cur : undefined;
+    }, 60_000, 250);
+    expect(b.status?.phase).toBe('Completed');
+    expect(b.status?.validationErrors).toBeUndefined();
+    expect(b.spec.hooks).toEqual({ resources: [{ name: 'freeze' }] });
+    expect(b.spec.defaultVolumesToFsBackup).toBe(true);
+    expect(server.output()).not.toMatch(/from-velero failed validation/);
   });
 
   it('a Restore with hooks or restorePVs fails validation naming them', async () => {
