@@ -39,6 +39,10 @@ describe('specFieldProblems', () => {
       'spec.labelSelector.matchLables: unknown field (spec.labelSelector has no such field); fix its spelling or remove it',
       'spec.orLabelSelectors[1].matchExpressions[0].value: unknown field (spec.orLabelSelectors[1].matchExpressions[0] has no such field); fix its spelling or remove it',
     ]);
+    expect(specFieldErrors('Backup', JSON.parse('{"constructor": 1, "toString": "x"}'))).toEqual([
+      'spec.constructor: unknown field (the Backup spec has no such field); fix its spelling or remove it',
+      'spec.toString: unknown field (the Backup spec has no such field); fix its spelling or remove it',
+    ]);
     expect(specFieldErrors('Restore', { backupName: 'b', restoreStatus: { included: ['pods'] } })).toEqual([
       'spec.restoreStatus.included: unknown field (spec.restoreStatus has no such field); fix its spelling or remove it',
     ]);

@@ -40,12 +40,14 @@ function walk(schema: Schema, value: unknown, path: string, kind: string, out: F
       const obj = value as Record<string, unknown>;
       // Declared fields in schema order, then the unknown ones sorted: the same messages whatever
       // order the apiserver returns the keys in.
-      const declared = Object.keys(schema.properties).filter((k) => k in obj);
-      const unknown = Object.keys(obj).filter((k) => !(k in schema.properties)).sort();
+      // Own keys only: `constructor` or `toString` in a spec is an unknown field, not Object's.
+      const isDeclared = (k: string): boolean => Object.hasOwn(schema.properties, k);
+      const declared = Object.keys(schema.properties).filter((k) => Object.hasOwn(obj, k));
+      const unknown = Object.keys(obj).filter((k) => !isDeclared(k)).sort();
       for (const k of [...declared, ...unknown]) {
         const v = obj[k];
         const at = `${path}.${k}`;
-        const field = schema.properties[k];
+        const field = isDeclared(k) ? schema.properties[k] : undefined;
         if (field === undefined) {
           out.push({ path: at, problem: 'unknown', message: `${at}: unknown field (${path === 'spec' ? `the ${kind} spec` : path} has no such field); fix its spelling or remove it` });
         } else if (field.unsupported !== undefined && !isUnset(v)) {
