@@ -678,7 +678,7 @@ export function backupCommand(): Command {
     .option('--ttl <duration>', 'how long to keep the backup, e.g. 72h or 720h0m0s (default: the server\'s, 720h)')
     .option('--storage-location <name>', 'backup storage location to write to (default: the default location)')
     .option('--from-schedule <schedule>', 'create the backup from the template of this schedule')
-    .addOption(new Option('--snapshot-volumes [bool]', 'take volume snapshots: true or false').hideHelp())
+    .addOption(new Option('--snapshot-volumes [bool]', 'volume snapshots are not supported yet: only false is accepted (for Velero scripts)').hideHelp())
     .option('--labels <labels>', 'labels for the backup, e.g. team=a,env=prod', keyValueList('labels', '='))
     .option('-w, --wait', 'wait for the backup to finish, showing its progress')
     .addHelpText(
