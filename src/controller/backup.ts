@@ -4,7 +4,7 @@
 // timestamps, events and metrics. A Backup found InProgress that this server is not running was
 // left by a server that died: it is marked Failed, which is also the start-up sweep.
 import {
-  ANNOTATION_SYNCED_FROM, RESOURCES, type Backup, type BackupStatus, type BackupStorageLocation,
+  ANNOTATION_SYNCED_FROM, RESOURCES, specFieldErrors, type Backup, type BackupStatus, type BackupStorageLocation,
 } from '../apis/v1/index.js';
 import { FORMAT_VERSION } from '../archive/index.js';
 import { runBackup, type BackupResult } from '../backup/index.js';
@@ -27,7 +27,9 @@ type Validation = { errors: string[]; location?: BackupStorageLocation; pending?
 
 /** Every reason the backup cannot run, or the location it will use. */
 export function validateBackup(ctx: ControllerContext, backup: Backup): Validation {
-  const errors = [...validateFilters(backup.spec), ...(backup.spec.ttl !== undefined ? validateTtl(backup.spec.ttl, 'spec.ttl') : [])];
+  const errors = [
+    ...specFieldErrors('Backup', backup.spec), ...validateFilters(backup.spec), ...(backup.spec.ttl !== undefined ? validateTtl(backup.spec.ttl, 'spec.ttl') : []),
+  ];
   const wanted = backup.spec.storageLocation;
   const location = resolveLocation(ctx, wanted);
   if (location === undefined) {

@@ -5,7 +5,7 @@
 // is marked Failed.
 import path from 'node:path';
 import {
-  LABEL_SCHEDULE_NAME, RESOURCES, type Backup, type BackupStorageLocation, type Restore, type RestoreStatus,
+  LABEL_SCHEDULE_NAME, RESOURCES, specFieldErrors, type Backup, type BackupStorageLocation, type Restore, type RestoreStatus,
 } from '../apis/v1/index.js';
 import { isConflict, isNotFound } from '../kube/index.js';
 import { recordRestoreOutcome } from '../metrics/index.js';
@@ -41,7 +41,7 @@ function latestOfSchedule(ctx: ControllerContext, schedule: string): Backup | un
 
 export function validateRestore(ctx: ControllerContext, r: Restore): Validation {
   const spec = r.spec;
-  const errors = [...validateFilters(spec), ...validateNamespaceMapping(spec.namespaceMapping, spec)];
+  const errors = [...specFieldErrors('Restore', spec), ...validateFilters(spec), ...validateNamespaceMapping(spec.namespaceMapping, spec)];
   const hasBackup = spec.backupName !== undefined && spec.backupName !== '';
   const hasSchedule = spec.scheduleName !== undefined && spec.scheduleName !== '';
   if (hasBackup && hasSchedule) errors.push('set either backupName or scheduleName, not both');

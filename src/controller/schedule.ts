@@ -22,6 +22,7 @@ import {
   RESOURCES,
   labelValue,
   newBackup,
+  specFieldErrors,
   type Backup,
   type BackupPhase,
   type Schedule,
@@ -52,8 +53,9 @@ export type SchedulePlan =
 
 /** Every reason the Schedule's spec is invalid; empty when valid. */
 export function validateSchedule(schedule: Schedule): string[] {
-  const errors: string[] = [];
   const spec = schedule.spec;
+  // Template fields come out as spec.template.<field>: a Schedule that asks for hooks fails before any backup does.
+  const errors: string[] = specFieldErrors('Schedule', spec);
   if (typeof spec.schedule !== 'string' || spec.schedule.trim() === '') errors.push('spec.schedule is empty: give a 5-field cron expression, e.g. "0 3 * * *"');
   else errors.push(...validateCron(spec.schedule).map((e) => `spec.schedule: ${e}`));
   const name = schedule.metadata.name;

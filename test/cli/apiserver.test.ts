@@ -135,6 +135,8 @@ describe('stowage CLI against the apiserver (no server running)', () => {
         [['backup', 'create', 'x', '--selector', 'a=b', '--or-selector', 'c=d'], /--selector and --or-selector cannot be used together/],
         [['backup', 'create', 'x', '--include-cluster-resources=maybe'], /--include-cluster-resources takes true or false, not "maybe"/],
         [['backup', 'create', 'x', '--labels', 'novalue'], /--labels: "novalue" is not of the form key=value/],
+        [['backup', 'create', 'x', '--snapshot-volumes', 'true'], /--snapshot-volumes: volume snapshots are not supported yet/],
+        [['backup', 'create', 'x', '--snapshot-volumes'], /--snapshot-volumes: volume snapshots are not supported yet/],
         [['backup', 'create', 'x', '--include-namespace', 'a'], /unknown option '--include-namespace'\n\(Did you mean --include-namespaces\?\)/],
         [['backup', 'get', '-o', 'xml'], /unknown output format "xml"/],
         [['backupp', 'get'], /unknown command 'backupp'\n\(Did you mean backup\?\)/],
@@ -222,6 +224,20 @@ describe('stowage CLI against the apiserver (no server running)', () => {
       expect(out).toMatch(/^Items backed up:\s+38 of 40$/m);
       expect(out).toContain('Resource List:  <use --details to see it>');
       expect(out).toMatch(/^ {2}Warning\s+ItemFailed\s+\S+\s+configmaps app\/broken could not be read$/m);
+    });
+
+    it('names the unimplemented fields a backup sets, and never shows them as if they ran', async () => {
+      // As a backup synced from a Velero bucket may carry them; one created here fails validation.
+      await client.create(RESOURCES.Backup, ns, newBackup('velero-made', ns, {
+        includedNamespaces: ['app'], snapshotVolumes: true, hooks: { resources: [{ name: 'freeze' }] }, defaultVolumesToFsBackup: false,
+      }));
+      await setStatus('Backup', 'velero-made', { phase: 'Completed', startTimestamp: '2025-01-02T03:04:05Z', completionTimestamp: '2025-01-02T03:05:00Z' });
+      const r = await cli('backup', 'describe', 'velero-made');
+      expect(r.code, show(r)).toBe(0);
+      expect(r.stdout).toMatch(/^Not implemented:\s+spec\.snapshotVolumes, spec\.hooks \(set, but Stowage does not act on them\)$/m);
+      expect(r.stdout).not.toMatch(/^(Hooks|Snapshot volumes):/m);
+      const plain = await cli('backup', 'describe', 'done');
+      expect(plain.stdout).not.toMatch(/^(Not implemented|Hooks|Snapshot volumes):/m);
     });
 
     it('lists every validation error of a backup that failed validation', async () => {

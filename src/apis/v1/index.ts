@@ -7,3 +7,4 @@ export * from './helpers.js';
 export { KINDS } from './kinds.js';
 export { buildCrd, crdName, type CustomResourceDefinition } from './crd.js';
 export type { KindDef, PrinterColumn, Schema } from './schema.js';
+export { isUnset, specFieldErrors, specFieldProblems, type FieldProblem } from './fields.js';

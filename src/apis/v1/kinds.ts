@@ -52,20 +52,79 @@ const filters = {
   orLabelSelectors: s.array(labelSelector, { description: 'Items matching any of these selectors; cannot be combined with labelSelector.' }),
 };
 
-const backupSpec = s.named(
+/**
+ * Velero's spec fields that Stowage does not implement yet. They are declared, not left out: a
+ * structural schema prunes what it does not declare, so a Velero manifest's
+ * `defaultVolumesToFsBackup: true` would vanish on create and the run would go ahead without it.
+ * Declared, the value is stored, and validation (fields.ts) refuses a run that sets it, with
+ * `reason` and the field's path.
+ */
+const notYet = (schema: Schema, reason: string): Schema => ({
+  ...schema,
+  unsupported: reason,
+  description: `${schema.description !== undefined ? `${schema.description} ` : ''}Not supported yet: a run that sets it fails validation.`,
+});
+
+/**
+ * Marks every object of a spec x-kubernetes-preserve-unknown-fields, so the apiserver stores a
+ * field no schema declares (a typo such as `snapshotVolume` or `matchLables`, a newer Velero
+ * field) instead of pruning it, and validation refuses it by name. Declared fields keep their
+ * types and are still checked by the apiserver.
+ */
+function keepUnknown(schema: Schema): Schema {
+  switch (schema.kind) {
+    case 'named':
+      return { ...schema, schema: keepUnknown(schema.schema) };
+    case 'object':
+      return {
+        ...schema,
+        preserveUnknownFields: true,
+        properties: Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k, keepUnknown(v)])),
+      };
+    case 'array':
+      return { ...schema, items: keepUnknown(schema.items) };
+    case 'map':
+      return { ...schema, values: keepUnknown(schema.values) };
+    default:
+      return schema;
+  }
+}
+
+const FS_BACKUP = 'file-system backup of pod volumes is not supported yet';
+const SCOPED_FILTERS = 'the scope-specific resource filters are not supported yet (use includedResources/excludedResources with includeClusterResources)';
+const ITEM_OPERATIONS = 'asynchronous item action operations are not supported yet';
+const UPLOADER = 'volume data upload is not supported yet';
+
+const backupSpec = keepUnknown(s.named(
   'BackupSpec',
   s.object({
     ...filters,
     ttl: s.string({ description: 'How long to keep the backup, as a Go duration ("720h0m0s"). Default 720h.' }),
     storageLocation: s.string({ description: 'Name of the BackupStorageLocation; the default location when unset.' }),
-    snapshotVolumes: s.bool({ nullable: true, description: 'Whether to take volume snapshots.' }),
-    hooks: s.unknownObject({ description: 'Pre/post backup hooks.' }),
+    snapshotVolumes: notYet(s.bool({ nullable: true, description: 'Whether to take volume snapshots.' }), 'volume snapshots are not supported yet'),
+    hooks: notYet(s.unknownObject({ description: 'Commands to run in pods before and after they are backed up.' }), 'backup hooks are not supported yet'),
+    // Velero's other fields, refused until implemented (false, null or empty asks for nothing and is accepted).
+    volumeSnapshotLocations: notYet(stringList('VolumeSnapshotLocations to store volume snapshots in.'), 'volume snapshots are not supported yet, so volume snapshot locations cannot be used'),
+    snapshotMoveData: notYet(s.bool({ nullable: true, description: 'Move volume snapshot data to the backup storage.' }), 'moving volume snapshot data is not supported yet'),
+    datamover: notYet(s.string({ description: 'The data mover for snapshot data.' }), 'data movers are not supported yet'),
+    csiSnapshotTimeout: notYet(s.string({ description: 'How long to wait for a CSI VolumeSnapshot to be ready.' }), 'CSI volume snapshots are not supported yet'),
+    defaultVolumesToFsBackup: notYet(s.bool({ nullable: true, description: 'Back up every pod volume with file-system backup.' }), FS_BACKUP),
+    defaultVolumesToRestic: notYet(s.bool({ nullable: true, description: 'Velero\'s older name for defaultVolumesToFsBackup.' }), FS_BACKUP),
+    uploaderConfig: notYet(s.unknownObject({ description: 'Settings of the volume data uploader.' }), UPLOADER),
+    itemOperationTimeout: notYet(s.string({ description: 'How long to wait for asynchronous item action operations.' }), ITEM_OPERATIONS),
+    resourcePolicy: notYet(s.unknownObject({ description: 'A reference to a ConfigMap of resource policies.' }), 'resource policies are not supported yet'),
+    metadata: notYet(s.unknownObject({ description: 'Labels for the backup (Velero: for the backups a schedule creates).' }),
+      'labels through spec.metadata are not supported yet (put them on the Backup\'s or the Schedule\'s own metadata.labels)'),
+    includedClusterScopedResources: notYet(stringList('Cluster-scoped resources to include.'), SCOPED_FILTERS),
+    excludedClusterScopedResources: notYet(stringList('Cluster-scoped resources to exclude.'), SCOPED_FILTERS),
+    includedNamespaceScopedResources: notYet(stringList('Namespace-scoped resources to include.'), SCOPED_FILTERS),
+    excludedNamespaceScopedResources: notYet(stringList('Namespace-scoped resources to exclude.'), SCOPED_FILTERS),
     orderedResources: stringMap('Per resource, a comma-separated list of ns/name giving the order to back items up in.'),
     includeAllGroupVersions: s.bool({
       description: 'Also store every other served version of each object (Velero: EnableAPIGroupVersions); a restore prefers the target cluster\'s preferred version.',
     }),
   }),
-);
+));
 
 const backupStatus = s.named(
   'BackupStatus',
@@ -86,7 +145,7 @@ const backupStatus = s.named(
   }),
 );
 
-const restoreSpec = s.named(
+const restoreSpec = keepUnknown(s.named(
   'RestoreSpec',
   s.object({
     backupName: s.string({ description: 'The backup to restore from.' }),
@@ -102,8 +161,14 @@ const restoreSpec = s.named(
     ),
     preserveNodePorts: s.bool({ description: 'Keep Service nodePorts.' }),
     dryRun: s.bool({ description: 'Compute what would be created, updated or skipped, and write nothing to the cluster.' }),
+    // Velero's fields, refused until implemented.
+    hooks: notYet(s.unknownObject({ description: 'Init containers to add and commands to run in restored pods.' }), 'restore hooks are not supported yet'),
+    restorePVs: notYet(s.bool({ nullable: true, description: 'Restore volumes from their snapshots.' }), 'restoring volumes from snapshots is not supported yet'),
+    itemOperationTimeout: notYet(s.string({ description: 'How long to wait for asynchronous item action operations.' }), ITEM_OPERATIONS),
+    resourceModifier: notYet(s.unknownObject({ description: 'A reference to a ConfigMap of resource modifier rules.' }), 'resource modifiers are not supported yet'),
+    uploaderConfig: notYet(s.unknownObject({ description: 'Settings of the volume data uploader.' }), UPLOADER),
   }),
-);
+));
 
 const restoreStatus = s.named(
   'RestoreStatus',
@@ -172,7 +237,7 @@ const bslStatus = s.named(
   }),
 );
 
-const scheduleSpec = s.named(
+const scheduleSpec = keepUnknown(s.named(
   'ScheduleSpec',
   s.object(
     {
@@ -189,7 +254,7 @@ const scheduleSpec = s.named(
     },
     { required: ['schedule', 'template'] },
   ),
-);
+));
 
 const scheduleStatus = s.named(
   'ScheduleStatus',

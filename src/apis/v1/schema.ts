@@ -6,6 +6,11 @@ interface Common {
   description?: string;
   /** Emitted as `nullable: true` and `| null` in TypeScript. */
   nullable?: boolean;
+  /**
+   * Declared (so the apiserver stores it and validation can name it) but not implemented: a run
+   * that sets it to anything but null, false or empty fails validation with this reason.
+   */
+  unsupported?: string;
 }
 
 export type Schema =
@@ -13,7 +18,11 @@ export type Schema =
   | (Common & { kind: 'integer'; minimum?: number })
   | (Common & { kind: 'boolean' })
   | (Common & { kind: 'array'; items: Schema })
-  | (Common & { kind: 'object'; properties: Record<string, Schema>; required: readonly string[] })
+  /**
+   * `preserveUnknownFields`: the apiserver stores fields the schema does not declare instead of
+   * pruning them, so validation can refuse them by name (x-kubernetes-preserve-unknown-fields).
+   */
+  | (Common & { kind: 'object'; properties: Record<string, Schema>; required: readonly string[]; preserveUnknownFields?: boolean })
   | (Common & { kind: 'map'; values: Schema })
   | (Common & { kind: 'unknown-object' })
   /** A named type: rendered inline in OpenAPI, as a reference to an exported type alias in TypeScript. */
@@ -75,6 +84,7 @@ export function toOpenAPI(schema: Schema, description?: string): OpenAPISchema {
       for (const [k, v] of Object.entries(schema.properties)) props[k] = toOpenAPI(v);
       out.properties = props;
       if (schema.required.length > 0) out.required = [...schema.required];
+      if (schema.preserveUnknownFields === true) out['x-kubernetes-preserve-unknown-fields'] = true;
       break;
     }
     case 'map':

@@ -148,10 +148,38 @@ export type BackupSpec = {
   ttl?: string;
   /** Name of the BackupStorageLocation; the default location when unset. */
   storageLocation?: string;
-  /** Whether to take volume snapshots. */
+  /** Whether to take volume snapshots. Not supported yet: a run that sets it fails validation. */
   snapshotVolumes?: boolean | null;
-  /** Pre/post backup hooks. */
+  /** Commands to run in pods before and after they are backed up. Not supported yet: a run that sets it fails validation. */
   hooks?: Record<string, unknown>;
+  /** VolumeSnapshotLocations to store volume snapshots in. Not supported yet: a run that sets it fails validation. */
+  volumeSnapshotLocations?: string[];
+  /** Move volume snapshot data to the backup storage. Not supported yet: a run that sets it fails validation. */
+  snapshotMoveData?: boolean | null;
+  /** The data mover for snapshot data. Not supported yet: a run that sets it fails validation. */
+  datamover?: string;
+  /** How long to wait for a CSI VolumeSnapshot to be ready. Not supported yet: a run that sets it fails validation. */
+  csiSnapshotTimeout?: string;
+  /** Back up every pod volume with file-system backup. Not supported yet: a run that sets it fails validation. */
+  defaultVolumesToFsBackup?: boolean | null;
+  /** Velero's older name for defaultVolumesToFsBackup. Not supported yet: a run that sets it fails validation. */
+  defaultVolumesToRestic?: boolean | null;
+  /** Settings of the volume data uploader. Not supported yet: a run that sets it fails validation. */
+  uploaderConfig?: Record<string, unknown>;
+  /** How long to wait for asynchronous item action operations. Not supported yet: a run that sets it fails validation. */
+  itemOperationTimeout?: string;
+  /** A reference to a ConfigMap of resource policies. Not supported yet: a run that sets it fails validation. */
+  resourcePolicy?: Record<string, unknown>;
+  /** Labels for the backup (Velero: for the backups a schedule creates). Not supported yet: a run that sets it fails validation. */
+  metadata?: Record<string, unknown>;
+  /** Cluster-scoped resources to include. Not supported yet: a run that sets it fails validation. */
+  includedClusterScopedResources?: string[];
+  /** Cluster-scoped resources to exclude. Not supported yet: a run that sets it fails validation. */
+  excludedClusterScopedResources?: string[];
+  /** Namespace-scoped resources to include. Not supported yet: a run that sets it fails validation. */
+  includedNamespaceScopedResources?: string[];
+  /** Namespace-scoped resources to exclude. Not supported yet: a run that sets it fails validation. */
+  excludedNamespaceScopedResources?: string[];
   /** Per resource, a comma-separated list of ns/name giving the order to back items up in. */
   orderedResources?: Record<string, string>;
   /** Also store every other served version of each object (Velero: EnableAPIGroupVersions); a restore prefers the target cluster's preferred version. */
@@ -275,6 +303,16 @@ export type RestoreSpec = {
   preserveNodePorts?: boolean;
   /** Compute what would be created, updated or skipped, and write nothing to the cluster. */
   dryRun?: boolean;
+  /** Init containers to add and commands to run in restored pods. Not supported yet: a run that sets it fails validation. */
+  hooks?: Record<string, unknown>;
+  /** Restore volumes from their snapshots. Not supported yet: a run that sets it fails validation. */
+  restorePVs?: boolean | null;
+  /** How long to wait for asynchronous item action operations. Not supported yet: a run that sets it fails validation. */
+  itemOperationTimeout?: string;
+  /** A reference to a ConfigMap of resource modifier rules. Not supported yet: a run that sets it fails validation. */
+  resourceModifier?: Record<string, unknown>;
+  /** Settings of the volume data uploader. Not supported yet: a run that sets it fails validation. */
+  uploaderConfig?: Record<string, unknown>;
 };
 
 export type ExistingResourcePolicy = 'none' | 'update';

@@ -18,6 +18,7 @@ import {
   labelValue,
   newBackup,
   newDeleteBackupRequest,
+  specFieldProblems,
   type Backup,
   type BackupSpec,
   type Schedule,
@@ -111,7 +112,10 @@ export function backupSpecFromFlags(f: CreateFlags): BackupSpec {
     spec.ttl = formatDuration(ms);
   }
   if (f.storageLocation !== undefined) spec.storageLocation = f.storageLocation;
+  // Refused here rather than by the server's validation: the command would otherwise submit a
+  // backup that can only fail. False (Velero scripts pass it) is what Stowage does anyway.
   const snap = parseBool('snapshot-volumes', f.snapshotVolumes);
+  if (snap === true) throw new UsageError('--snapshot-volumes: volume snapshots are not supported yet (Stowage backs up resources only); omit the flag or pass --snapshot-volumes=false');
   if (snap !== undefined) spec.snapshotVolumes = snap;
   return spec;
 }
@@ -312,12 +316,13 @@ export async function describeBackupText(ctx: CliContext, b: Backup, opts: { det
   let s = metadataSection(b.metadata) + '\n';
   s += describeRunHeader(phase, st.validationErrors, st.failureReason, st.errors, st.warnings);
   s += filtersSection(b.spec) + '\n';
-  s += formatFields([
-    ['Storage Location', b.spec.storageLocation ?? '<default>'],
-    ['TTL', b.spec.ttl ?? '<server default>'],
-    ['Snapshot volumes', b.spec.snapshotVolumes === true ? 'yes' : b.spec.snapshotVolumes === false ? 'no' : 'auto'],
-    ['Hooks', b.spec.hooks === undefined || Object.keys(b.spec.hooks).length === 0 ? '<none>' : 'yes (see -o yaml)'],
-  ]);
+  // Fields Stowage does not implement (hooks, volume snapshots, ...) are named as such, never shown
+  // as if they ran: a Backup of this server that sets one fails validation; one synced from a
+  // bucket (written by Velero) may carry them, and Stowage did not act on them.
+  const notImplemented = specFieldProblems('Backup', b.spec).map((p) => p.path);
+  const fields: [string, string][] = [['Storage Location', b.spec.storageLocation ?? '<default>'], ['TTL', b.spec.ttl ?? '<server default>']];
+  if (notImplemented.length > 0) fields.push(['Not implemented', `${notImplemented.join(', ')} (set, but Stowage does not act on them)`]);
+  s += formatFields(fields);
   s += '\n';
   s += formatFields([
     ['Format version', st.formatVersion ?? '<none>'],
@@ -699,7 +704,7 @@ export function backupCommand(): Command {
     .option('--ttl <duration>', 'how long to keep the backup, e.g. 72h or 720h0m0s (default: the server\'s, 720h)')
     .option('--storage-location <name>', 'backup storage location to write to (default: the default location)')
     .option('--from-schedule <schedule>', 'create the backup from the template of this schedule')
-    .addOption(new Option('--snapshot-volumes [bool]', 'take volume snapshots: true or false').hideHelp())
+    .addOption(new Option('--snapshot-volumes [bool]', 'volume snapshots are not supported yet: only false is accepted (for Velero scripts)').hideHelp())
     .option('--labels <labels>', 'labels for the backup, e.g. team=a,env=prod', keyValueList('labels', '='))
     .option('-w, --wait', 'wait for the backup to finish, showing its progress')
     .addHelpText(

@@ -73,6 +73,21 @@ describe('flags', () => {
     expect(() => backupSpecFromFlags({ ttl: '3 days' })).toThrow(UsageError);
   });
 
+  it('refuses --snapshot-volumes true as a usage error (no snapshots yet) and passes false through', () => {
+    for (const v of ['true', true]) {
+      let err: unknown;
+      try {
+        backupSpecFromFlags({ snapshotVolumes: v });
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(UsageError);
+      expect((err as UsageError).exitCode).toBe(2);
+      expect((err as UsageError).message).toBe('--snapshot-volumes: volume snapshots are not supported yet (Stowage backs up resources only); omit the flag or pass --snapshot-volumes=false');
+    }
+    expect(backupSpecFromFlags({ snapshotVolumes: 'false' })).toEqual({ snapshotVolumes: false });
+  });
+
   it('builds restore specs and requires exactly one source', () => {
     expect(restoreSpecFromFlags({ fromBackup: 'b', restoreStatus: ['*'], existingResourcePolicy: 'update', dryRun: true })).toEqual({
       backupName: 'b',

@@ -1,0 +1,318 @@
+// Nothing in a Backup, Restore or Schedule spec is accepted and ignored. This walks every field
+// the CRD schemas declare (src/apis/v1/kinds.ts, what deploy/crds is rendered from) and requires
+// each to be in the table below: either honoured, naming the tests that prove it (each must exist
+// and mention the field), or refused, which is proved here by setting the field and running the
+// controller's own validation (validateBackup, validateRestore, validateSchedule). A field added
+// to a schema without an entry fails this test, named.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import {
+  KINDS, LABEL_SCHEDULE_NAME, newBackup, newBackupStorageLocation, newRestore, newSchedule,
+  type Backup, type BackupSpec, type BackupStorageLocation, type Restore, type RestoreSpec, type Schema, type StowageKind,
+} from '../apis/v1/index.js';
+import { DEFAULT_CONFIG } from '../config/index.js';
+import type { KubeObject } from '../kube/index.js';
+import { newRestoreRequest } from '../restore/index.js';
+import type { Informer } from '../runtime/index.js';
+import { fixedClock } from '../util/clock.js';
+import { validateBackup } from './backup.js';
+import type { ControllerContext } from './context.js';
+import { validateRestore } from './restore.js';
+import { backupFromSchedule, validateSchedule } from './schedule.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+type Row = { refused: true } | { honouredBy: readonly string[] };
+const refused: Row = { refused: true };
+const by = (...files: string[]): Row => ({ honouredBy: files });
+
+const SELECTOR = 'src/util/labels.test.ts';
+/** A label selector's fields, under `at` (labelSelector, orLabelSelectors[]). */
+function selectorRows(at: string): Record<string, Row> {
+  return {
+    [`${at}.matchLabels`]: by(SELECTOR, 'test/backup/backup.test.ts'),
+    [`${at}.matchExpressions`]: by(SELECTOR, 'test/backup/backup.test.ts'),
+    [`${at}.matchExpressions[].key`]: by(SELECTOR),
+    [`${at}.matchExpressions[].operator`]: by(SELECTOR),
+    [`${at}.matchExpressions[].values`]: by(SELECTOR),
+  };
+}
+
+const BACKUP_ROWS: Record<string, Row> = {
+  'spec.includedNamespaces': by('test/controller/backup.test.ts', 'src/backup/request.test.ts'),
+  'spec.excludedNamespaces': by('src/backup/request.test.ts', 'src/util/filters.test.ts'),
+  'spec.includedResources': by('test/backup/backup.test.ts', 'src/backup/request.test.ts'),
+  'spec.excludedResources': by('test/backup/backup.test.ts', 'src/backup/request.test.ts'),
+  'spec.includeClusterResources': by('test/backup/backup.test.ts', 'src/backup/request.test.ts'),
+  'spec.labelSelector': by('test/backup/backup.test.ts', 'src/backup/request.test.ts'),
+  ...selectorRows('spec.labelSelector'),
+  'spec.orLabelSelectors': by('test/backup/backup.test.ts', 'src/backup/request.test.ts'),
+  ...selectorRows('spec.orLabelSelectors[]'),
+  'spec.ttl': by('test/lifecycle/deletion.test.ts', 'test/lifecycle/retention.test.ts', 'src/controller/gc.test.ts'),
+  'spec.storageLocation': by('test/controller/backup.test.ts', 'test/lifecycle/disasterRecovery.test.ts'),
+  'spec.orderedResources': by('src/backup/request.test.ts'),
+  // Implemented with issue 17's discovery work (part 1), whose tests are in discovery.test.ts.
+  'spec.includeAllGroupVersions': by('test/backup/discovery.test.ts'),
+  'spec.snapshotVolumes': refused,
+  'spec.hooks': refused,
+  'spec.volumeSnapshotLocations': refused,
+  'spec.snapshotMoveData': refused,
+  'spec.datamover': refused,
+  'spec.csiSnapshotTimeout': refused,
+  'spec.defaultVolumesToFsBackup': refused,
+  'spec.defaultVolumesToRestic': refused,
+  'spec.uploaderConfig': refused,
+  'spec.itemOperationTimeout': refused,
+  'spec.resourcePolicy': refused,
+  'spec.metadata': refused,
+  'spec.includedClusterScopedResources': refused,
+  'spec.excludedClusterScopedResources': refused,
+  'spec.includedNamespaceScopedResources': refused,
+  'spec.excludedNamespaceScopedResources': refused,
+};
+
+const RESTORE_ROWS: Record<string, Row> = {
+  'spec.backupName': by('test/controller/restore.test.ts'),
+  // Resolved by validateRestore to the schedule's newest usable backup: proved below in this file.
+  'spec.scheduleName': by('src/controller/specCoverage.test.ts'),
+  'spec.includedNamespaces': by('test/restore/restore.test.ts', 'src/restore/plan.test.ts'),
+  'spec.excludedNamespaces': by('test/restore/restore.test.ts'),
+  'spec.includedResources': by('test/restore/restore.test.ts', 'src/restore/plan.test.ts'),
+  'spec.excludedResources': by('test/restore/restore.test.ts', 'src/restore/plan.test.ts'),
+  'spec.includeClusterResources': by('src/restore/plan.test.ts'),
+  'spec.labelSelector': by('test/restore/restore.test.ts', 'src/restore/plan.test.ts'),
+  ...selectorRows('spec.labelSelector'),
+  'spec.orLabelSelectors': by('src/restore/plan.test.ts'),
+  ...selectorRows('spec.orLabelSelectors[]'),
+  'spec.namespaceMapping': by('test/restore/restore.test.ts', 'test/controller/restore.test.ts'),
+  'spec.existingResourcePolicy': by('test/restore/restore.test.ts'),
+  'spec.restoreStatus': by('test/restore/restore.test.ts', 'src/restore/transform.test.ts'),
+  'spec.restoreStatus.includedResources': by('test/restore/restore.test.ts'),
+  // Proved below in this file (the restore request's status filter).
+  'spec.restoreStatus.excludedResources': by('src/controller/specCoverage.test.ts'),
+  'spec.preserveNodePorts': by('src/restore/actions/actions.test.ts'),
+  'spec.dryRun': by('test/restore/restore.test.ts', 'test/controller/restore.test.ts'),
+  'spec.hooks': refused,
+  'spec.restorePVs': refused,
+  'spec.itemOperationTimeout': refused,
+  'spec.resourceModifier': refused,
+  'spec.uploaderConfig': refused,
+};
+
+const SCHEDULE_ROWS: Record<string, Row> = {
+  'spec.schedule': by('src/controller/schedule.test.ts', 'test/lifecycle/schedule.test.ts'),
+  // The template is the Backup spec, copied whole into each Backup (proved below): each of its
+  // fields is honoured or refused exactly as the Backup's is.
+  'spec.template': by('src/controller/schedule.test.ts', 'test/lifecycle/schedule.test.ts'),
+  ...Object.fromEntries(Object.entries(BACKUP_ROWS).map(([p, row]) => [p.replace(/^spec\./, 'spec.template.'), row])),
+  'spec.paused': by('src/controller/schedule.test.ts', 'test/lifecycle/schedule.test.ts'),
+  'spec.skipImmediately': by('src/controller/schedule.test.ts', 'test/lifecycle/schedule.test.ts'),
+  'spec.useOwnerReferencesInBackup': by('src/controller/schedule.test.ts'),
+  'spec.keepLast': by('src/util/retention.test.ts', 'src/controller/gc.test.ts'),
+  'spec.keepHourly': by('src/util/retention.test.ts'),
+  'spec.keepDaily': by('src/util/retention.test.ts', 'test/lifecycle/retention.test.ts'),
+  'spec.keepWeekly': by('src/util/retention.test.ts', 'test/lifecycle/retention.test.ts'),
+  'spec.keepMonthly': by('src/util/retention.test.ts', 'test/lifecycle/retention.test.ts'),
+};
+
+/** Every field path the schema declares: `spec.a.b`, `spec.list[].field`. Map keys and free-form objects are values, not fields. */
+function fieldPaths(schema: Schema, at: string, out: Map<string, Schema>): Map<string, Schema> {
+  switch (schema.kind) {
+    case 'named':
+      return fieldPaths(schema.schema, at, out);
+    case 'array':
+      return fieldPaths(schema.items, `${at}[]`, out);
+    case 'object':
+      for (const [k, v] of Object.entries(schema.properties)) {
+        out.set(`${at}.${k}`, v);
+        fieldPaths(v, `${at}.${k}`, out);
+      }
+      return out;
+    default:
+      return out;
+  }
+}
+
+function specSchema(kind: StowageKind): Schema {
+  const def = KINDS.find((k) => k.kind === kind);
+  if (def === undefined) throw new Error(`no kind ${kind}`);
+  return def.spec;
+}
+
+/** A value that asks for something (not null, false or empty), of the field's type. */
+function sampleValue(schema: Schema): unknown {
+  switch (schema.kind) {
+    case 'named':
+      return sampleValue(schema.schema);
+    case 'boolean':
+      return true;
+    case 'string':
+      return schema.enum?.[0] ?? '10m';
+    case 'integer':
+      return 1;
+    case 'array':
+      return [sampleValue(schema.items)];
+    case 'map':
+      return { key: sampleValue(schema.values) };
+    case 'unknown-object':
+      return { resources: [{ name: 'sample' }] };
+    case 'object':
+      return Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k, sampleValue(v)]));
+  }
+}
+
+/** `spec.a[].b` set to `value` in a fresh object (arrays get one element); returns the spec and the concrete path. */
+function specSetting(fieldPath: string, value: unknown): { spec: Record<string, unknown>; concrete: string } {
+  const spec: Record<string, unknown> = {};
+  const parts = fieldPath.replace(/^spec\./, '').split('.');
+  let cur: Record<string, unknown> = spec;
+  parts.forEach((part, i) => {
+    const isList = part.endsWith('[]');
+    const key = isList ? part.slice(0, -2) : part;
+    if (i === parts.length - 1) cur[key] = value;
+    else if (isList) {
+      const el: Record<string, unknown> = {};
+      cur[key] = [el];
+      cur = el;
+    } else {
+      const next: Record<string, unknown> = {};
+      cur[key] = next;
+      cur = next;
+    }
+  });
+  return { spec, concrete: fieldPath.replaceAll('[]', '[0]') };
+}
+
+// ---- a ControllerContext for validation: its informer caches, a location that is Available ----
+
+const NS = 'stowage';
+const NOW = new Date('2026-01-02T00:00:00Z');
+
+function location(): BackupStorageLocation {
+  const l = newBackupStorageLocation('default', NS, { provider: 'stowage.dev/filesystem', objectStorage: { bucket: 'b' }, default: true });
+  l.metadata.generation = 1;
+  l.status = { phase: 'Available', observedGeneration: 1, lastValidationTime: NOW.toISOString() };
+  return l;
+}
+
+function completedBackup(name: string, started: string, labels?: Record<string, string>): Backup {
+  const b = newBackup(name, NS, { storageLocation: 'default' }, labels);
+  b.status = { phase: 'Completed', startTimestamp: started };
+  return b;
+}
+
+function validationContext(objects: Partial<Record<StowageKind, KubeObject[]>>): ControllerContext {
+  const informer = (kind: StowageKind): Informer<KubeObject> => {
+    const items = objects[kind] ?? [];
+    const keyOf = (o: KubeObject): string => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+    // Validation only reads the cache (get, list, keys); nothing here starts or watches.
+    return { get: (key: string) => items.find((o) => keyOf(o) === key), list: () => [...items], keys: () => items.map(keyOf) } as unknown as Informer<KubeObject>;
+  };
+  // Validation reads namespace, config, clock and the informer caches, nothing else of the context.
+  return { namespace: NS, config: { ...DEFAULT_CONFIG, namespace: NS }, clock: fixedClock(NOW), informer } as unknown as ControllerContext;
+}
+
+const ctx = validationContext({ BackupStorageLocation: [location()], Backup: [completedBackup('b', '2026-01-01T00:00:00Z')] });
+
+function backupErrors(spec: Record<string, unknown>): string[] {
+  const b = newBackup('x', NS, spec as BackupSpec);
+  b.metadata.creationTimestamp = NOW.toISOString();
+  return validateBackup(ctx, b).errors;
+}
+function restoreErrors(spec: Record<string, unknown>): string[] {
+  const r = newRestore('r', NS, { backupName: 'b', ...spec } as RestoreSpec);
+  r.metadata.creationTimestamp = NOW.toISOString();
+  return validateRestore(ctx, r).errors;
+}
+function scheduleErrors(spec: Record<string, unknown>): string[] {
+  const template = (spec.template ?? {}) as BackupSpec;
+  return validateSchedule(newSchedule('nightly', NS, { schedule: '@daily', ...spec, template }));
+}
+
+const KINDS_UNDER_TEST = [
+  { kind: 'Backup', rows: BACKUP_ROWS, errors: backupErrors },
+  { kind: 'Restore', rows: RESTORE_ROWS, errors: restoreErrors },
+  { kind: 'Schedule', rows: SCHEDULE_ROWS, errors: scheduleErrors },
+] as const;
+
+describe('every spec field is honoured (with a test) or refused at validation', () => {
+  for (const { kind, rows, errors } of KINDS_UNDER_TEST) {
+    const fields = fieldPaths(specSchema(kind), 'spec', new Map());
+
+    it(`${kind}: the table covers every field of the schema, and nothing else`, () => {
+      expect([...fields.keys()].filter((p) => rows[p] === undefined), 'fields with no entry: add each, honoured or refused').toEqual([]);
+      expect(Object.keys(rows).filter((p) => !fields.has(p)), 'entries for fields the schema does not have').toEqual([]);
+    });
+
+    it(`${kind}: a valid spec passes validation (so the refusals below are the fields\u2019 own)`, () => {
+      expect(errors({})).toEqual([]);
+    });
+
+    for (const [fieldPath, row] of Object.entries(rows)) {
+      const schema = fields.get(fieldPath);
+      if ('refused' in row) {
+        it(`${kind} ${fieldPath}: refused, naming the field`, () => {
+          expect(schema?.unsupported, `${fieldPath} is refused here but kinds.ts does not mark it unsupported`).toBeDefined();
+          if (schema === undefined) return;
+          const { spec, concrete } = specSetting(fieldPath, sampleValue(schema));
+          const errs = errors(spec);
+          expect(errs.filter((e) => e.startsWith(`${concrete}: `) && e.includes('not supported yet')), JSON.stringify(errs)).toHaveLength(1);
+        });
+      } else {
+        it(`${kind} ${fieldPath}: honoured, by ${row.honouredBy.join(', ')}`, () => {
+          expect(schema?.unsupported, `${fieldPath} is honoured here but kinds.ts marks it unsupported`).toBeUndefined();
+          expect(row.honouredBy.length).toBeGreaterThan(0);
+          const name = fieldPath.split('.').pop()?.replace('[]', '') ?? '';
+          for (const file of row.honouredBy) {
+            const abs = path.join(ROOT, file);
+            expect(fs.existsSync(abs), `${file} does not exist`).toBe(true);
+            expect(fs.readFileSync(abs, 'utf8').includes(name), `${file} does not mention ${name}`).toBe(true);
+          }
+        });
+      }
+    }
+  }
+
+  it('a Schedule copies its whole template into each Backup, so template fields mean what the Backup\'s do', () => {
+    const template = Object.fromEntries(
+      [...fieldPaths(specSchema('Backup'), 'spec', new Map())]
+        .filter(([p, sch]) => /^spec\.[^.[]+$/.test(p) && sch.unsupported === undefined)
+        .map(([p, sch]) => [p.slice('spec.'.length), sampleValue(sch)]),
+    ) as BackupSpec;
+    expect(Object.keys(template).length).toBeGreaterThan(10);
+    const b = backupFromSchedule(newSchedule('nightly', NS, { schedule: '@daily', template }), 'nightly-20260102000000');
+    expect(b.spec).toEqual(template);
+    expect(b.metadata.labels?.[LABEL_SCHEDULE_NAME]).toBe('nightly');
+  });
+});
+
+describe('spec.scheduleName of a Restore', () => {
+  it('restores the schedule\'s newest Completed or PartiallyFailed backup', () => {
+    const labels = { [LABEL_SCHEDULE_NAME]: 'nightly' };
+    const failed = completedBackup('nightly-3', '2026-01-01T03:00:00Z', labels);
+    failed.status = { ...failed.status, phase: 'Failed' };
+    const partial = completedBackup('nightly-2', '2026-01-01T02:00:00Z', labels);
+    partial.status = { ...partial.status, phase: 'PartiallyFailed' };
+    const c = validationContext({
+      BackupStorageLocation: [location()],
+      Backup: [completedBackup('nightly-1', '2026-01-01T01:00:00Z', labels), partial, failed, completedBackup('other', '2026-01-01T04:00:00Z')],
+    });
+    const r: Restore = newRestore('r', NS, { scheduleName: 'nightly' });
+    const v = validateRestore(c, r);
+    expect(v.errors).toEqual([]);
+    expect(v.backup?.metadata.name).toBe('nightly-2');
+    const none = validateRestore(c, newRestore('r2', NS, { scheduleName: 'weekly' }));
+    expect(none.errors).toEqual(['schedule "weekly" has no Completed or PartiallyFailed backup']);
+  });
+});
+
+describe('spec.restoreStatus.excludedResources of a Restore', () => {
+  it('keeps the status of the excluded resources out of what restoreStatus includes', () => {
+    const backup = completedBackup('b', '2026-01-01T00:00:00Z');
+    const req = newRestoreRequest(newRestore('r', NS, { backupName: 'b', restoreStatus: { includedResources: ['*'], excludedResources: ['secrets'] } }), backup);
+    expect(req.restoreStatus?.shouldInclude('configmaps')).toBe(true);
+    expect(req.restoreStatus?.shouldInclude('secrets')).toBe(false);
+  });
+});
