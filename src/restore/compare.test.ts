@@ -62,6 +62,17 @@ describe('patchToMatch', () => {
     expect(patchToMatch(live, withMetrics, withMetrics, false)).toEqual({ metadata: { annotations: { 'autoscaling.alpha.kubernetes.io/metrics': metrics } } });
   });
 
+  it("leaves an aggregated ClusterRole's rules to the aggregation controller, and compares a plain ClusterRole's", () => {
+    const role = (rules: unknown[], aggregated: boolean): KubeObject => ({
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'view' }, rules,
+      ...(aggregated ? { aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'rbac.example.com/aggregate-to-view': 'true' } }] } } : {}),
+    });
+    const before = [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }];
+    const after = [...before, { apiGroups: ['example.com'], resources: ['widgets'], verbs: ['get'] }];
+    expect(patchToMatch(role(after, true), role(before, true), role(before, true))).toBeUndefined();
+    expect(patchToMatch(role(after, false), role(before, false), role(before, false), false)).toEqual({ rules: before });
+  });
+
   it('ignores the status-like annotations controllers and the apiserver keep, and only those', () => {
     const d = (annotations: Record<string, string>): KubeObject => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd', annotations }, spec: { replicas: 1 } });
     const backedUp = d({ 'deployment.kubernetes.io/revision': '7', 'control-plane.alpha.kubernetes.io/leader': '{"holderIdentity":"a"}', team: 'x' });

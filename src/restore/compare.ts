@@ -11,10 +11,11 @@
 // - Only labels and annotations of metadata are compared; status never (it has its own subresource).
 // - Stowage's own backup-name/restore-name labels do not count as a difference.
 // - Annotations that hold status or controller state (maintained.ts, CONTROLLER_ANNOTATIONS: an
-//   autoscaling/v1 HPA's conditions, a Deployment's revision, ...) are neither compared nor patched.
+//   autoscaling/v1 HPA's conditions, a Deployment's revision, ...) are neither compared nor patched,
+//   nor are fields a controller writes (maintained.ts, controllerFields: an aggregated ClusterRole's rules).
 import { LABEL_BACKUP_NAME, LABEL_RESTORE_NAME } from '../apis/v1/index.js';
 import type { KubeObject } from '../plugin/api/index.js';
-import { withoutControllerAnnotations } from './maintained.js';
+import { controllerFields, withoutControllerAnnotations } from './maintained.js';
 import { isRecord, type JsonObject } from './objects.js';
 
 const OWN_LABELS = [LABEL_BACKUP_NAME, LABEL_RESTORE_NAME];
@@ -68,7 +69,7 @@ const withoutOwnLabels = (labels: Record<string, string> | undefined): Record<st
  */
 export function patchToMatch(live: KubeObject, item: KubeObject, original: KubeObject, withOwnLabels = true): JsonObject | undefined {
   const patch: JsonObject = {};
-  const skipTop = new Set(['apiVersion', 'kind', 'metadata', 'status']);
+  const skipTop = new Set(['apiVersion', 'kind', 'metadata', 'status', ...controllerFields(item), ...controllerFields(live)]);
   const body = diff(
     Object.fromEntries(Object.entries(live).filter(([k]) => !skipTop.has(k))),
     Object.fromEntries(Object.entries(item).filter(([k]) => !skipTop.has(k))),

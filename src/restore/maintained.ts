@@ -43,6 +43,16 @@ export function withoutControllerAnnotations(annotations: Record<string, string>
   return out;
 }
 
+/**
+ * Top-level fields of `obj` that a controller writes, left out of the comparison and of updates:
+ * the `rules` of a ClusterRole with an `aggregationRule` are the clusterrole-aggregation
+ * controller's union of the roles it selects, and change whenever a restore recreates one of them.
+ */
+export function controllerFields(obj: KubeObject): readonly string[] {
+  const rbac = obj.kind === 'ClusterRole' && (obj.apiVersion ?? '').startsWith('rbac.authorization.k8s.io/');
+  return rbac && isRecord(obj.aggregationRule) ? ['rules'] : [];
+}
+
 /** The label that names the controller of an EndpointSlice (the endpointslice and mirroring controllers, service meshes). */
 export const ENDPOINTSLICE_MANAGED_BY = 'endpointslice.kubernetes.io/managed-by';
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
