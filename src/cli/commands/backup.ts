@@ -28,7 +28,9 @@ import { sleep } from '../../util/backoff.js';
 import { formatDuration, parseDuration } from '../../util/duration.js';
 import { errorMessage } from '../../util/errors.js';
 import { labelKeyProblem, labelValueProblem } from '../../util/labels.js';
+import type { ResourceRecord } from '../../persistence/results.js';
 import { action, type Session } from './action.js';
+import { checkAgreement } from './agreement.js';
 import { describeRunHeader } from './common.js';
 import { eventsSection, filtersSection, messagesSection, metadataSection, progressText, selectorText, type ScopedMessages } from './describe.js';
 import { download, HttpStatusError, readJson } from './download.js';
@@ -259,17 +261,19 @@ async function getBackups(cmd: Command, s: Session): Promise<void> {
 
 type ResourceList = Record<string, string[]>;
 
-async function fetchResourceList(ctx: CliContext, name: string, timeoutMs: number): Promise<ResourceList> {
-  const body = await download(ctx, { kind: 'BackupResourceList', name }, { timeoutMs });
+async function fetchResourceList(ctx: CliContext, name: string, timeoutMs: number, tlsOpts: ReturnType<typeof tls> = {}): Promise<ResourceList> {
+  const body = await download(ctx, { kind: 'BackupResourceList', name }, { timeoutMs, ...tlsOpts });
   const v = await readJson(body, `the resource list of backup "${name}"`);
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new CliError(`the resource list of backup "${name}" is not a map of resources`);
   return v as ResourceList;
 }
 
-async function fetchResults(ctx: CliContext, name: string, timeoutMs: number): Promise<{ warnings?: ScopedMessages; errors?: ScopedMessages } | undefined> {
+type StoredResults = { warnings?: ScopedMessages; errors?: ScopedMessages; resources?: ResourceRecord[] };
+
+async function fetchResults(ctx: CliContext, name: string, timeoutMs: number, tlsOpts: ReturnType<typeof tls> = {}): Promise<StoredResults | undefined> {
   try {
-    const body = await download(ctx, { kind: 'BackupResults', name }, { timeoutMs });
-    return (await readJson(body, `the results of backup "${name}"`)) as { warnings?: ScopedMessages; errors?: ScopedMessages };
+    const body = await download(ctx, { kind: 'BackupResults', name }, { timeoutMs, ...tlsOpts });
+    return (await readJson(body, `the results of backup "${name}"`)) as StoredResults;
   } catch (err) {
     if (err instanceof HttpStatusError && err.status === 404) return undefined;
     throw err;
@@ -284,6 +288,29 @@ export function resourceListSection(list: ResourceList): string {
     s += `  ${gr}:\n`;
     for (const item of list[gr] ?? []) s += `    - ${item}\n`;
   }
+  return s;
+}
+
+/**
+ * The completeness record: one row per resource in scope, with the version its items were read at
+ * (and the other versions they were also stored at), how many were listed and written, and why any
+ * were left out. Empty resources are summed up in one line, so the table shows what holds items.
+ */
+export function completenessSection(records: readonly ResourceRecord[] | undefined): string {
+  if (records === undefined) return 'Resources:  <not recorded (the backup was made by an older version)>\n';
+  const shown = records.filter((r) => r.listed > 0 || r.written > 0 || r.error !== undefined);
+  const empty = records.length - shown.length;
+  let s = `Resources:  ${records.length} in scope, ${records.reduce((n, r) => n + r.written, 0)} items written` +
+    `${records.some((r) => r.error !== undefined) ? `, ${records.filter((r) => r.error !== undefined).length} with errors` : ''}\n`;
+  if (shown.length > 0) {
+    const rows = shown.map((r) => [
+      r.groupResource,
+      r.otherVersions === undefined || r.otherVersions.length === 0 ? r.apiVersion : `${r.apiVersion} (+${r.otherVersions.join(', ')})`,
+      String(r.listed), String(r.written), r.error ?? '',
+    ]);
+    s += formatTable(['RESOURCE', 'VERSION', 'LISTED', 'WRITTEN', 'ERROR'], rows).trimEnd().replace(/^/gm, '  ') + '\n';
+  }
+  if (empty > 0) s += `  (${empty} more listed with no items)\n`;
   return s;
 }
 
@@ -321,6 +348,12 @@ export async function describeBackupText(ctx: CliContext, b: Backup, opts: { det
       } catch (err) {
         s += `Resource List:  <not available: ${errorMessage(err)}>\n`;
       }
+      // The completeness record (results.resources), read on its own so this block stands alone.
+      try {
+        s += '\n' + completenessSection((await fetchResults(ctx, b.metadata.name, opts.timeoutMs))?.resources);
+      } catch (err) {
+        s += `\nResources:  <not available: ${errorMessage(err)}>\n`;
+      }
       if ((st.warnings ?? 0) > 0 || (st.errors ?? 0) > 0) {
         try {
           const results = await fetchResults(ctx, b.metadata.name, opts.timeoutMs);
@@ -354,7 +387,12 @@ async function describeBackups(cmd: Command, s: Session): Promise<void> {
       const withLists = [];
       for (const b of items) {
         const finished = ['Completed', 'PartiallyFailed', 'Failed'].includes(b.status?.phase ?? '');
-        withLists.push({ backup: b, resourceList: finished ? await fetchResourceList(ctx, b.metadata.name, timeoutMs) : null });
+        withLists.push({
+          backup: b,
+          resourceList: finished ? await fetchResourceList(ctx, b.metadata.name, timeoutMs) : null,
+          // The completeness record; null before the backup ends or when it was made without one.
+          resources: finished ? ((await fetchResults(ctx, b.metadata.name, timeoutMs))?.resources ?? null) : null,
+        });
       }
       process.stdout.write(formatData(withLists.length === 1 && names.length === 1 ? withLists[0] : withLists, format));
     } else {
@@ -535,7 +573,8 @@ function tls(o: { cacert?: string; insecureSkipTlsVerify?: boolean }): { cacert?
 // ---- verify -------------------------------------------------------------------------------------
 
 export interface VerifyProblem {
-  kind: 'tarball' | 'mismatch' | 'missing' | 'extra' | 'unreadable';
+  /** `disagreement`: the manifest, the resource list and the completeness record do not describe the same items. */
+  kind: 'tarball' | 'mismatch' | 'missing' | 'extra' | 'unreadable' | 'disagreement';
   path?: string;
   message: string;
 }
@@ -645,13 +684,25 @@ async function verifyBackup(cmd: Command, s: Session): Promise<void> {
   } finally {
     await body.close();
   }
+  // The tarball was compared with the manifest; now the manifest with the resource list and the completeness record.
+  let agreement: string[];
+  try {
+    const list = await fetchResourceList(ctx, name, timeoutMs, tls(o));
+    agreement = checkAgreement(manifest, list, (await fetchResults(ctx, name, timeoutMs, tls(o)))?.resources);
+  } catch (err) {
+    agreement = [`the resource list or the results of the backup cannot be read: ${errorMessage(err)}`];
+  }
+  for (const message of agreement) report.problems.push({ kind: 'disagreement', message });
+  report.ok = report.problems.length === 0;
   if (format !== 'table') process.stdout.write(formatData(report, format));
   else {
     const t = report.tarball;
     if (t.sha256 !== '') out(`Tarball:  ${formatBytes(t.bytes)}, SHA-256 ${t.sha256}${t.sha256 === t.expectedSha256 ? ' (matches the manifest)' : ''}`);
     out(`Items:    ${report.matched} of ${report.checked} files match the manifest`);
     for (const p of report.problems) out(`${p.kind.toUpperCase().padEnd(10)} ${p.message}`);
-    if (report.ok) out(`Backup "${name}" is intact: the tarball and every item match the manifest written at backup time.`);
+    if (report.ok) {
+      out(`Backup "${name}" is intact: the tarball and every item match the manifest written at backup time, and the resource list and the completeness record agree with it.`);
+    }
   }
   if (!report.ok) throw new CliError(`backup "${name}" failed verification: ${report.problems.length} problem${report.problems.length === 1 ? '' : 's'}`);
 }
