@@ -12,7 +12,11 @@ import { mergeDiscovery, type DiscoveredEntry, type GroupLists } from './discove
 import { apiVersionOf, groupResourceOf, resourcePath, type ApiResource, type KubeObject, type ResourceRef } from './resources.js';
 
 export interface ClientOptions {
-  /** Sustained requests per second (client-go `QPS`); <= 0 disables limiting. Default 20. */
+  /**
+   * Sustained requests per second (client-go `QPS`); <= 0 disables limiting. Default 20. Discovery
+   * has a bucket of its own with the same qps and burst, as client-go's discovery client has its own
+   * rate limiter: reading every group version (~40 GETs) does not take from the budget of the LISTs.
+   */
   qps?: number;
   /** Requests allowed in a burst above qps. Default 30. */
   burst?: number;
@@ -207,6 +211,7 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
       return transportNow;
     })());
   const limiter: RateLimiter = createTokenBucket({ qps: opts.qps ?? 20, burst: opts.burst ?? 30 });
+  const discoveryLimiter: RateLimiter = createTokenBucket({ qps: opts.qps ?? 20, burst: opts.burst ?? 30 });
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const userAgent = opts.userAgent ?? 'stowage';
 
@@ -249,12 +254,12 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
     });
   }
 
-  async function request<T>(req: RawRequest): Promise<T> {
+  async function request<T>(req: RawRequest, bucket: RateLimiter = limiter): Promise<T> {
     const target = req.target ?? { verb: req.method.toLowerCase(), resource: req.path };
     const body = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
     let refreshed = false;
     for (let attempt = 0; ; attempt++) {
-      await limiter.take(req.signal);
+      await bucket.take(req.signal);
       const headers: Record<string, string> = {
         ...(await authHeaders()),
         Accept: req.accept ?? 'application/json',
@@ -405,13 +410,13 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
 
   async function groupVersionResources(group: string, version: string): Promise<DiscoveredEntry[]> {
     const path = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;
-    const rl = await request<{ resources?: DiscoveredEntry[] }>({ method: 'GET', path, target: { verb: 'discover', resource: apiVersionOf({ group, version }) } });
+    const rl = await request<{ resources?: DiscoveredEntry[] }>({ method: 'GET', path, target: { verb: 'discover', resource: apiVersionOf({ group, version }) } }, discoveryLimiter);
     return rl.resources ?? [];
   }
 
   const client: DynamicClient = {
     server: cluster.server,
-    request,
+    request: (req) => request(req),
 
     async discover(o: DiscoverOptions = {}): Promise<ApiResource[]> {
       const fail = (gv: string, err: unknown): void => {
@@ -420,12 +425,12 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
         o.onGroupError(gv, kerr);
       };
       const [core, groups] = await Promise.all([
-        request<{ versions?: string[] }>({ method: 'GET', path: '/api', target: { verb: 'discover', resource: '/api' } }),
+        request<{ versions?: string[] }>({ method: 'GET', path: '/api', target: { verb: 'discover', resource: '/api' } }, discoveryLimiter),
         request<{ groups?: { name: string; preferredVersion?: { version: string }; versions?: { version: string }[] }[] }>({
           method: 'GET',
           path: '/apis',
           target: { verb: 'discover', resource: '/apis' },
-        }),
+        }, discoveryLimiter),
       ]);
       // Every version of every group, not only the preferred one: a resource may be served only at
       // another version (cronjobs at batch/v1beta1 while batch prefers v1 on 1.20). All lists are

@@ -179,6 +179,21 @@ describe('DynamicClient', () => {
     }
   });
 
+  it('discovery has a token bucket of its own: reading every group version leaves the burst to the other calls', async () => {
+    const c = createDynamicClient(loadKubeConfig(inject('cluster').kubeconfigPath), { qps: 2, burst: 60 });
+    try {
+      const gvs = (await c.request<{ groups: { versions: unknown[] }[] }>({ method: 'GET', path: '/apis' })).groups.reduce((n, g) => n + g.versions.length, 0);
+      expect(gvs + 3).toBeLessThan(60);
+      await c.discover();
+      const t0 = Date.now();
+      // One shared bucket would have ~60 - 1 - (gvs + 3) tokens left, and hold the rest of these 50 to 2/s: well over 5 s.
+      await Promise.all(Array.from({ length: 50 }, () => c.get(CORE.namespaces, undefined, ns)));
+      expect(Date.now() - t0).toBeLessThan(3000);
+    } finally {
+      c.close();
+    }
+  });
+
   it('fails with a clear error when the apiserver cannot be reached', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kc-'));
     const file = path.join(dir, 'config');
