@@ -165,11 +165,45 @@ describe('discovery of every served resource, against the real cluster', () => {
     expect((await getOrUndefined(client, res(group, 'v1alpha1', 'widgets', true), ns, 'w1'))?.spec).toEqual({ size: 3 });
   });
 
-  it('warns about an include that names a resource the cluster does not serve', async () => {
-    const { result } = await backupNow({ includedNamespaces: [ns], includedResources: ['cronjobs', 'nosuchthings.example.com'] });
+  it('warns about an include that names a resource or a namespace the cluster does not have', async () => {
+    const missingNs = uniqueName('no-such-ns');
+    const { result } = await backupNow({ includedNamespaces: [ns, missingNs], includedResources: ['cronjobs', 'nosuchthings.example.com'] });
     expect(result.phase).toBe('Completed');
     expect(result.results.warnings.cluster).toEqual(['includedResources names "nosuchthings.example.com", which this cluster does not serve; nothing is backed up for it']);
+    expect(result.results.warnings.namespaces[missingNs]).toEqual([`namespace "${missingNs}" is included but does not exist`]);
     expect(result.resourceList['cronjobs.batch']).toEqual([`${ns}/nightly`]);
+  });
+
+  it('includeAllGroupVersions: a version the apiserver cannot convert to makes the backup PartiallyFailed, naming it and why', async () => {
+    // sprockets: stored at v1, also served at v1beta1 through a conversion webhook whose service does
+    // not exist. Reading at v1 needs no conversion (so other backups are unaffected); at v1beta1 the LIST fails.
+    const other = `${uniqueName('cv')}.test.stowage.dev`;
+    const name = `sprockets.${other}`;
+    const schema = { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } };
+    await client.create(CUSTOM_RESOURCE_DEFINITIONS, undefined, {
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name },
+      spec: {
+        group: other, scope: 'Namespaced', names: { plural: 'sprockets', singular: 'sprocket', kind: 'Sprocket', listKind: 'SprocketList' },
+        conversion: { strategy: 'Webhook', webhook: { conversionReviewVersions: ['v1'], clientConfig: { service: { namespace: ns, name: 'no-such-converter', path: '/convert', port: 443 } } } },
+        versions: [{ name: 'v1', served: true, storage: true, schema }, { name: 'v1beta1', served: true, storage: false, schema }],
+      },
+    });
+    try {
+      await waitUntil('sprockets are discoverable at both versions', async () =>
+        ((await client.discover()).find((r) => r.groupResource === name)?.versions?.length === 2 ? true : undefined), 60_000, 500);
+      await client.create(res(other, 'v1', 'sprockets', true), ns, { apiVersion: `${other}/v1`, kind: 'Sprocket', metadata: { name: 's1' }, spec: { teeth: 12 } });
+      const { result, contents } = await backupNow({ includedNamespaces: [ns], includedResources: [name], includeAllGroupVersions: true });
+      expect(result.phase).toBe('PartiallyFailed');
+      const errors = result.results.errors.cluster;
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toMatch(new RegExp(`^includeAllGroupVersions: listing ${name.replace(/\./g, '\\.')} at ${other.replace(/\./g, '\\.')}/v1beta1 failed, so its items are not stored at that version: .*conversion webhook`));
+      // The item itself is backed up at v1; the record says what is missing and why.
+      expect(result.resourceList[name]).toEqual([`${ns}/s1`]);
+      expect(record(result, name)).toEqual({ groupResource: name, apiVersion: `${other}/v1`, listed: 1, written: 1, error: errors[0] });
+      expect(contents.alternateVersions).toEqual([]);
+    } finally {
+      await client.delete(CUSTOM_RESOURCE_DEFINITIONS, undefined, name).catch(() => undefined);
+    }
   });
 
   it('ends PartiallyFailed, naming each resource and why, when the apiserver refuses a LIST', async () => {
