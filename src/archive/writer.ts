@@ -41,6 +41,11 @@ export interface TarballWriter {
    * bytes were accepted; returns the SHA-256 of the item's JSON.
    */
   addItem(id: ItemId, item: ArchivableObject, opts: { preferred: boolean }): Promise<string>;
+  /**
+   * Adds a copy of an item already added, read at another API version, under
+   * `resources/<gr>/<version>/` only (the version of its apiVersion). Not counted as another item.
+   */
+  addVersionCopy(id: ItemId, item: ArchivableObject): Promise<string>;
   /** Ends the tarball; resolves once the consumer has read every byte of `body`. */
   finish(): Promise<ArchiveDigest>;
   /** Stops writing: pending and later addItem() calls reject, and so does reading `body`. */
@@ -173,6 +178,12 @@ export function createTarballWriter(opts: TarballWriterOptions = {}): TarballWri
         await writeEntry(itemPath(id.groupResource, id.namespace, id.name, dir), data, sha256);
       }
       items++;
+      return sha256;
+    },
+    async addVersionCopy(id, item) {
+      const data = Buffer.from(canonicalJson(item));
+      const sha256 = sha256Hex(data);
+      await writeEntry(itemPath(id.groupResource, id.namespace, id.name, versionOfApiVersion(item.apiVersion)), data, sha256);
       return sha256;
     },
     async finish() {

@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { orderItems, prefetched } from './collect.js';
+import winston from 'winston';
+import { newBackup } from '../apis/v1/index.js';
+import type { TarballWriter } from '../archive/index.js';
+import { KubeError, type ApiResource, type DynamicClient } from '../kube/index.js';
+import { collectUnit, orderItems, prefetched, type CollectContext } from './collect.js';
+import { newBackupRequest } from './request.js';
+
+const WIDGETS: ApiResource = {
+  group: 'example.com', version: 'v1', resource: 'widgets', kind: 'Widget', namespaced: true, verbs: ['list', 'get', 'create'],
+  groupResource: 'widgets.example.com', apiVersion: 'example.com/v1', shortNames: [], singularName: 'widget',
+};
 
 describe('prefetched', () => {
   it('yields everything in order and asks for the next element while the caller works', async () => {
@@ -41,5 +51,54 @@ describe('orderItems', () => {
     expect(orderItems(items, ['b/p3', 'a/p2', 'a/missing']).map((o) => o.metadata?.name)).toEqual(['p3', 'p2', 'p1', 'p4']);
     expect(orderItems([obj(undefined, 'pv1'), obj(undefined, 'pv2')], ['pv2']).map((o) => o.metadata?.name)).toEqual(['pv2', 'pv1']);
     expect(orderItems(items, undefined)).toBe(items);
+  });
+});
+
+describe('collectUnit when a LIST fails', () => {
+  // A client that fails every LIST with `err` and answers serves() with `served`: only the decision is under test.
+  const run = async (err: KubeError, served: boolean | Error) => {
+    const client = {
+      // eslint-disable-next-line require-yield -- fails before its first page, like a refused LIST
+      async *listPages(): AsyncGenerator<never> {
+        throw err;
+      },
+      serves: async () => {
+        if (served instanceof Error) throw served;
+        return served;
+      },
+    } as unknown as DynamicClient;
+    const req = newBackupRequest(newBackup('b', 'stowage', { includedNamespaces: ['ns'] }));
+    const ctx: CollectContext = {
+      req, client, writer: {} as TarballWriter, actions: [], byGroupResource: new Map(), log: winston.createLogger({ silent: true }),
+      pageSize: 10, signal: new AbortController().signal,
+    };
+    await collectUnit(ctx, { res: WIDGETS, namespace: 'ns', selector: '' });
+    return req;
+  };
+  const notFound = new KubeError({ verb: 'list', resource: 'widgets.example.com' }, 404, 'NotFound', 'the server could not find the requested resource');
+
+  it('warns when a fresh look at the group version confirms the resource is gone', async () => {
+    const req = await run(notFound, false);
+    expect(req.results.warnings.namespaces.ns).toEqual(['widgets.example.com is no longer served (removed after discovery); none backed up in namespace "ns"']);
+    expect(req.results.errors.namespaces.ns).toBeUndefined();
+  });
+
+  it('is an error when discovery still lists the resource, or cannot say', async () => {
+    const still = await run(notFound, true);
+    expect(still.results.errors.namespaces.ns).toEqual([
+      `listing widgets.example.com in namespace "ns" at example.com/v1 failed: ${notFound.message}, though discovery still lists widgets.example.com at example.com/v1`,
+    ]);
+    expect(still.records.get('widgets.example.com')?.error).toMatch(/^listing widgets.example.com .* still lists/);
+    const unknown = await run(notFound, new Error('connection refused'));
+    expect(unknown.results.errors.namespaces.ns?.[0]).toMatch(/and checking whether it is still served failed: connection refused$/);
+  });
+
+  it('is an error naming the resource and why for any other failure (403, 5xx)', async () => {
+    const err = new KubeError({ verb: 'list', resource: 'widgets.example.com' }, 500, 'InternalError', 'conversion webhook for example.com/v1, Kind=Widget failed');
+    const req = await run(err, false);
+    const why = `listing widgets.example.com in namespace "ns" at example.com/v1 failed: ${err.message}`;
+    expect(why).toContain('conversion webhook for example.com/v1, Kind=Widget failed');
+    expect(req.results.errors.namespaces.ns).toEqual([why]);
+    expect(req.records.get('widgets.example.com')).toEqual({ groupResource: 'widgets.example.com', apiVersion: 'example.com/v1', listed: 0, written: 0, error: why });
   });
 });

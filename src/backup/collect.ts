@@ -8,7 +8,8 @@ import { errorMessage } from '../util/errors.js';
 import { anyLabelSelectorMatches, labelSelectorMatches } from '../util/labels.js';
 import { kindName, type NamedBackupItemAction, type ResolvedBackupItemAction } from './actions/index.js';
 import { isBackupable } from './resources.js';
-import { itemKey, LABEL_EXCLUDE_FROM_BACKUP, recordProblem, type BackupProgress, type BackupRequest, type ItemRef } from './request.js';
+import { otherVersionsOf, writtenNamesOf } from './versions.js';
+import { itemKey, LABEL_EXCLUDE_FROM_BACKUP, recordOf, recordProblem, recordResourceError, type BackupProgress, type BackupRequest, type ItemRef } from './request.js';
 
 export interface CollectContext {
   req: BackupRequest;
@@ -45,6 +46,7 @@ export async function collectUnit(ctx: CollectContext, unit: ListUnit): Promise<
   const { req, res } = { req: ctx.req, res: unit.res };
   const where = unit.namespace === undefined ? '' : ` in namespace "${unit.namespace}"`;
   const ordered = req.orderedResources.get(res.groupResource) ?? req.orderedResources.get(res.resource);
+  const record = recordOf(req, res);
   const held: ListedObject[] = [];
   let count = 0;
   try {
@@ -55,7 +57,9 @@ export async function collectUnit(ctx: CollectContext, unit: ListUnit): Promise<
       signal: ctx.signal,
     }));
     for await (const page of pages) {
-      const fresh = page.items.filter((o) => wanted(ctx, res, o));
+      const inScope = page.items.filter((o) => inNamespaceScope(ctx, res, o));
+      record.listed += inScope.length;
+      const fresh = inScope.filter((o) => !alreadySeen(ctx, res, o));
       req.progress.totalItems += fresh.length;
       if (ordered !== undefined) {
         held.push(...fresh);
@@ -67,18 +71,42 @@ export async function collectUnit(ctx: CollectContext, unit: ListUnit): Promise<
   } catch (err) {
     if (err instanceof FatalBackupError) throw err;
     if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
-    if (isNotFound(err) && count === 0) {
-      // A LIST answers 404 only when the resource is no longer served (its CRD or API service went
-      // away after discovery): there is nothing left to back up, which is not the backup's failure.
+    await listFailed(ctx, unit, err, count);
+    return;
+  }
+  if (count > 0) ctx.log.info(`backed up ${count} ${res.groupResource}${where}`, { resource: res.groupResource, namespace: unit.namespace, count });
+}
+
+/**
+ * A LIST that failed. A 404 before any item means the resource may have gone since discovery (its
+ * CRD or API service was removed): a fresh look at its group version decides. Only when that
+ * confirms it is gone is it a warning; anything else (403, 5xx, a conversion webhook down, a 404
+ * for a resource still served) leaves items out, which is an error naming the resource and why.
+ */
+async function listFailed(ctx: CollectContext, unit: ListUnit, err: unknown, count: number): Promise<void> {
+  const { req, res } = { req: ctx.req, res: unit.res };
+  const where = unit.namespace === undefined ? '' : ` in namespace "${unit.namespace}"`;
+  if (isNotFound(err) && count === 0) {
+    let gone: boolean | string;
+    try {
+      gone = !(await ctx.client.serves(res));
+    } catch (e) {
+      gone = errorMessage(e);
+    }
+    if (gone === true) {
       const msg = recordProblem(req, 'warnings', unit.namespace ?? '', `${res.groupResource} is no longer served (removed after discovery); none backed up${where}`);
       ctx.log.warn(msg, { resource: res.groupResource, namespace: unit.namespace });
       return;
     }
-    const msg = recordProblem(req, 'errors', unit.namespace ?? '', `listing ${res.groupResource}${where} failed: ${errorMessage(err)}`);
-    ctx.log.error(msg, { resource: res.groupResource, namespace: unit.namespace });
+    const why = `listing ${res.groupResource}${where} at ${res.apiVersion} failed: ${errorMessage(err)}, ` +
+      (gone === false ? `though discovery still lists ${res.groupResource} at ${res.apiVersion}` : `and checking whether it is still served failed: ${gone}`);
+    recordResourceError(req, res, why);
+    ctx.log.error(recordProblem(req, 'errors', unit.namespace ?? '', why), { resource: res.groupResource, namespace: unit.namespace });
     return;
   }
-  if (count > 0) ctx.log.info(`backed up ${count} ${res.groupResource}${where}`, { resource: res.groupResource, namespace: unit.namespace, count });
+  const why = `listing ${res.groupResource}${where} at ${res.apiVersion} failed: ${errorMessage(err)}`;
+  recordResourceError(req, res, why);
+  ctx.log.error(recordProblem(req, 'errors', unit.namespace ?? '', why), { resource: res.groupResource, namespace: unit.namespace });
 }
 
 /** Yields what `source` yields, fetching the next element while the caller works on the current one. */
@@ -98,12 +126,15 @@ export async function* prefetched<T>(source: AsyncIterator<T>): AsyncGenerator<T
   }
 }
 
-// Namespace filter for cluster-wide lists, and items already handled (another selector, an action).
-function wanted(ctx: CollectContext, res: ApiResource, o: ListedObject): boolean {
+/** The namespace filter, for cluster-wide lists. */
+function inNamespaceScope(ctx: CollectContext, res: ApiResource, o: ListedObject): boolean {
+  return !res.namespaced || ctx.req.namespaces.shouldInclude(o.metadata?.namespace ?? '');
+}
+
+/** Items already handled (another selector, an action). */
+function alreadySeen(ctx: CollectContext, res: ApiResource, o: ListedObject): boolean {
   const ns = res.namespaced ? (o.metadata?.namespace ?? '') : '';
-  if (res.namespaced && !ctx.req.namespaces.shouldInclude(ns)) return false;
-  const name = o.metadata?.name ?? '';
-  return !ctx.req.seen.has(itemKey({ groupResource: res.groupResource, namespace: ns, name }));
+  return ctx.req.seen.has(itemKey({ groupResource: res.groupResource, namespace: ns, name: o.metadata?.name ?? '' }));
 }
 
 /** Items named in orderedResources first, in that order; the rest after, in list order. */
@@ -150,6 +181,8 @@ export async function backupItems(ctx: CollectContext, res: ApiResource, objs: r
     if (mine.length > 0) await runAction(ctx, a, mine);
   }
   let written = 0;
+  const record = recordOf(ctx.req, res);
+  const names = otherVersionsOf(ctx.req, res).length > 0 ? writtenNamesOf(ctx.req, res) : undefined;
   for (const p of pending) {
     if (p.failed) continue;
     try {
@@ -158,6 +191,8 @@ export async function backupItems(ctx: CollectContext, res: ApiResource, objs: r
       throw new FatalBackupError(`writing the tarball failed: ${errorMessage(err)}`, { cause: err });
     }
     written++;
+    record.written++;
+    if (names !== undefined) names.add(p.ref.namespace === '' ? p.ref.name : `${p.ref.namespace}/${p.ref.name}`);
     ctx.req.backedUp.push(p.ref);
     if (p.ref.namespace !== '') ctx.req.namespacesWithItems.add(p.ref.namespace);
     ctx.req.progress.itemsBackedUp++;

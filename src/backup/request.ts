@@ -1,7 +1,7 @@
 // BackupRequest: everything one backup run decides up front (resolved filters) and accumulates
 // (items seen, the resource list, results, counters).
 import type { Backup } from '../apis/v1/index.js';
-import { addResult, emptyResults, type RunResults } from '../persistence/results.js';
+import { addResult, emptyResults, type ResourceRecord, type RunResults } from '../persistence/results.js';
 import {
   includesClusterScoped,
   namespaceFilter,
@@ -51,6 +51,13 @@ export interface BackupRequest {
   readonly namespacesWithItems: Set<string>;
   readonly results: RunResults;
   readonly progress: BackupProgress;
+  /** The completeness record being built, by groupResource (results.resources once the run ends). */
+  readonly records: Map<string, ResourceRecord>;
+  /**
+   * spec.includeAllGroupVersions only: groupResource -> the `ns/name` (or `name`) of every item
+   * written, so its other versions can be stored for exactly those items once the lists are done.
+   */
+  readonly writtenNames: Map<string, Set<string>> | undefined;
 }
 
 export function itemKey(ref: ItemRef): string {
@@ -84,6 +91,8 @@ export function newBackupRequest(backup: Backup): BackupRequest {
     namespacesWithItems: new Set(),
     results: emptyResults(),
     progress: { totalItems: 0, itemsBackedUp: 0 },
+    records: new Map(),
+    writtenNames: spec.includeAllGroupVersions === true ? new Map() : undefined,
   };
 }
 
@@ -91,4 +100,21 @@ export function newBackupRequest(backup: Backup): BackupRequest {
 export function recordProblem(req: BackupRequest, kind: 'warnings' | 'errors', namespace: string, message: string): string {
   addResult(req.results, kind, namespace, message);
   return message;
+}
+
+/** The completeness record of a resource, made on first use at the version its items are read at. */
+export function recordOf(req: BackupRequest, res: { groupResource: string; apiVersion: string }): ResourceRecord {
+  let r = req.records.get(res.groupResource);
+  if (r === undefined) {
+    r = { groupResource: res.groupResource, apiVersion: res.apiVersion, listed: 0, written: 0 };
+    req.records.set(res.groupResource, r);
+  }
+  return r;
+}
+
+/** Adds why a resource's items were (partly) not backed up to its record; the first few reasons are kept whole. */
+export function recordResourceError(req: BackupRequest, res: { groupResource: string; apiVersion: string }, why: string): void {
+  const r = recordOf(req, res);
+  if (r.error === undefined) r.error = why;
+  else if (!r.error.includes(why)) r.error = r.error.split('; ').length < 3 ? `${r.error}; ${why}` : r.error.endsWith('(and more)') ? r.error : `${r.error} (and more)`;
 }

@@ -2,7 +2,8 @@
 // backed up (the documented list below), and resources that cannot be listed, read and created are
 // skipped because they could not be restored.
 import type { ApiResource } from '../kube/index.js';
-import type { IncludesExcludes, ResourceLike } from '../util/filters.js';
+import { resourceEntryMatches, type IncludesExcludes, type ResourceLike } from '../util/filters.js';
+import type { BackupRequest } from './request.js';
 
 /**
  * Resources never backed up, whatever the filters say:
@@ -19,6 +20,9 @@ export const NEVER_BACKED_UP: readonly string[] = [
   'pods.metrics.k8s.io',
   'nodes.metrics.k8s.io',
 ];
+
+/** Groups that serve only resources never backed up: their discovery failing leaves nothing out. */
+export const NEVER_BACKED_UP_GROUPS: readonly string[] = ['metrics.k8s.io'];
 
 /**
  * Old group-resources that serve the same objects as a newer one (on Kubernetes <= 1.21
@@ -80,4 +84,24 @@ export function selectResources(
 /** Whether an item named by an action (an "additional item") may be backed up under the filters. */
 export function isBackupable(r: ApiResource): boolean {
   return !NEVER_BACKED_UP.includes(r.groupResource) && REQUIRED_VERBS.every((v) => r.verbs.includes(v));
+}
+
+/** The spec's includedResources entries that name no resource discovery found (`*` matches anything). */
+export function unservedIncludes(req: BackupRequest, discovered: readonly ApiResource[]): string[] {
+  return (req.backup.spec.includedResources ?? []).filter((e) => e.trim() !== '*' && !discovered.some((r) => resourceEntryMatches(e, r)));
+}
+
+/**
+ * Whether the resource filter could include a resource of `group` it has not seen (its group
+ * version could not be discovered): true unless every include entry names another group.
+ * An entry without a group (`widgets`, `Widget`) matches that name in every group.
+ */
+export function mayIncludeGroup(req: BackupRequest, group: string): boolean {
+  if (NEVER_BACKED_UP_GROUPS.includes(group)) return false;
+  const includes = (req.backup.spec.includedResources ?? []).map((e) => e.trim().toLowerCase());
+  if (includes.length === 0 || includes.includes('*')) return true;
+  return includes.some((e) => {
+    const dot = e.indexOf('.');
+    return dot < 0 ? true : e.slice(dot + 1) === group.toLowerCase();
+  });
 }

@@ -13,8 +13,9 @@ import {
   type ClusterRoleBindingIndex, type NamedBackupItemAction, type ResolvedBackupItemAction,
 } from './actions/index.js';
 import { backupItem, collectUnit, FatalBackupError, wantNamespace, type CollectContext, type ListUnit } from './collect.js';
-import { newBackupRequest, recordProblem, type BackupProgress, type BackupRequest } from './request.js';
-import { selectResources, type ResourceSelection } from './resources.js';
+import { newBackupRequest, recordOf, recordProblem, type BackupProgress, type BackupRequest } from './request.js';
+import { mayIncludeGroup, selectResources, unservedIncludes, type ResourceSelection } from './resources.js';
+import { collectOtherVersions } from './versions.js';
 
 export interface BackupDeps {
   client: DynamicClient;
@@ -94,8 +95,13 @@ async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> 
   try {
     discovered = await client.discover({
       onGroupError: (gv, err) => {
-        const msg = recordProblem(req, 'warnings', '', `API group version ${gv} could not be discovered, so it is not backed up: ${err.message}`);
-        log.warn(msg);
+        // Whatever that group version serves is left out: an error, unless the filter cannot include any of it.
+        const group = gv.includes('/') ? gv.slice(0, gv.indexOf('/')) : '';
+        if (!mayIncludeGroup(req, group)) {
+          log.warn(recordProblem(req, 'warnings', '', `API group version ${gv} could not be discovered; this backup would take none of its resources: ${err.message}`));
+          return;
+        }
+        log.error(recordProblem(req, 'errors', '', `API group version ${gv} could not be discovered, so its resources are not backed up: ${err.message}`));
       },
     });
   } catch (err) {
@@ -104,6 +110,11 @@ async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> 
   const byGroupResource = new Map(discovered.map((r) => [r.groupResource, r]));
   const selection = selectResources(discovered, req.resources, req.listClusterScoped);
   for (const s of selection.skipped) log.debug(`not backing up ${s.groupResource}: ${s.reason}`);
+  for (const entry of unservedIncludes(req, discovered)) {
+    log.warn(recordProblem(req, 'warnings', '', `includedResources names "${entry}", which this cluster does not serve; nothing is backed up for it`));
+  }
+  // Every resource in scope gets a record, so one with no items still shows it was listed.
+  for (const r of [...selection.namespaced, ...selection.cluster, ...(selection.namespaces === undefined ? [] : [selection.namespaces])]) recordOf(req, r);
   log.info(`backing up ${selection.namespaced.length} namespaced and ${selection.cluster.length} cluster-scoped resource types` +
     (req.listClusterScoped ? '' : ' (cluster-scoped items only where related to backed-up items)'));
 
@@ -196,8 +207,14 @@ async function collectAndUpload(deps: BackupDeps, req: BackupRequest, p: Prepare
   try {
     await mapLimit(listUnits(req, p.selection), deps.concurrency ?? DEFAULT_CONCURRENCY, (u) => collectUnit(ctx, u), { signal });
     if (p.selection.namespaces !== undefined) {
-      for (const ns of p.namespaceObjects) if (wantNamespace(req, ns)) await backupItem(ctx, p.selection.namespaces, ns);
+      const record = recordOf(req, p.selection.namespaces);
+      for (const ns of p.namespaceObjects) {
+        if (!wantNamespace(req, ns)) continue;
+        record.listed++;
+        await backupItem(ctx, p.selection.namespaces, ns);
+      }
     }
+    await collectOtherVersions(ctx);
     digest = await writer.finish();
   } catch (err) {
     fatal = signal.aborted ? `the backup was cancelled: ${errorMessage(signal.reason)}` : errorMessage(err);
@@ -211,6 +228,7 @@ async function collectAndUpload(deps: BackupDeps, req: BackupRequest, p: Prepare
 }
 
 function finish(req: BackupRequest, log: winston.Logger, digest: ArchiveDigest | undefined, fatal: string | undefined): BackupResult {
+  req.results.resources = [...req.records.values()].sort((a, b) => (a.groupResource < b.groupResource ? -1 : a.groupResource > b.groupResource ? 1 : 0));
   const { warnings, errors } = countResults(req.results);
   const phase = fatal !== undefined ? 'Failed' : errors > 0 ? 'PartiallyFailed' : 'Completed';
   const result: BackupResult = {

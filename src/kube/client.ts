@@ -8,10 +8,15 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { backoff, sleep } from '../util/backoff.js';
 import { KubeError, errorFromResponse, errorFromStatus, type RequestTarget, type Status } from './errors.js';
 import { createTokenBucket, type RateLimiter } from './rateLimiter.js';
+import { mergeDiscovery, type DiscoveredEntry, type GroupLists } from './discovery.js';
 import { apiVersionOf, groupResourceOf, resourcePath, type ApiResource, type KubeObject, type ResourceRef } from './resources.js';
 
 export interface ClientOptions {
-  /** Sustained requests per second (client-go `QPS`); <= 0 disables limiting. Default 20. */
+  /**
+   * Sustained requests per second (client-go `QPS`); <= 0 disables limiting. Default 20. Discovery
+   * has a bucket of its own with the same qps and burst, as client-go's discovery client has its own
+   * rate limiter: reading every group version (~40 GETs) does not take from the budget of the LISTs.
+   */
   qps?: number;
   /** Requests allowed in a burst above qps. Default 30. */
   burst?: number;
@@ -108,7 +113,10 @@ export interface RawRequest {
 export interface DynamicClient {
   /** The apiserver URL, from the kubeconfig. */
   readonly server: string;
+  /** Every resource served, once each (see ApiResource for the version chosen). */
   discover(opts?: DiscoverOptions): Promise<ApiResource[]>;
+  /** Whether the group version's resource list (read now, not cached) holds the resource; false when the group version is gone. */
+  serves(ref: { group: string; version: string; resource: string }): Promise<boolean>;
   list<T = KubeObject>(res: ResourceRef, opts?: ListOptions): Promise<ListPage<T>>;
   /** Pages of `pageSize` (default 500) until the list is exhausted. */
   listPages<T = KubeObject>(res: ResourceRef, opts?: ListOptions & { pageSize?: number }): AsyncGenerator<ListPage<T>>;
@@ -203,6 +211,7 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
       return transportNow;
     })());
   const limiter: RateLimiter = createTokenBucket({ qps: opts.qps ?? 20, burst: opts.burst ?? 30 });
+  const discoveryLimiter: RateLimiter = createTokenBucket({ qps: opts.qps ?? 20, burst: opts.burst ?? 30 });
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const userAgent = opts.userAgent ?? 'stowage';
 
@@ -245,12 +254,12 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
     });
   }
 
-  async function request<T>(req: RawRequest): Promise<T> {
+  async function request<T>(req: RawRequest, bucket: RateLimiter = limiter): Promise<T> {
     const target = req.target ?? { verb: req.method.toLowerCase(), resource: req.path };
     const body = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
     let refreshed = false;
     for (let attempt = 0; ; attempt++) {
-      await limiter.take(req.signal);
+      await bucket.take(req.signal);
       const headers: Record<string, string> = {
         ...(await authHeaders()),
         Accept: req.accept ?? 'application/json',
@@ -399,9 +408,15 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
     }
   }
 
+  async function groupVersionResources(group: string, version: string): Promise<DiscoveredEntry[]> {
+    const path = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;
+    const rl = await request<{ resources?: DiscoveredEntry[] }>({ method: 'GET', path, target: { verb: 'discover', resource: apiVersionOf({ group, version }) } }, discoveryLimiter);
+    return rl.resources ?? [];
+  }
+
   const client: DynamicClient = {
     server: cluster.server,
-    request,
+    request: (req) => request(req),
 
     async discover(o: DiscoverOptions = {}): Promise<ApiResource[]> {
       const fail = (gv: string, err: unknown): void => {
@@ -410,50 +425,53 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
         o.onGroupError(gv, kerr);
       };
       const [core, groups] = await Promise.all([
-        request<{ versions?: string[] }>({ method: 'GET', path: '/api', target: { verb: 'discover', resource: '/api' } }),
+        request<{ versions?: string[] }>({ method: 'GET', path: '/api', target: { verb: 'discover', resource: '/api' } }, discoveryLimiter),
         request<{ groups?: { name: string; preferredVersion?: { version: string }; versions?: { version: string }[] }[] }>({
           method: 'GET',
           path: '/apis',
           target: { verb: 'discover', resource: '/apis' },
-        }),
+        }, discoveryLimiter),
       ]);
-      const gvs: { group: string; version: string }[] = [];
+      // Every version of every group, not only the preferred one: a resource may be served only at
+      // another version (cronjobs at batch/v1beta1 while batch prefers v1 on 1.20). All lists are
+      // fetched at once, one GET each, as the preferred ones alone were.
       const coreVersion = core.versions?.includes('v1') ? 'v1' : core.versions?.[0];
-      if (coreVersion !== undefined) gvs.push({ group: '', version: coreVersion });
+      const wanted: { group: string; preferred: string | undefined; versions: string[] }[] = [];
+      if (coreVersion !== undefined) wanted.push({ group: '', preferred: coreVersion, versions: [coreVersion] });
       for (const g of groups.groups ?? []) {
-        const v = g.preferredVersion?.version ?? g.versions?.[0]?.version;
-        if (v !== undefined) gvs.push({ group: g.name, version: v });
+        const versions = (g.versions ?? []).map((v) => v.version);
+        const preferred = g.preferredVersion?.version ?? versions[0];
+        if (preferred !== undefined && !versions.includes(preferred)) versions.unshift(preferred);
+        wanted.push({ group: g.name, preferred, versions });
       }
-      const lists = await Promise.all(
-        gvs.map(async (gv) => {
-          const path = gv.group === '' ? `/api/${gv.version}` : `/apis/${gv.group}/${gv.version}`;
-          try {
-            const rl = await request<{
-              resources?: { name: string; kind: string; namespaced: boolean; verbs?: string[]; shortNames?: string[]; singularName?: string }[];
-            }>({ method: 'GET', path, target: { verb: 'discover', resource: apiVersionOf(gv) } });
-            return (rl.resources ?? [])
-              .filter((r) => !r.name.includes('/'))
-              .map(
-                (r): ApiResource => ({
-                  group: gv.group,
-                  version: gv.version,
-                  resource: r.name,
-                  kind: r.kind,
-                  namespaced: r.namespaced,
-                  verbs: r.verbs ?? [],
-                  groupResource: groupResourceOf({ group: gv.group, resource: r.name }),
-                  apiVersion: apiVersionOf(gv),
-                  shortNames: r.shortNames ?? [],
-                  singularName: r.singularName || r.kind.toLowerCase(),
-                }),
-              );
-          } catch (err) {
-            fail(apiVersionOf(gv), err);
-            return [];
-          }
-        }),
+      const lists: GroupLists[] = await Promise.all(
+        wanted.map(async (g) => ({
+          group: g.group,
+          preferred: g.preferred,
+          lists: (
+            await Promise.all(
+              g.versions.map(async (version) => {
+                try {
+                  return { version, resources: await groupVersionResources(g.group, version) };
+                } catch (err) {
+                  fail(apiVersionOf({ group: g.group, version }), err);
+                  return undefined;
+                }
+              }),
+            )
+          ).filter((l) => l !== undefined),
+        })),
       );
-      return lists.flat();
+      return mergeDiscovery(lists);
+    },
+
+    async serves(ref: { group: string; version: string; resource: string }): Promise<boolean> {
+      try {
+        return (await groupVersionResources(ref.group, ref.version)).some((r) => r.name === ref.resource);
+      } catch (err) {
+        if (err instanceof KubeError && err.status === 404) return false;
+        throw err;
+      }
     },
 
     list,

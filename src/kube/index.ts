@@ -31,7 +31,8 @@ export {
   type Status,
 } from './errors.js';
 export { createTokenBucket, type RateLimiter, type TokenBucketOptions } from './rateLimiter.js';
-export { apiVersionOf, groupResourceOf, resolveResource, resourcePath, type ApiResource, type KubeObject, type ResourceRef } from './resources.js';
+export { apiVersionOf, groupResourceOf, resolveResource, resourcePath, servedVersions, type ApiResource, type KubeObject, type ResourceRef } from './resources.js';
+export { chooseVersion, compareVersionPriority } from './versions.js';
 export { createEventRecorder, recordEvent, type EventRecorder, type EventRecorderOptions, type EventType, type InvolvedObject } from './events.js';
 export { ensureCrds } from './crds.js';
 export { CORE, CUSTOM_RESOURCE_DEFINITIONS, LEASES } from './wellKnown.js';

@@ -11,7 +11,10 @@ export interface ResourceRef {
   namespaced?: boolean;
 }
 
-/** A resource found by discovery, at its group's preferred version. */
+/**
+ * A resource found by discovery, at the version it is read at: its group's preferred version when
+ * that serves it, else the highest-priority version that does (kube/versions.ts).
+ */
 export interface ApiResource extends ResourceRef {
   kind: string;
   namespaced: boolean;
@@ -22,6 +25,16 @@ export interface ApiResource extends ResourceRef {
   apiVersion: string;
   shortNames: string[];
   singularName: string;
+  /**
+   * Every version that serves this group-resource, highest priority first (`version` among them).
+   * Absent in hand-made entries: then `version` alone.
+   */
+  versions?: string[];
+}
+
+/** Every version serving the resource, highest priority first. */
+export function servedVersions(r: Pick<ApiResource, 'version' | 'versions'>): readonly string[] {
+  return r.versions ?? [r.version];
 }
 
 /** A Kubernetes object as JSON; every typed object (apis/v1 kinds included) is assignable to it. */

@@ -5,7 +5,7 @@
 // spill file until each is restored.
 import type { ArchiveObject, ItemIdentity, SpilledItem } from '../archive/index.js';
 import { spilledPath, splitGroupResource, versionOfApiVersion } from '../archive/index.js';
-import type { ApiResource, ResourceRef } from '../kube/index.js';
+import { servedVersions, type ApiResource, type ResourceRef } from '../kube/index.js';
 import type { KubeObject } from '../plugin/api/index.js';
 import { resourceEntryMatches, type ResourceLike } from '../util/filters.js';
 import { anyLabelSelectorMatches } from '../util/labels.js';
@@ -99,8 +99,25 @@ export interface PlannedItem {
   owner?: RestoredOwner<PlannedItem>;
   /** A Namespace the backup does not hold, created bare because restored items live in it (see bareNamespace). */
   synthesized?: boolean;
+  /**
+   * Set when the item is restored at another version than its resource was backed up at: from the
+   * backup's copy at that version (`copy`), or (no copy at a version the cluster serves) the stored
+   * object sent with its apiVersion changed to `used`.
+   */
+  versionChange?: VersionChange;
   /** The executor's: the item's restore while it runs, then its outcome. */
   restored: Promise<ItemOutcome> | ItemOutcome | undefined;
+}
+
+export interface VersionChange {
+  /** The apiVersion the backup read the resource at. */
+  stored: string;
+  /** The apiVersion it is restored at. */
+  used: string;
+  /** Whether the backup holds the item at `used` (spec.includeAllGroupVersions); else its apiVersion is rewritten. */
+  copy: boolean;
+  /** Whether the cluster serves `stored` (then `used` is its preferred version, of which the backup holds a copy). */
+  storedServed: boolean;
 }
 
 export interface RestorePlan {
@@ -139,8 +156,24 @@ export function bareNamespace(name: string): KubeObject {
   return { apiVersion: 'v1', kind: 'Namespace', metadata: { name } };
 }
 
-export function buildPlan(items: readonly ArchivedItem[], req: RestoreRequest, discovered: readonly ApiResource[]): RestorePlan {
+/**
+ * `alternates`: the archive's copies at other versions (a backup with includeAllGroupVersions). Each
+ * item is restored at its stored version when the cluster serves it. With copies at other versions,
+ * the copy at the cluster's preferred version wins (Velero's EnableAPIGroupVersions rule), then the
+ * stored one, then a copy at another version the cluster serves; with none, the stored object goes
+ * to the cluster's preferred version with its apiVersion changed (item.versionChange says so).
+ */
+export function buildPlan(
+  items: readonly ArchivedItem[], req: RestoreRequest, discovered: readonly ApiResource[], alternates: readonly ArchivedItem[] = [],
+): RestorePlan {
   const byGr = new Map<string, ApiResource>(discovered.map((r) => [r.groupResource, r]));
+  const copiesOf = new Map<string, ArchivedItem[]>();
+  for (const a of alternates) {
+    const k = itemKey(a.groupResource, a.namespace ?? '', a.name);
+    const list = copiesOf.get(k);
+    if (list === undefined) copiesOf.set(k, [a]);
+    else list.push(a);
+  }
   const kindOf = new Map<string, string>();
   const crdItems = new Map<string, ArchivedItem>();
   // Every archive item by key, only for actions' additional items: most restores never build it.
@@ -163,9 +196,8 @@ export function buildPlan(items: readonly ArchivedItem[], req: RestoreRequest, d
   };
   // One ResourceRef per resource, version and scope, shared by its items (nobody changes a ref).
   const refs = new Map<string, ResourceRef>();
-  const refOf = (it: ArchivedItem): ResourceRef => {
+  const refOf = (it: ArchivedItem, version: string): ResourceRef => {
     const namespaced = it.namespace !== undefined;
-    const version = versionOfApiVersion(it.apiVersion);
     const k = itemKey(it.groupResource, version, String(namespaced));
     let ref = refs.get(k);
     if (ref === undefined) {
@@ -180,20 +212,24 @@ export function buildPlan(items: readonly ArchivedItem[], req: RestoreRequest, d
 
   const neverRestored = new Map<string, { reason: string; count: number }>();
   const mapNs = (ns: string): string => targetNamespace(req, ns);
-  const toPlanned = (it: ArchivedItem): PlannedItem => {
-    const src = it.namespace ?? '';
-    return {
-      key: itemKey(it.groupResource, src, it.name),
+  const toPlanned = (stored: ArchivedItem): PlannedItem => {
+    const src = stored.namespace ?? '';
+    const key = itemKey(stored.groupResource, src, stored.name);
+    const { copy: it, version, change } = chooseCopy(stored, byGr.get(stored.groupResource), copiesOf.get(key));
+    const p: PlannedItem = {
+      key,
       groupResource: it.groupResource,
       sourceNamespace: src,
       sourceName: it.name,
       namespace: src === '' ? '' : mapNs(src),
       name: it.groupResource === 'namespaces' ? mapNs(it.name) : it.name,
-      ref: refOf(it),
+      ref: refOf(it, version),
       resource: describe(it.groupResource),
       archived: it,
       restored: undefined,
     };
+    if (change !== undefined) p.versionChange = change;
+    return p;
   };
   const labelsMatch = (it: ArchivedItem): boolean => anyLabelSelectorMatches(req.selectors, it.picked?.labels);
 
@@ -345,6 +381,25 @@ export function buildPlan(items: readonly ArchivedItem[], req: RestoreRequest, d
   };
 
   return { items: selected, tiers, namespaces, crds, neverRestored, planAdditional };
+}
+
+/** Which copy of an item to restore, and at which version (see buildPlan). */
+export function chooseCopy(
+  stored: ArchivedItem, target: ApiResource | undefined, alternates: readonly ArchivedItem[] | undefined,
+): { copy: ArchivedItem; version: string; change?: VersionChange } {
+  const storedVersion = versionOfApiVersion(stored.apiVersion);
+  // Not served now: its CRD may be restored by this run, at the versions the backup knew.
+  if (target === undefined) return { copy: stored, version: storedVersion };
+  const served = servedVersions(target);
+  const at = (v: string): ArchivedItem | undefined =>
+    versionOfApiVersion(stored.apiVersion) === v ? stored : alternates?.find((a) => versionOfApiVersion(a.apiVersion) === v);
+  const chosen = at(target.version) ?? (served.includes(storedVersion) ? stored : undefined) ?? served.map(at).find((c) => c !== undefined);
+  if (chosen === stored) return { copy: stored, version: storedVersion };
+  if (chosen !== undefined) {
+    const version = versionOfApiVersion(chosen.apiVersion);
+    return { copy: chosen, version, change: { stored: stored.apiVersion, used: chosen.apiVersion, copy: true, storedServed: served.includes(storedVersion) } };
+  }
+  return { copy: stored, version: target.version, change: { stored: stored.apiVersion, used: target.apiVersion, copy: false, storedServed: false } };
 }
 
 function cmp(a: string, b: string): number {

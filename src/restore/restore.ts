@@ -170,14 +170,18 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
         (await deps.client.discover({ onGroupError: (gv, err) => log.warn(`discovery of ${gv} failed; its resources are treated as not served: ${err.message}`) }));
       spill = await createSpillFile(deps.spillDir);
       const withLabels = req.selectors.length > 0;
-      const items = await readBackup(deps, spill, backupName, discovered, (obj, id) => itemFacts(obj, id, withLabels));
-      plan = buildPlan(items, req, discovered);
+      const { items, alternates } = await readBackup(deps, spill, backupName, discovered, (obj, id) => itemFacts(obj, id, withLabels));
+      plan = buildPlan(items, req, discovered, alternates);
       const builtins = await resolveRestoreItemActions(BUILTIN_RESTORE_ITEM_ACTIONS);
       matchers = [...builtins, ...(deps.actions ?? [])].map(actionMatcher);
     } catch (err) {
       return finish(describeFatal(err));
     }
     for (const [gr, n] of plan.neverRestored) log.info(`${n.count} ${gr} left out: never restored (${n.reason})`);
+    for (const message of versionChangeMessages(plan)) {
+      addResult(req.results, 'warnings', undefined, message);
+      log.warn(message);
+    }
     req.progress.totalItems = plan.items.size;
     deps.onProgress?.({ ...req.progress });
     log.info(`plan: ${plan.items.size} items in ${plan.tiers.length} tiers`, { order: plan.tiers.map((t) => t.tier.label) });
@@ -210,7 +214,7 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
  */
 async function readBackup(
   deps: RestoreDeps, spill: SpillFile, backupName: string, discovered: readonly ApiResource[], pick: (obj: ArchiveObject, id: ItemIdentity) => ArchivedItem['picked'],
-): Promise<ArchivedItem[]> {
+): Promise<{ items: ArchivedItem[]; alternates: ArchivedItem[] }> {
   // Checked entry by entry while reading: neither a table of the tarball's entries nor the whole manifest is held.
   const check = await manifestCheckOf(deps.source, backupName);
   try {
@@ -233,8 +237,9 @@ async function readBackup(
     if (problems.length > 0) {
       throw new RestoreRefusedError('manifest-mismatch', `the tarball does not match the manifest written at backup time: ${problems.join('; ')}`);
     }
-    deps.log.info(`read the backup archive: format ${contents.formatVersion}, ${contents.items.length} items, ${contents.tarball.bytes} bytes`);
-    return contents.items;
+    const alt = contents.alternateVersions.length > 0 ? ` (and ${contents.alternateVersions.length} copies at other API versions)` : '';
+    deps.log.info(`read the backup archive: format ${contents.formatVersion}, ${contents.items.length} items${alt}, ${contents.tarball.bytes} bytes`);
+    return { items: contents.items, alternates: contents.alternateVersions };
   } finally {
     await check?.close?.();
   }
@@ -252,6 +257,26 @@ async function manifestCheckOf(source: RestoreSource, backupName: string): Promi
   }
   const manifest = await source.getManifest?.(backupName).catch(failed);
   return manifest === undefined ? undefined : manifestCheck(manifest);
+}
+
+/** One sentence per resource and version change of the plan: the results say whenever a version changed. */
+export function versionChangeMessages(plan: Pick<RestorePlan, 'items'>): string[] {
+  const counts = new Map<string, { gr: string; change: NonNullable<PlannedItem['versionChange']>; n: number }>();
+  for (const p of plan.items.values()) {
+    const c = p.versionChange;
+    if (c === undefined) continue;
+    const k = [p.groupResource, c.stored, c.used, String(c.copy), String(c.storedServed)].join('\u0000');
+    const have = counts.get(k);
+    if (have !== undefined) have.n++;
+    else counts.set(k, { gr: p.groupResource, change: c, n: 1 });
+  }
+  return [...counts.values()].map(({ gr, change: c, n }) => {
+    const items = `${n} ${gr} item${n === 1 ? '' : 's'}`;
+    if (c.copy && c.storedServed) return `${items} backed up at ${c.stored} restored from the backup's copies at ${c.used}, the version this cluster prefers`;
+    if (c.copy) return `${items} backed up at ${c.stored}, which this cluster does not serve, restored from the backup's copies at ${c.used}`;
+    return `${items} backed up at ${c.stored}, which this cluster does not serve, and the backup holds no copy at a version it serves: ` +
+      `sent as ${c.used} with only the apiVersion changed, which the apiserver accepts only where both versions share a schema`;
+  });
 }
 
 function describeFatal(err: unknown): string {
@@ -434,6 +459,8 @@ function newExecutor(
       backupName: req.backup.metadata.name,
       restoreName,
     });
+    // No copy at a version the cluster serves: the stored object is offered at the one it prefers.
+    if (p.versionChange !== undefined && !p.versionChange.copy) item = { ...item, apiVersion: p.versionChange.used };
 
     for (const m of matchers) {
       if (!m.applies({ resource: p.resource, namespace: p.namespace, labels: item.metadata.labels })) continue;

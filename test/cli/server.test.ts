@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { newDownloadRequest, RESOURCES, type Backup, type DownloadRequest, type ServerStatusRequest } from '../../src/apis/v1/index.js';
@@ -93,10 +94,18 @@ describe('stowage CLI with a running server', () => {
     expect(r.stdout).toMatch(/^Resource List:\n {2}configmaps:\n/m);
     for (let i = 0; i < 12; i++) expect(r.stdout).toContain(`    - ${app}/cm-${i}\n`);
     expect(r.stdout).toContain(`Pulled in (cluster-scoped dependencies):\n  persistentvolumes:\n    - ${app}-pv: PersistentVolume "${app}-pv" is bound to PersistentVolumeClaim "${app}/data"\n`);
+    // The completeness record: the 12 configmaps and kube-root-ca.crt, listed and written at v1.
+    expect(r.stdout).toMatch(/^Resources: +\d+ in scope, \d+ items written\n {2}RESOURCE +VERSION +LISTED +WRITTEN +ERROR\n/m);
+    expect(r.stdout).toMatch(/^ {2}configmaps +v1 +13 +13$/m);
+    expect(r.stdout).toMatch(/^ {2}\(\d+ more listed with no items\)$/m);
     expect(r.stdout).toMatch(/^ {2}Normal\s+Completed\s+/m);
-    const j = JSON.parse((await cli('backup', 'describe', 'app', '--details', '-o', 'json')).stdout) as { backup: Backup; resourceList: Record<string, string[]> };
+    const j = JSON.parse((await cli('backup', 'describe', 'app', '--details', '-o', 'json')).stdout) as {
+      backup: Backup; resourceList: Record<string, string[]>; resources: { groupResource: string; apiVersion: string; listed: number; written: number }[]; pulledIn: unknown[];
+    };
     expect(j.backup.metadata.name).toBe('app');
     expect(j.resourceList.configmaps).toContain(`${app}/cm-3`);
+    expect(j.resources.find((x) => x.groupResource === 'configmaps')).toEqual({ groupResource: 'configmaps', apiVersion: 'v1', listed: 13, written: 13 });
+    expect(j.pulledIn).toContainEqual({ groupResource: 'persistentvolumes', name: `${app}-pv`, requiredBy: `persistentvolumeclaims "${app}/data"`, reason: `PersistentVolume "${app}-pv" is bound to PersistentVolumeClaim "${app}/data"` });
   });
 
   it('prints a finished backup\'s log as text lines, or as the stored JSON lines with -o json', async () => {
@@ -169,6 +178,30 @@ describe('stowage CLI with a running server', () => {
     const j = JSON.parse((await cli('backup', 'verify', 'app', '-o', 'json')).stdout) as { ok: boolean; problems: { kind: string; path?: string }[] };
     expect(j.ok).toBe(false);
     expect(j.problems.map((p) => [p.kind, p.path])).toEqual([['tarball', undefined], ['mismatch', changed], ['missing', removed], ['extra', added]]);
+  });
+
+  it('verify reports, precisely and with a non-zero exit, a resource list or completeness record that disagrees with the tarball', async () => {
+    const r = await cli('backup', 'create', 'agree', '--include-namespaces', app, '--include-resources', 'configmaps', '--wait');
+    expect(r.code, show(r)).toBe(0);
+    const ok = await cli('backup', 'verify', 'agree');
+    expect(ok.code, show(ok)).toBe(0);
+    expect(ok.stdout).toContain('and the resource list and the completeness record agree with it');
+    // The resource list loses an item; the record claims one more configmap than was written.
+    const listFile = stored('agree', 'agree-resource-list.json.gz');
+    const list = JSON.parse(gunzipSync(fs.readFileSync(listFile)).toString()) as Record<string, string[]>;
+    list.configmaps = (list.configmaps ?? []).filter((n) => n !== `${app}/cm-5`);
+    fs.writeFileSync(listFile, gzipSync(JSON.stringify(list)));
+    const resultsFile = stored('agree', 'agree-results.gz');
+    const results = JSON.parse(gunzipSync(fs.readFileSync(resultsFile)).toString()) as { resources: { groupResource: string; written: number }[] };
+    for (const x of results.resources) if (x.groupResource === 'configmaps') x.written = 14;
+    fs.writeFileSync(resultsFile, gzipSync(JSON.stringify(results)));
+    const bad = await cli('backup', 'verify', 'agree');
+    expect(bad.code, show(bad)).toBe(1);
+    expect(bad.stdout).toMatch(/^Items: +(\d+) of \1 files match the manifest$/m);
+    expect(bad.stdout).toContain(`DISAGREEMENT resources/configmaps/namespaces/${app}/cm-5.json is in the manifest but configmaps "${app}/cm-5" is not in the resource list\n`);
+    expect(bad.stdout).toContain(`DISAGREEMENT resources/configmaps/v1-preferredversion/namespaces/${app}/cm-5.json is in the manifest but configmaps "${app}/cm-5" is not in the resource list\n`);
+    expect(bad.stdout).toContain('DISAGREEMENT the completeness record says 14 configmaps written, the resource list holds 12\n');
+    expect(bad.stderr.trim()).toBe('error: backup "agree" failed verification: 3 problems');
   });
 
   it('shows the log of a running backup so far, and --follow streams it to the end', async () => {

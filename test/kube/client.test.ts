@@ -39,15 +39,18 @@ describe('DynamicClient', () => {
     client.close();
   });
 
-  it('discovers every group at its preferred version, without subresources', async () => {
+  it('discovers every resource once, at its group\'s preferred version where that serves it, without subresources', async () => {
     await ensureCrds(client);
     const res = await client.discover();
     const cm = res.find((r) => r.groupResource === 'configmaps');
     expect(cm).toMatchObject({ group: '', version: 'v1', kind: 'ConfigMap', namespaced: true, apiVersion: 'v1' });
     expect(cm?.verbs).toContain('list');
     expect(res.find((r) => r.groupResource === 'deployments.apps')).toMatchObject({ version: 'v1', kind: 'Deployment', shortNames: ['deploy'] });
-    // autoscaling serves v1 and v2beta*; v1 is preferred on 1.20.
-    expect(res.filter((r) => r.groupResource === 'horizontalpodautoscalers.autoscaling').map((r) => r.version)).toEqual(['v1']);
+    // autoscaling serves v1 and v2beta*; v1 is preferred on 1.20. Every served version is listed, best first.
+    expect(res.filter((r) => r.groupResource === 'horizontalpodautoscalers.autoscaling').map((r) => [r.version, r.versions])).toEqual([['v1', ['v1', 'v2beta2', 'v2beta1']]]);
+    // batch prefers v1 on 1.20, which has no cronjobs: they are served at v1beta1 (and v2alpha1 if enabled) only.
+    expect(res.find((r) => r.groupResource === 'cronjobs.batch')).toMatchObject({ version: 'v1beta1', apiVersion: 'batch/v1beta1', kind: 'CronJob' });
+    expect(res.find((r) => r.groupResource === 'jobs.batch')).toMatchObject({ version: 'v1', versions: ['v1'] });
     expect(res.find((r) => r.groupResource === 'namespaces')?.namespaced).toBe(false);
     expect(res.some((r) => r.resource.includes('/'))).toBe(false);
     expect(res.find((r) => r.groupResource === 'backups.stowage.dev')).toMatchObject({ kind: 'Backup', version: 'v1' });
@@ -173,6 +176,21 @@ describe('DynamicClient', () => {
       expect(Date.now() - t0).toBeGreaterThanOrEqual(450);
     } finally {
       slow.close();
+    }
+  });
+
+  it('discovery has a token bucket of its own: reading every group version leaves the burst to the other calls', async () => {
+    const c = createDynamicClient(loadKubeConfig(inject('cluster').kubeconfigPath), { qps: 2, burst: 60 });
+    try {
+      const gvs = (await c.request<{ groups: { versions: unknown[] }[] }>({ method: 'GET', path: '/apis' })).groups.reduce((n, g) => n + g.versions.length, 0);
+      expect(gvs + 3).toBeLessThan(60);
+      await c.discover();
+      const t0 = Date.now();
+      // One shared bucket would have ~60 - 1 - (gvs + 3) tokens left, and hold the rest of these 50 to 2/s: well over 5 s.
+      await Promise.all(Array.from({ length: 50 }, () => c.get(CORE.namespaces, undefined, ns)));
+      expect(Date.now() - t0).toBeLessThan(3000);
+    } finally {
+      c.close();
     }
   });
 

@@ -30,7 +30,9 @@ import { sleep } from '../../util/backoff.js';
 import { formatDuration, parseDuration } from '../../util/duration.js';
 import { errorMessage } from '../../util/errors.js';
 import { labelKeyProblem, labelValueProblem } from '../../util/labels.js';
+import type { ResourceRecord } from '../../persistence/results.js';
 import { action, type Session } from './action.js';
+import { checkAgreement } from './agreement.js';
 import { describeRunHeader } from './common.js';
 import { eventsSection, filtersSection, messagesSection, metadataSection, progressText, selectorText, type ScopedMessages } from './describe.js';
 import { download, HttpStatusError, readJson } from './download.js';
@@ -264,18 +266,18 @@ async function getBackups(cmd: Command, s: Session): Promise<void> {
 
 type ResourceList = Record<string, string[]>;
 
-async function fetchResourceList(ctx: CliContext, name: string, timeoutMs: number): Promise<ResourceList> {
-  const body = await download(ctx, { kind: 'BackupResourceList', name }, { timeoutMs });
+async function fetchResourceList(ctx: CliContext, name: string, timeoutMs: number, tlsOpts: ReturnType<typeof tls> = {}): Promise<ResourceList> {
+  const body = await download(ctx, { kind: 'BackupResourceList', name }, { timeoutMs, ...tlsOpts });
   const v = await readJson(body, `the resource list of backup "${name}"`);
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new CliError(`the resource list of backup "${name}" is not a map of resources`);
   return v as ResourceList;
 }
 
-type StoredResults = { warnings?: ScopedMessages; errors?: ScopedMessages; pulledIn?: PulledInRecord[] };
+type StoredResults = { warnings?: ScopedMessages; errors?: ScopedMessages; resources?: ResourceRecord[]; pulledIn?: PulledInRecord[] };
 
-async function fetchResults(ctx: CliContext, name: string, timeoutMs: number): Promise<StoredResults | undefined> {
+async function fetchResults(ctx: CliContext, name: string, timeoutMs: number, tlsOpts: ReturnType<typeof tls> = {}): Promise<StoredResults | undefined> {
   try {
-    const body = await download(ctx, { kind: 'BackupResults', name }, { timeoutMs });
+    const body = await download(ctx, { kind: 'BackupResults', name }, { timeoutMs, ...tlsOpts });
     return (await readJson(body, `the results of backup "${name}"`)) as StoredResults;
   } catch (err) {
     if (err instanceof HttpStatusError && err.status === 404) return undefined;
@@ -307,6 +309,29 @@ export function pulledInSection(records: readonly PulledInRecord[] | undefined):
     const list = [...(byResource.get(gr) ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const r of list) s += `    - ${r.name}: ${r.reason}\n`;
   }
+  return s;
+}
+
+/**
+ * The completeness record: one row per resource in scope, with the version its items were read at
+ * (and the other versions they were also stored at), how many were listed and written, and why any
+ * were left out. Empty resources are summed up in one line, so the table shows what holds items.
+ */
+export function completenessSection(records: readonly ResourceRecord[] | undefined): string {
+  if (records === undefined) return 'Resources:  <not recorded (the backup was made by an older version)>\n';
+  const shown = records.filter((r) => r.listed > 0 || r.written > 0 || r.error !== undefined);
+  const empty = records.length - shown.length;
+  let s = `Resources:  ${records.length} in scope, ${records.reduce((n, r) => n + r.written, 0)} items written` +
+    `${records.some((r) => r.error !== undefined) ? `, ${records.filter((r) => r.error !== undefined).length} with errors` : ''}\n`;
+  if (shown.length > 0) {
+    const rows = shown.map((r) => [
+      r.groupResource,
+      r.otherVersions === undefined || r.otherVersions.length === 0 ? r.apiVersion : `${r.apiVersion} (+${r.otherVersions.join(', ')})`,
+      String(r.listed), String(r.written), r.error ?? '',
+    ]);
+    s += formatTable(['RESOURCE', 'VERSION', 'LISTED', 'WRITTEN', 'ERROR'], rows).trimEnd().replace(/^/gm, '  ') + '\n';
+  }
+  if (empty > 0) s += `  (${empty} more listed with no items)\n`;
   return s;
 }
 
@@ -345,21 +370,23 @@ export async function describeBackupText(ctx: CliContext, b: Backup, opts: { det
       } catch (err) {
         s += `Resource List:  <not available: ${errorMessage(err)}>\n`;
       }
+      // One read of the results file feeds the completeness record, the messages and what was pulled in.
+      let results: StoredResults | undefined;
+      let unavailable: string | undefined;
+      try {
+        results = await fetchResults(ctx, b.metadata.name, opts.timeoutMs);
+      } catch (err) {
+        unavailable = `<not available: ${errorMessage(err)}>`;
+      }
+      if (unavailable !== undefined) s += `\nResources:  ${unavailable}\n`;
+      else s += '\n' + completenessSection(results?.resources);
       if ((st.warnings ?? 0) > 0 || (st.errors ?? 0) > 0) {
-        try {
-          const results = await fetchResults(ctx, b.metadata.name, opts.timeoutMs);
-          if (results !== undefined) s += '\n' + messagesSection('Warnings', results.warnings) + '\n' + messagesSection('Errors', results.errors);
-        } catch (err) {
-          s += `\nWarnings and errors:  <not available: ${errorMessage(err)}>\n`;
-        }
+        if (unavailable !== undefined) s += `\nWarnings and errors:  ${unavailable}\n`;
+        else if (results !== undefined) s += '\n' + messagesSection('Warnings', results.warnings) + '\n' + messagesSection('Errors', results.errors);
       }
       // What the backup took beyond its scope, because items in it need them (results.pulledIn).
-      try {
-        const results = await fetchResults(ctx, b.metadata.name, opts.timeoutMs);
-        if (results !== undefined) s += '\n' + pulledInSection(results.pulledIn);
-      } catch (err) {
-        s += `\n${PULLED_IN_TITLE}:  <not available: ${errorMessage(err)}>\n`;
-      }
+      if (unavailable !== undefined) s += `\n${PULLED_IN_TITLE}:  ${unavailable}\n`;
+      else if (results !== undefined) s += '\n' + pulledInSection(results.pulledIn);
     }
   } else {
     s += 'Resource List:  <use --details to see it>\n';
@@ -385,7 +412,14 @@ async function describeBackups(cmd: Command, s: Session): Promise<void> {
       const withLists = [];
       for (const b of items) {
         const finished = ['Completed', 'PartiallyFailed', 'Failed'].includes(b.status?.phase ?? '');
-        withLists.push({ backup: b, resourceList: finished ? await fetchResourceList(ctx, b.metadata.name, timeoutMs) : null });
+        const results = finished ? await fetchResults(ctx, b.metadata.name, timeoutMs) : undefined;
+        withLists.push({
+          backup: b,
+          resourceList: finished ? await fetchResourceList(ctx, b.metadata.name, timeoutMs) : null,
+          // The completeness record and the pulled-in dependencies; null before the backup ends or when it was made without them.
+          resources: results?.resources ?? null,
+          pulledIn: results?.pulledIn ?? null,
+        });
       }
       process.stdout.write(formatData(withLists.length === 1 && names.length === 1 ? withLists[0] : withLists, format));
     } else {
@@ -566,7 +600,8 @@ function tls(o: { cacert?: string; insecureSkipTlsVerify?: boolean }): { cacert?
 // ---- verify -------------------------------------------------------------------------------------
 
 export interface VerifyProblem {
-  kind: 'tarball' | 'mismatch' | 'missing' | 'extra' | 'unreadable';
+  /** `disagreement`: the manifest, the resource list and the completeness record do not describe the same items. */
+  kind: 'tarball' | 'mismatch' | 'missing' | 'extra' | 'unreadable' | 'disagreement';
   path?: string;
   message: string;
 }
@@ -676,13 +711,25 @@ async function verifyBackup(cmd: Command, s: Session): Promise<void> {
   } finally {
     await body.close();
   }
+  // The tarball was compared with the manifest; now the manifest with the resource list and the completeness record.
+  let agreement: string[];
+  try {
+    const list = await fetchResourceList(ctx, name, timeoutMs, tls(o));
+    agreement = checkAgreement(manifest, list, (await fetchResults(ctx, name, timeoutMs, tls(o)))?.resources);
+  } catch (err) {
+    agreement = [`the resource list or the results of the backup cannot be read: ${errorMessage(err)}`];
+  }
+  for (const message of agreement) report.problems.push({ kind: 'disagreement', message });
+  report.ok = report.problems.length === 0;
   if (format !== 'table') process.stdout.write(formatData(report, format));
   else {
     const t = report.tarball;
     if (t.sha256 !== '') out(`Tarball:  ${formatBytes(t.bytes)}, SHA-256 ${t.sha256}${t.sha256 === t.expectedSha256 ? ' (matches the manifest)' : ''}`);
     out(`Items:    ${report.matched} of ${report.checked} files match the manifest`);
     for (const p of report.problems) out(`${p.kind.toUpperCase().padEnd(10)} ${p.message}`);
-    if (report.ok) out(`Backup "${name}" is intact: the tarball and every item match the manifest written at backup time.`);
+    if (report.ok) {
+      out(`Backup "${name}" is intact: the tarball and every item match the manifest written at backup time, and the resource list and the completeness record agree with it.`);
+    }
   }
   if (!report.ok) throw new CliError(`backup "${name}" failed verification: ${report.problems.length} problem${report.problems.length === 1 ? '' : 's'}`);
 }

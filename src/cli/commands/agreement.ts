@@ -1,0 +1,67 @@
+// `stowage backup verify`'s second check: the manifest (what the tarball holds, entry by entry; the
+// tarball itself is compared with the manifest first), the resource list and the completeness
+// record must describe the same items. Pure: the command downloads the three and prints the result.
+import { itemPath, parseItemPath, preferredVersionDir, versionOfApiVersion, type BackupManifest } from '../../archive/index.js';
+import type { ResourceList, ResourceRecord } from '../../persistence/results.js';
+
+/** One item of the resource list: `ns/name`, or `name` for a cluster-scoped item. */
+function splitEntry(entry: string): { namespace: string | undefined; name: string } {
+  const slash = entry.indexOf('/');
+  return slash < 0 ? { namespace: undefined, name: entry } : { namespace: entry.slice(0, slash), name: entry.slice(slash + 1) };
+}
+
+/**
+ * Every disagreement, each a sentence naming the item or resource. `records` is the results file's
+ * completeness record, undefined for a backup made before it existed (then only the list and the
+ * manifest are compared).
+ */
+export function checkAgreement(manifest: Pick<BackupManifest, 'entries'>, list: ResourceList, records: readonly ResourceRecord[] | undefined): string[] {
+  const problems: string[] = [];
+  const byGr = new Map((records ?? []).map((r) => [r.groupResource, r]));
+  const listed = new Set<string>();
+  for (const [gr, entries] of Object.entries(list)) {
+    const record = byGr.get(gr);
+    const version = record === undefined ? undefined : versionOfApiVersion(record.apiVersion);
+    for (const entry of entries) {
+      listed.add(`${gr}\u0000${entry}`);
+      const { namespace, name } = splitEntry(entry);
+      const classic = itemPath(gr, namespace, name);
+      if (manifest.entries[classic] === undefined) problems.push(`${gr} "${entry}" is in the resource list but the manifest has no ${classic}`);
+      if (version !== undefined) {
+        const preferred = itemPath(gr, namespace, name, preferredVersionDir(version));
+        if (manifest.entries[preferred] === undefined) problems.push(`${gr} "${entry}" is in the resource list but the manifest has no ${preferred}`);
+        for (const other of record?.otherVersions ?? []) {
+          const p = itemPath(gr, namespace, name, versionOfApiVersion(other));
+          if (manifest.entries[p] === undefined) problems.push(`${gr} "${entry}" is recorded as stored at ${other} too, but the manifest has no ${p}`);
+        }
+      }
+    }
+  }
+  for (const path of Object.keys(manifest.entries).sort()) {
+    const p = parseItemPath(path);
+    if (p === null || typeof p === 'string') continue;
+    const entry = p.namespace === undefined ? p.name : `${p.namespace}/${p.name}`;
+    if (!listed.has(`${p.groupResource}\u0000${entry}`)) {
+      problems.push(`${path} is in the manifest but ${p.groupResource} "${entry}" is not in the resource list`);
+      continue;
+    }
+    const record = byGr.get(p.groupResource);
+    if (record === undefined || p.version === undefined) continue;
+    const stored = versionOfApiVersion(record.apiVersion);
+    const other = (record.otherVersions ?? []).map(versionOfApiVersion);
+    if (p.preferred ? p.version !== stored : !other.includes(p.version)) {
+      problems.push(`${path} is in the manifest but the completeness record has ${p.groupResource} at ${record.apiVersion}` +
+        (other.length > 0 ? ` (and ${(record.otherVersions ?? []).join(', ')})` : ''));
+    }
+  }
+  if (records !== undefined) {
+    for (const r of records) {
+      const n = list[r.groupResource]?.length ?? 0;
+      if (r.written !== n) problems.push(`the completeness record says ${r.written} ${r.groupResource} written, the resource list holds ${n}`);
+    }
+    for (const gr of Object.keys(list).sort()) {
+      if (!byGr.has(gr)) problems.push(`the resource list holds ${list[gr]?.length ?? 0} ${gr}, which the completeness record does not mention`);
+    }
+  }
+  return problems;
+}
