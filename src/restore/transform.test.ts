@@ -78,6 +78,33 @@ describe('mapNamespaces', () => {
     ]);
   });
 
+  it("maps a service account's user name and namespace group in binding subjects once, even along a chain of mappings", () => {
+    const chain = (ns: string): string => ({ shop: 'shop-copy', 'shop-copy': 'shop-copy-2' })[ns] ?? ns;
+    const crb: KubeObject = {
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'ops-admin' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
+      subjects: [
+        { kind: 'ServiceAccount', name: 'operator', namespace: 'shop' },
+        { kind: 'ServiceAccount', name: 'operator', namespace: 'billing' },
+        { kind: 'User', name: 'system:serviceaccount:shop:operator', apiGroup: 'rbac.authorization.k8s.io' },
+        { kind: 'User', name: 'system:serviceaccount:shop:bad:name', apiGroup: 'rbac.authorization.k8s.io' },
+        { kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' },
+        { kind: 'Group', name: 'system:serviceaccounts:shop', apiGroup: 'rbac.authorization.k8s.io' },
+        { kind: 'Group', name: 'system:serviceaccounts', apiGroup: 'rbac.authorization.k8s.io' },
+      ],
+    };
+    mapNamespaces('clusterrolebindings.rbac.authorization.k8s.io', crb, chain);
+    expect(crb.subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'operator', namespace: 'shop-copy' },
+      { kind: 'ServiceAccount', name: 'operator', namespace: 'billing' },
+      { kind: 'User', name: 'system:serviceaccount:shop-copy:operator', apiGroup: 'rbac.authorization.k8s.io' },
+      { kind: 'User', name: 'system:serviceaccount:shop:bad:name', apiGroup: 'rbac.authorization.k8s.io' },
+      { kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' },
+      { kind: 'Group', name: 'system:serviceaccounts:shop-copy', apiGroup: 'rbac.authorization.k8s.io' },
+      { kind: 'Group', name: 'system:serviceaccounts', apiGroup: 'rbac.authorization.k8s.io' },
+    ]);
+  });
+
   it('maps ClusterRoleBinding subjects and a PersistentVolume claimRef', () => {
     const crb: KubeObject = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'c' }, subjects: [{ kind: 'ServiceAccount', name: 'sa', namespace: 'old' }] };
     mapNamespaces('clusterrolebindings.rbac.authorization.k8s.io', crb, map);

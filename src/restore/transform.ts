@@ -50,9 +50,30 @@ export function addRestoreLabels(obj: KubeObject, backupName: string, restoreNam
   obj.metadata.labels = { ...obj.metadata.labels, [LABEL_BACKUP_NAME]: labelValue(backupName), [LABEL_RESTORE_NAME]: labelValue(restoreName) };
 }
 
+const SA_USER_PREFIX = 'system:serviceaccount:';
+const SA_GROUP_PREFIX = 'system:serviceaccounts:';
+
+/**
+ * A binding subject that names a service account of a mapped namespace names the restored account
+ * instead (as Velero does), so a restored workload keeps the permissions its bindings gave it: as a
+ * ServiceAccount subject, as its user name (`system:serviceaccount:<ns>:<name>`) or through its
+ * namespace's group (`system:serviceaccounts:<ns>`). The cluster-wide group is left alone.
+ */
+function mapSubject(s: Record<string, unknown>, map: (ns: string) => string): void {
+  if (typeof s.name !== 'string') return;
+  if (s.kind === 'ServiceAccount') {
+    if (typeof s.namespace === 'string' && s.namespace !== '') s.namespace = map(s.namespace);
+  } else if (s.kind === 'User' && s.name.startsWith(SA_USER_PREFIX)) {
+    const parts = s.name.slice(SA_USER_PREFIX.length).split(':');
+    if (parts.length === 2 && parts[0] !== '') s.name = `${SA_USER_PREFIX}${map(parts[0] ?? '')}:${parts[1] ?? ''}`;
+  } else if (s.kind === 'Group' && s.name.startsWith(SA_GROUP_PREFIX) && s.name.length > SA_GROUP_PREFIX.length) {
+    s.name = `${SA_GROUP_PREFIX}${map(s.name.slice(SA_GROUP_PREFIX.length))}`;
+  }
+}
+
 /**
  * Applies the namespace mapping to the item's own namespace and to the references that name a
- * namespace: ServiceAccount subjects of RoleBindings and ClusterRoleBindings, a PersistentVolume's
+ * namespace: service-account subjects of RoleBindings and ClusterRoleBindings (mapSubject), a PersistentVolume's
  * claimRef, and a Namespace object's own name (and its kubernetes.io/metadata.name label).
  */
 export function mapNamespaces(groupResource: string, obj: KubeObject, map: (ns: string) => string): void {
@@ -69,9 +90,7 @@ export function mapNamespaces(groupResource: string, obj: KubeObject, map: (ns: 
     }
     case 'rolebindings.rbac.authorization.k8s.io':
     case 'clusterrolebindings.rbac.authorization.k8s.io':
-      for (const s of arrayAt(obj, 'subjects') ?? []) {
-        if (isRecord(s) && s.kind === 'ServiceAccount' && typeof s.namespace === 'string' && s.namespace !== '') s.namespace = map(s.namespace);
-      }
+      for (const s of arrayAt(obj, 'subjects') ?? []) if (isRecord(s)) mapSubject(s, map);
       break;
     case 'persistentvolumes': {
       const claim = recordAt(recordAt(obj, 'spec') ?? {}, 'claimRef');

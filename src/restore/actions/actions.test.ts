@@ -161,35 +161,3 @@ describe('action selectors', () => {
     expect(() => actionMatcher({ name: 'example.com/bad', action: serviceAction, selector: { includedNamespaces: [], excludedNamespaces: [], includedResources: [], excludedResources: [], labelSelector: 'a in (' } })).toThrow('example.com/bad');
   });
 });
-
-describe('binding subjects action', () => {
-  const crb = (): KubeObject => ({
-    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'ops-admin' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
-    subjects: [
-      { kind: 'ServiceAccount', name: 'operator', namespace: 'shop' },
-      { kind: 'ServiceAccount', name: 'operator', namespace: 'billing' },
-      { kind: 'User', name: 'system:serviceaccount:shop:operator', apiGroup: 'rbac.authorization.k8s.io' },
-      { kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' },
-      { kind: 'Group', name: 'system:serviceaccounts:shop', apiGroup: 'rbac.authorization.k8s.io' },
-      { kind: 'Group', name: 'system:serviceaccounts', apiGroup: 'rbac.authorization.k8s.io' },
-    ],
-  });
-
-  it('moves service-account subjects of mapped namespaces to the new namespace, in all three spellings', async () => {
-    const restore = newRestore('r', 'stowage', { backupName: 'b', namespaceMapping: { shop: 'shop-copy' } }) as unknown as KubeObject;
-    const action = BUILTIN_RESTORE_ITEM_ACTIONS.find((a) => a.name === 'stowage.dev/binding-subjects')?.action;
-    if (action === undefined) throw new Error('no binding-subjects action');
-    const out = await action.execute({ item: crb(), itemFromBackup: crb(), restore });
-    expect(out.item.subjects).toEqual([
-      { kind: 'ServiceAccount', name: 'operator', namespace: 'shop-copy' },
-      { kind: 'ServiceAccount', name: 'operator', namespace: 'billing' },
-      { kind: 'User', name: 'system:serviceaccount:shop-copy:operator', apiGroup: 'rbac.authorization.k8s.io' },
-      { kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' },
-      { kind: 'Group', name: 'system:serviceaccounts:shop-copy', apiGroup: 'rbac.authorization.k8s.io' },
-      { kind: 'Group', name: 'system:serviceaccounts', apiGroup: 'rbac.authorization.k8s.io' },
-    ]);
-    const unmapped = newRestore('r', 'stowage', { backupName: 'b' }) as unknown as KubeObject;
-    expect((await action.execute({ item: crb(), itemFromBackup: crb(), restore: unmapped })).item).toEqual(crb());
-  });
-});
