@@ -125,8 +125,9 @@ async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> 
     try {
       crds = crdTable((await client.listAll(crdRes, { pageSize: deps.pageSize ?? DEFAULT_PAGE_SIZE })).items);
     } catch (err) {
-      const msg = recordProblem(req, 'warnings', '', `listing CustomResourceDefinitions failed, so custom resources are backed up without their CRDs: ${errorMessage(err)}`);
-      log.warn(msg);
+      // The backup would leave out CRDs its custom resources need (not complete), unless it takes no cluster-scoped items at all.
+      if (req.includeClusterResources === false) log.info(`listing CustomResourceDefinitions failed: ${errorMessage(err)}`);
+      else log.error(recordProblem(req, 'errors', '', `listing CustomResourceDefinitions failed, so custom resources are backed up without their CRDs: ${errorMessage(err)}`));
     }
   }
   const clusterRoleBindings = useBuiltins ? await listClusterRoleBindings(deps, req, byGroupResource) : undefined;
@@ -161,7 +162,9 @@ async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> 
  */
 async function listClusterRoleBindings(deps: BackupDeps, req: BackupRequest, byGroupResource: ReadonlyMap<string, ApiResource>): Promise<ClusterRoleBindingIndex | undefined> {
   const res = byGroupResource.get(GR.clusterRoleBindings);
-  if (req.listClusterScoped || res === undefined) return undefined;
+  const serviceAccounts = byGroupResource.get('serviceaccounts');
+  // Needed only for ServiceAccounts in scope whose cluster-scoped dependencies are not listed anyway.
+  if (req.listClusterScoped || res === undefined || serviceAccounts === undefined || !req.resources.shouldInclude(serviceAccounts)) return undefined;
   try {
     return clusterRoleBindingIndex((await deps.client.listAll(res, { pageSize: deps.pageSize ?? DEFAULT_PAGE_SIZE })).items);
   } catch (err) {
@@ -170,8 +173,9 @@ async function listClusterRoleBindings(deps: BackupDeps, req: BackupRequest, byG
       deps.log.info(`listing ClusterRoleBindings failed, so the log cannot name those binding backed-up ServiceAccounts: ${errorMessage(err)}`);
       return undefined;
     }
-    const msg = recordProblem(req, 'warnings', '', `listing ClusterRoleBindings failed, so those binding backed-up ServiceAccounts are not backed up: ${errorMessage(err)}`);
-    deps.log.warn(msg);
+    // The ServiceAccounts' bindings are part of what the backup promises to take: not complete.
+    const msg = recordProblem(req, 'errors', '', `listing ClusterRoleBindings failed, so those binding backed-up ServiceAccounts are not backed up: ${errorMessage(err)}`);
+    deps.log.error(msg);
     return undefined;
   }
 }

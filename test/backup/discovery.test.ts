@@ -228,6 +228,12 @@ describe('discovery of every served resource, against the real cluster', () => {
       expect(errors.find((e) => e.startsWith(`listing ${gadgets} in namespace "${ns}" at ${group}/v1alpha1 failed: `))).toMatch(/forbidden/);
       expect(record(result, 'secrets')).toMatchObject({ listed: 0, written: 0, error: expect.stringMatching(/^listing secrets .* forbidden/) });
       expect(record(result, 'cronjobs.batch')).toEqual({ groupResource: 'cronjobs.batch', apiVersion: 'batch/v1beta1', listed: 1, written: 1 });
+      // Nor can the CRD of the custom resources in scope, or the Namespace objects: errors too. No
+      // ServiceAccount is in scope, so the ClusterRoleBindings are not needed and not listed.
+      expect(result.results.errors.cluster).toEqual([
+        expect.stringMatching(/^listing CustomResourceDefinitions failed, so custom resources are backed up without their CRDs: .*forbidden/),
+        expect.stringMatching(/^listing namespaces failed: .*forbidden/),
+      ]);
     } finally {
       tester.close();
     }
