@@ -93,6 +93,30 @@ describe('collectUnit when a LIST fails', () => {
     expect(unknown.results.errors.namespaces.ns?.[0]).toMatch(/and checking whether it is still served failed: connection refused$/);
   });
 
+  it('lists once more, a moment later, when a 404 comes for a resource discovery still lists (a CRD mid-deletion or mid-creation)', async () => {
+    let lists = 0;
+    const client = {
+      async *listPages(): AsyncGenerator<{ items: never[]; resourceVersion: string }> {
+        lists++;
+        if (lists === 1) throw notFound;
+        yield { items: [], resourceVersion: '1' };
+      },
+      serves: async () => true,
+    } as unknown as DynamicClient;
+    const req = newBackupRequest(newBackup('b', 'stowage', { includedNamespaces: ['ns'] }));
+    const ctx: CollectContext = {
+      req, client, writer: {} as TarballWriter, actions: [], byGroupResource: new Map(), log: winston.createLogger({ silent: true }),
+      pageSize: 10, signal: new AbortController().signal,
+    };
+    const t0 = Date.now();
+    await collectUnit(ctx, { res: WIDGETS, namespace: 'ns', selector: '' });
+    expect(lists).toBe(2);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+    expect(req.results.errors.namespaces.ns).toBeUndefined();
+    expect(req.results.warnings.namespaces.ns).toBeUndefined();
+    expect(req.records.get('widgets.example.com')).toEqual({ groupResource: 'widgets.example.com', apiVersion: 'example.com/v1', listed: 0, written: 0 });
+  });
+
   it('is an error naming the resource and why for any other failure (403, 5xx)', async () => {
     const err = new KubeError({ verb: 'list', resource: 'widgets.example.com' }, 500, 'InternalError', 'conversion webhook for example.com/v1, Kind=Widget failed');
     const req = await run(err, false);

@@ -4,6 +4,7 @@ import type winston from 'winston';
 import type { TarballWriter } from '../archive/index.js';
 import { isNotFound, type ApiResource, type DynamicClient, type KubeObject as ListedObject } from '../kube/index.js';
 import { executeItems, type BackupItemActionBatchResult, type KubeObject, type ResourceIdentifier } from '../plugin/api/index.js';
+import { sleep } from '../util/backoff.js';
 import { errorMessage } from '../util/errors.js';
 import { anyLabelSelectorMatches, labelSelectorMatches } from '../util/labels.js';
 import { kindName, type NamedBackupItemAction, type ResolvedBackupItemAction } from './actions/index.js';
@@ -41,8 +42,11 @@ export function describeItem(ref: ItemRef): string {
   return ref.namespace === '' ? `${ref.groupResource} "${ref.name}"` : `${ref.groupResource} "${ref.namespace}/${ref.name}"`;
 }
 
+/** How long a LIST that answered 404 for a resource discovery still lists waits before it is tried again. */
+const NOT_FOUND_RETRY_MS = 1000;
+
 /** Lists one unit page by page and backs up each item. Only fatal errors escape. */
-export async function collectUnit(ctx: CollectContext, unit: ListUnit): Promise<void> {
+export async function collectUnit(ctx: CollectContext, unit: ListUnit, retried = false): Promise<void> {
   const { req, res } = { req: ctx.req, res: unit.res };
   const where = unit.namespace === undefined ? '' : ` in namespace "${unit.namespace}"`;
   const ordered = req.orderedResources.get(res.groupResource) ?? req.orderedResources.get(res.resource);
@@ -71,6 +75,12 @@ export async function collectUnit(ctx: CollectContext, unit: ListUnit): Promise<
   } catch (err) {
     if (err instanceof FatalBackupError) throw err;
     if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+    // A CRD being deleted stops serving before discovery drops it: look again once, a moment later.
+    if (!retried && isNotFound(err) && count === 0 && record.listed === 0 && (await ctx.client.serves(res).catch(() => true))) {
+      await sleep(NOT_FOUND_RETRY_MS, ctx.signal).catch(() => undefined);
+      if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+      return collectUnit(ctx, unit, true);
+    }
     await listFailed(ctx, unit, err, count);
     return;
   }

@@ -454,6 +454,10 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
                 try {
                   return { version, resources: await groupVersionResources(g.group, version) };
                 } catch (err) {
+                  // A 404 means the group version went away between /apis and this GET (a CRD just
+                  // deleted) or is not served yet (one just created): it serves nothing to read now.
+                  // An aggregated API that is down answers 503, and that is a failure.
+                  if (err instanceof KubeError && err.status === 404) return undefined;
                   fail(apiVersionOf({ group: g.group, version }), err);
                   return undefined;
                 }
