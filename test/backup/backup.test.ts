@@ -112,7 +112,7 @@ describe('runBackup against the real cluster', () => {
 
   it('backs up a whole namespace with related cluster objects; paths, contents and checksums match the cluster', async () => {
     const { result, contents, lines } = await backupNow('whole', { includedNamespaces: [ns] });
-    expect(result.phase).toBe('Completed');
+    expect(result.phase, JSON.stringify(result.results.errors)).toBe('Completed');
     expect(result.errors).toBe(0);
 
     const inNs = (gr: string, name: string) => [`resources/${gr}/namespaces/${ns}/${name}.json`, `resources/${gr}/v1-preferredversion/namespaces/${ns}/${name}.json`];
