@@ -64,6 +64,8 @@ describe('stowage restore with a running server', () => {
   it('a dry run that predicts failures completes, exits 0 and says "would fail"', async () => {
     const target = uniqueName('cli-quota');
     await ensureNamespace(client, target);
+    // The quota is computed when it is created: kube-root-ca.crt must be there by then to count.
+    await waitUntil('the root CA ConfigMap', async () => (await client.get(CORE.configMaps, target, 'kube-root-ca.crt').then(() => true, () => undefined)));
     // A quota the namespace's own kube-root-ca.crt already fills: no ConfigMap of the backup would be admitted.
     await client.create(QUOTAS, target, { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q' }, spec: { hard: { configmaps: '1' } } });
     await waitUntil('the quota to be computed', async () => {
