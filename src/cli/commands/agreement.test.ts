@@ -66,5 +66,8 @@ describe('completenessSection', () => {
       '  (1 more listed with no items)\n',
     );
     expect(completenessSection(undefined)).toMatch(/^Resources: +<not recorded/);
+    // A pulled-in item is written without a LIST having returned it; the table says why.
+    expect(completenessSection([{ groupResource: 'clusterroles.rbac.authorization.k8s.io', apiVersion: 'rbac.authorization.k8s.io/v1', listed: 0, written: 1 }]))
+      .toMatch(/\n {2}\(WRITTEN above LISTED: items taken by name as dependencies of items in scope, see "Pulled in"\)\n$/);
   });
 });

@@ -332,6 +332,8 @@ export function completenessSection(records: readonly ResourceRecord[] | undefin
     s += formatTable(['RESOURCE', 'VERSION', 'LISTED', 'WRITTEN', 'ERROR'], rows).trimEnd().replace(/^/gm, '  ') + '\n';
   }
   if (empty > 0) s += `  (${empty} more listed with no items)\n`;
+  // Items a LIST did not return but the backup took by name: an operator reading the table asks why.
+  if (records.some((r) => r.written > r.listed)) s += '  (WRITTEN above LISTED: items taken by name as dependencies of items in scope, see "Pulled in")\n';
   return s;
 }
 
