@@ -3,6 +3,7 @@
 // mapped (in the item and in the references that name a namespace), and the restore labels added.
 import { LABEL_BACKUP_NAME, LABEL_RESTORE_NAME, labelValue } from '../apis/v1/index.js';
 import type { KubeObject } from '../plugin/api/index.js';
+import { moveSubject, subjectAccounts } from '../util/references.js';
 import { arrayAt, cloneObject, isRecord, recordAt } from './objects.js';
 
 /** Metadata the apiserver owns (or that would tie the copy to the old object); removed from every item. */
@@ -50,25 +51,17 @@ export function addRestoreLabels(obj: KubeObject, backupName: string, restoreNam
   obj.metadata.labels = { ...obj.metadata.labels, [LABEL_BACKUP_NAME]: labelValue(backupName), [LABEL_RESTORE_NAME]: labelValue(restoreName) };
 }
 
-const SA_USER_PREFIX = 'system:serviceaccount:';
-const SA_GROUP_PREFIX = 'system:serviceaccounts:';
-
 /**
  * A binding subject that names a service account of a mapped namespace names the restored account
  * instead (as Velero does), so a restored workload keeps the permissions its bindings gave it: as a
- * ServiceAccount subject, as its user name (`system:serviceaccount:<ns>:<name>`) or through its
- * namespace's group (`system:serviceaccounts:<ns>`). The cluster-wide group is left alone.
+ * ServiceAccount subject, as its user name or through its namespace's group (util/references.ts
+ * reads all three). The cluster-wide group is left alone.
  */
 function mapSubject(s: Record<string, unknown>, map: (ns: string) => string): void {
-  if (typeof s.name !== 'string') return;
-  if (s.kind === 'ServiceAccount') {
-    if (typeof s.namespace === 'string' && s.namespace !== '') s.namespace = map(s.namespace);
-  } else if (s.kind === 'User' && s.name.startsWith(SA_USER_PREFIX)) {
-    const parts = s.name.slice(SA_USER_PREFIX.length).split(':');
-    if (parts.length === 2 && parts[0] !== '') s.name = `${SA_USER_PREFIX}${map(parts[0] ?? '')}:${parts[1] ?? ''}`;
-  } else if (s.kind === 'Group' && s.name.startsWith(SA_GROUP_PREFIX) && s.name.length > SA_GROUP_PREFIX.length) {
-    s.name = `${SA_GROUP_PREFIX}${map(s.name.slice(SA_GROUP_PREFIX.length))}`;
-  }
+  const accounts = subjectAccounts(s);
+  if (accounts === undefined) return;
+  const to = map(accounts.namespace);
+  if (to !== accounts.namespace) moveSubject(s, accounts, to);
 }
 
 /**

@@ -97,6 +97,32 @@ export interface BoundAccounts {
 const SA_USER_PREFIX = 'system:serviceaccount:';
 const SA_GROUP_PREFIX = 'system:serviceaccounts:';
 
+/** The service accounts one binding subject stands for; undefined when it names none. */
+export function subjectAccounts(s: unknown): BoundAccounts | undefined {
+  const kind = stringField(s, 'kind');
+  const name = stringField(s, 'name');
+  if (name === undefined) return undefined;
+  if (kind === 'ServiceAccount') {
+    const namespace = stringField(s, 'namespace');
+    return namespace === undefined || namespace === '' ? undefined : { namespace, name };
+  }
+  if (kind === 'User' && name.startsWith(SA_USER_PREFIX)) {
+    const [namespace, sa, ...rest] = name.slice(SA_USER_PREFIX.length).split(':');
+    return namespace !== undefined && namespace !== '' && sa !== undefined && sa !== '' && rest.length === 0 ? { namespace, name: sa, via: `user "${name}"` } : undefined;
+  }
+  if (kind === 'Group' && name.startsWith(SA_GROUP_PREFIX) && name.length > SA_GROUP_PREFIX.length) {
+    return { namespace: name.slice(SA_GROUP_PREFIX.length), via: `group "${name}"` };
+  }
+  return undefined;
+}
+
+/** Rewrites a subject that subjectAccounts() read as `accounts` to name the same accounts in namespace `to`, in the same spelling. */
+export function moveSubject(s: Record<string, unknown>, accounts: BoundAccounts, to: string): void {
+  if (s.kind === 'ServiceAccount') s.namespace = to;
+  else if (s.kind === 'User') s.name = `${SA_USER_PREFIX}${to}:${accounts.name ?? ''}`;
+  else s.name = `${SA_GROUP_PREFIX}${to}`;
+}
+
 /**
  * The service accounts a binding binds: ServiceAccount subjects, their user names
  * (`system:serviceaccount:<ns>:<name>`) and namespace groups (`system:serviceaccounts:<ns>`). The
@@ -105,22 +131,7 @@ const SA_GROUP_PREFIX = 'system:serviceaccounts:';
  */
 export function boundServiceAccounts(binding: unknown): BoundAccounts[] {
   const subjects = field(binding, 'subjects');
-  const out: BoundAccounts[] = [];
-  for (const s of Array.isArray(subjects) ? subjects : []) {
-    const kind = stringField(s, 'kind');
-    const name = stringField(s, 'name');
-    if (name === undefined) continue;
-    if (kind === 'ServiceAccount') {
-      const namespace = stringField(s, 'namespace');
-      if (namespace !== undefined) out.push({ namespace, name });
-    } else if (kind === 'User' && name.startsWith(SA_USER_PREFIX)) {
-      const [namespace, sa, ...rest] = name.slice(SA_USER_PREFIX.length).split(':');
-      if (namespace !== undefined && namespace !== '' && sa !== undefined && sa !== '' && rest.length === 0) out.push({ namespace, name: sa, via: `user "${name}"` });
-    } else if (kind === 'Group' && name.startsWith(SA_GROUP_PREFIX) && name.length > SA_GROUP_PREFIX.length) {
-      out.push({ namespace: name.slice(SA_GROUP_PREFIX.length), via: `group "${name}"` });
-    }
-  }
-  return out;
+  return (Array.isArray(subjects) ? subjects : []).map(subjectAccounts).filter((a): a is BoundAccounts => a !== undefined);
 }
 
 /**
