@@ -53,6 +53,7 @@ export async function collectUnit(ctx: CollectContext, unit: ListUnit, retried =
   const record = recordOf(req, res);
   const held: ListedObject[] = [];
   let count = 0;
+  let listedHere = 0;
   try {
     const pages = prefetched(ctx.client.listPages(res, {
       namespace: unit.namespace,
@@ -63,6 +64,7 @@ export async function collectUnit(ctx: CollectContext, unit: ListUnit, retried =
     for await (const page of pages) {
       const inScope = page.items.filter((o) => inNamespaceScope(ctx, res, o));
       record.listed += inScope.length;
+      listedHere += inScope.length;
       const fresh = inScope.filter((o) => !alreadySeen(ctx, res, o));
       req.progress.totalItems += fresh.length;
       if (ordered !== undefined) {
@@ -75,48 +77,54 @@ export async function collectUnit(ctx: CollectContext, unit: ListUnit, retried =
   } catch (err) {
     if (err instanceof FatalBackupError) throw err;
     if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
-    // A CRD being deleted stops serving before discovery drops it: look again once, a moment later.
-    if (!retried && isNotFound(err) && count === 0 && record.listed === 0 && (await ctx.client.serves(res).catch(() => true))) {
-      await sleep(NOT_FOUND_RETRY_MS, ctx.signal).catch(() => undefined);
-      if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
-      return collectUnit(ctx, unit, true);
+    if (isNotFound(err) && count === 0) {
+      const served = await stillServed(ctx, res);
+      // A CRD being created or deleted answers 404 while discovery still lists it: look again once, a
+      // moment later (only when nothing was listed yet, so no item is counted twice).
+      if (served === true && !retried && listedHere === 0) {
+        await sleep(NOT_FOUND_RETRY_MS, ctx.signal).catch(() => undefined);
+        if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+        return collectUnit(ctx, unit, true);
+      }
+      notFound(ctx, unit, err, served);
+      return;
     }
-    await listFailed(ctx, unit, err, count);
+    listFailed(ctx, unit, `listing ${res.groupResource}${where} at ${res.apiVersion} failed: ${errorMessage(err)}`);
     return;
   }
   if (count > 0) ctx.log.info(`backed up ${count} ${res.groupResource}${where}`, { resource: res.groupResource, namespace: unit.namespace, count });
 }
 
+/** Whether discovery (read now) still lists the resource; the error message when it cannot say. */
+async function stillServed(ctx: CollectContext, res: ApiResource): Promise<boolean | string> {
+  try {
+    return await ctx.client.serves(res);
+  } catch (e) {
+    return errorMessage(e);
+  }
+}
+
 /**
- * A LIST that failed. A 404 before any item means the resource may have gone since discovery (its
- * CRD or API service was removed): a fresh look at its group version decides. Only when that
- * confirms it is gone is it a warning; anything else (403, 5xx, a conversion webhook down, a 404
- * for a resource still served) leaves items out, which is an error naming the resource and why.
+ * A LIST that answered 404 before any item: the resource may have gone since discovery (its CRD or
+ * API service was removed). Only when a fresh look at its group version confirms that is it a
+ * warning; a 404 for a resource still served leaves items out, which is an error.
  */
-async function listFailed(ctx: CollectContext, unit: ListUnit, err: unknown, count: number): Promise<void> {
-  const { req, res } = { req: ctx.req, res: unit.res };
+function notFound(ctx: CollectContext, unit: ListUnit, err: unknown, served: boolean | string): void {
+  const res = unit.res;
   const where = unit.namespace === undefined ? '' : ` in namespace "${unit.namespace}"`;
-  if (isNotFound(err) && count === 0) {
-    let gone: boolean | string;
-    try {
-      gone = !(await ctx.client.serves(res));
-    } catch (e) {
-      gone = errorMessage(e);
-    }
-    if (gone === true) {
-      const msg = recordProblem(req, 'warnings', unit.namespace ?? '', `${res.groupResource} is no longer served (removed after discovery); none backed up${where}`);
-      ctx.log.warn(msg, { resource: res.groupResource, namespace: unit.namespace });
-      return;
-    }
-    const why = `listing ${res.groupResource}${where} at ${res.apiVersion} failed: ${errorMessage(err)}, ` +
-      (gone === false ? `though discovery still lists ${res.groupResource} at ${res.apiVersion}` : `and checking whether it is still served failed: ${gone}`);
-    recordResourceError(req, res, why);
-    ctx.log.error(recordProblem(req, 'errors', unit.namespace ?? '', why), { resource: res.groupResource, namespace: unit.namespace });
+  if (served === false) {
+    const msg = recordProblem(ctx.req, 'warnings', unit.namespace ?? '', `${res.groupResource} is no longer served (removed after discovery); none backed up${where}`);
+    ctx.log.warn(msg, { resource: res.groupResource, namespace: unit.namespace });
     return;
   }
-  const why = `listing ${res.groupResource}${where} at ${res.apiVersion} failed: ${errorMessage(err)}`;
-  recordResourceError(req, res, why);
-  ctx.log.error(recordProblem(req, 'errors', unit.namespace ?? '', why), { resource: res.groupResource, namespace: unit.namespace });
+  listFailed(ctx, unit, `listing ${res.groupResource}${where} at ${res.apiVersion} failed: ${errorMessage(err)}, ` +
+    (served === true ? `though discovery still lists ${res.groupResource} at ${res.apiVersion}` : `and checking whether it is still served failed: ${served}`));
+}
+
+/** A LIST that left items out (403, 5xx, a conversion webhook down, ...): an error naming the resource and why. */
+function listFailed(ctx: CollectContext, unit: ListUnit, why: string): void {
+  recordResourceError(ctx.req, unit.res, why);
+  ctx.log.error(recordProblem(ctx.req, 'errors', unit.namespace ?? '', why), { resource: unit.res.groupResource, namespace: unit.namespace });
 }
 
 /** Yields what `source` yields, fetching the next element while the caller works on the current one. */

@@ -2,7 +2,7 @@
 // written item is also stored at every other version its resource is served at, under
 // resources/<gr>/<version>/ (no classic copy). Only the names of written items are kept meanwhile,
 // never the items; the other versions are read page by page like the first.
-import { servedVersions, type ApiResource } from '../kube/index.js';
+import { apiVersionOf, servedVersions, type ApiResource } from '../kube/index.js';
 import { errorMessage } from '../util/errors.js';
 import { FatalBackupError, prefetched, type CollectContext } from './collect.js';
 import { recordOf, recordProblem, recordResourceError, type BackupRequest } from './request.js';
@@ -32,7 +32,7 @@ export async function collectOtherVersions(ctx: CollectContext): Promise<void> {
 
 async function storeVersion(ctx: CollectContext, res: ApiResource, version: string, names: ReadonlySet<string>): Promise<void> {
   const { req } = ctx;
-  const ref = { ...res, version, apiVersion: res.group === '' ? version : `${res.group}/${version}` };
+  const ref = { ...res, version, apiVersion: apiVersionOf({ group: res.group, version }) };
   // One LIST per namespace when the backup names its namespaces, else one cluster-wide LIST.
   const literal = req.namespaces.literalIncludes();
   const scopes: (string | undefined)[] = res.namespaced && literal !== undefined

@@ -392,7 +392,7 @@ export function chooseCopy(
   if (target === undefined) return { copy: stored, version: storedVersion };
   const served = servedVersions(target);
   const at = (v: string): ArchivedItem | undefined =>
-    versionOfApiVersion(stored.apiVersion) === v ? stored : alternates?.find((a) => versionOfApiVersion(a.apiVersion) === v);
+    storedVersion === v ? stored : alternates?.find((a) => versionOfApiVersion(a.apiVersion) === v);
   const chosen = at(target.version) ?? (served.includes(storedVersion) ? stored : undefined) ?? served.map(at).find((c) => c !== undefined);
   if (chosen === stored) return { copy: stored, version: storedVersion };
   if (chosen !== undefined) {

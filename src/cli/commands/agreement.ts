@@ -3,12 +3,8 @@
 // record must describe the same items. Pure: the command downloads the three and prints the result.
 import { itemPath, parseItemPath, preferredVersionDir, versionOfApiVersion, type BackupManifest } from '../../archive/index.js';
 import type { ResourceList, ResourceRecord } from '../../persistence/results.js';
-
-/** One item of the resource list: `ns/name`, or `name` for a cluster-scoped item. */
-function splitEntry(entry: string): { namespace: string | undefined; name: string } {
-  const slash = entry.indexOf('/');
-  return slash < 0 ? { namespace: undefined, name: entry } : { namespace: entry.slice(0, slash), name: entry.slice(slash + 1) };
-}
+// A resource-list entry is `ns/name` or `name`, as an informer key is.
+import { splitKey } from '../../runtime/informer.js';
 
 /**
  * Every disagreement, each a sentence naming the item or resource. `records` is the results file's
@@ -24,7 +20,7 @@ export function checkAgreement(manifest: Pick<BackupManifest, 'entries'>, list: 
     const version = record === undefined ? undefined : versionOfApiVersion(record.apiVersion);
     for (const entry of entries) {
       listed.add(`${gr}\u0000${entry}`);
-      const { namespace, name } = splitEntry(entry);
+      const { namespace, name } = splitKey(entry);
       const classic = itemPath(gr, namespace, name);
       if (manifest.entries[classic] === undefined) problems.push(`${gr} "${entry}" is in the resource list but the manifest has no ${classic}`);
       if (version !== undefined) {
