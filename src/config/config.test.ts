@@ -131,6 +131,10 @@ describe('configFromEnv', () => {
       STOWAGE_SCRATCH_DIR: '/tmp/scratch',
       STOWAGE_TERMINATION_GRACE_PERIOD: '1m30s',
       STOWAGE_HEAP_GROWTH_PERCENT: '0',
+      STOWAGE_API_OUTAGE_TIMEOUT: '90s',
+      STOWAGE_OBJECT_STORE_OUTAGE_TIMEOUT: '0s',
+      STOWAGE_CLIENT_PAGE_BYTES: '1048576',
+      STOWAGE_MAX_ITEM_BYTES: '67108864',
       UNRELATED: 'x',
     };
     const expected: ServerConfig = {
@@ -158,6 +162,10 @@ describe('configFromEnv', () => {
       scratchDir: '/tmp/scratch',
       terminationGracePeriod: 90_000,
       heapGrowthPercent: 0,
+      apiOutageTimeout: 90_000,
+      objectStoreOutageTimeout: 0,
+      clientPageBytes: 1_048_576,
+      maxItemBytes: 67_108_864,
     };
     expect(configFromEnv(env)).toEqual(expected);
     // The test above covers every flag.

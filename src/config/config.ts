@@ -49,6 +49,14 @@ export interface ServerConfig {
   terminationGracePeriod: number;
   /** How far V8's old generation may grow between full collections, in percent of what survived the last; 0 keeps V8's own limit. */
   heapGrowthPercent: number;
+  /** How long runs pause, retrying with backoff, while the Kubernetes API is unreachable, before they fail naming the outage. */
+  apiOutageTimeout: number;
+  /** How long an object-store outage is ridden out (uploads retry with backoff and resume) before the call fails. */
+  objectStoreOutageTimeout: number;
+  /** LIST pages stop short of this many bytes of items (as well as clientPageSize items); 0 disables the byte budget. */
+  clientPageBytes: number;
+  /** Largest single item the archive reader accepts; a bigger one fails alone, named. */
+  maxItemBytes: number;
 }
 
 // Facts from Velero's defaults (pkg/cmd/server/config), minus Velero-only kinds (datauploads):
@@ -116,6 +124,10 @@ export const DEFAULT_CONFIG: Readonly<ServerConfig> = Object.freeze({
   scratchDir: '/scratch',
   terminationGracePeriod: 25_000,
   heapGrowthPercent: 60,
+  apiOutageTimeout: 300_000,
+  objectStoreOutageTimeout: 120_000,
+  clientPageBytes: 16 * 1024 * 1024,
+  maxItemBytes: 8 * 1024 * 1024,
 } satisfies ServerConfig);
 
 export type ConfigKey = keyof ServerConfig;
@@ -165,6 +177,10 @@ export const CONFIG_FLAGS: readonly ConfigFlag[] = [
   flag('scratchDir', 'scratch-dir', 'path', 'Directory for run logs and other transient files'),
   flag('terminationGracePeriod', 'termination-grace-period', 'duration', 'How long in-flight work may take to finish after SIGTERM', 0),
   flag('heapGrowthPercent', 'heap-growth-percent', 'int', 'Growth of the old generation between full garbage collections, in percent of what survived the last (like Go\'s GOGC); 0 keeps V8\'s own', 0),
+  flag('apiOutageTimeout', 'api-outage-timeout', 'duration', 'How long runs wait out an unreachable Kubernetes API (retrying with backoff) before failing', 1),
+  flag('objectStoreOutageTimeout', 'object-store-outage-timeout', 'duration', 'How long uploads and downloads ride out an unreachable object store (retrying with backoff) before failing', 0),
+  flag('clientPageBytes', 'client-page-bytes', 'int', 'Byte budget of one LIST page during a backup: pages stop short of it as well as of --client-page-size items; 0 disables', 0),
+  flag('maxItemBytes', 'max-item-bytes', 'int', 'Largest single item read from a backup archive; a bigger item fails alone, named', 1024),
 ];
 
 export class ConfigError extends Error {
