@@ -56,8 +56,12 @@ function fileRecords(file: string): Rec[] {
 describe('createRunLogger', () => {
   it('writes every line as JSON into a valid gzip file named after the run', async () => {
     const r = run();
-    expect(r.path).toBe(path.join(dir, 'backup-stowage-b1.log.gz'));
-    expect(runLogFileName('restore', 'ns', 'r1')).toBe('restore-ns-r1.log.gz');
+    expect(r.path).toBe(path.join(dir, runLogFileName('backup', 'stowage', 'b1')));
+    expect(runLogFileName('restore', 'ns', 'r1')).toMatch(/^restore-[0-9a-f]{32}\.log\.gz$/);
+    expect(runLogFileName('restore', 'ns', 'r1')).toBe(runLogFileName('restore', 'ns', 'r1'));
+    expect(runLogFileName('restore', 'ns', 'r1')).not.toBe(runLogFileName('restore', 'ns', 'r2'));
+    // The longest valid names still make a short file name.
+    expect(runLogFileName('backup', 'n'.repeat(63), 'x'.repeat(253)).length).toBeLessThan(64);
     for (let i = 0; i < 500; i++) r.logger.info(`item ${i}`, { index: i });
     r.logger.warn('almost done');
     await r.close();
@@ -239,10 +243,11 @@ describe('createRunLogger', () => {
 
   it('close rejects when the file cannot be written', async () => {
     // A directory where the file should go makes the open fail.
-    mkdirSync(path.join(dir, 'backup-stowage-blocked.log.gz'));
+    const file = runLogFileName('backup', 'stowage', 'blocked');
+    mkdirSync(path.join(dir, file));
     const r = run({ name: 'blocked' });
     r.logger.info('x');
-    await expect(r.close()).rejects.toThrow(/^run log .*backup-stowage-blocked\.log\.gz could not be written: EISDIR/);
+    await expect(r.close()).rejects.toThrow(new RegExp(`^run log .*${file.replace(/\./g, '\\.')} could not be written: EISDIR`));
   });
 
   it('refuses names that are not Kubernetes names', () => {

@@ -1,6 +1,7 @@
 // The per-run log of a backup or restore: every line goes, as JSON, into a gzip file that is
 // uploaded next to the backup, and is mirrored to the server log tagged with the run.
 
+import { createHash } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -87,8 +88,13 @@ const RUN_LEVELS: Record<string, number> = {
 const NAME_RE = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
 /** The run log file's name for a run. */
+/**
+ * The local file of a run's log. A hash, not the name: a valid 253-character name plus its namespace
+ * would pass the file system's 255-byte limit. The same run always maps to the same file, so a
+ * restarted server finds a dead run's partial log.
+ */
 export function runLogFileName(kind: RunKind, namespace: string, name: string): string {
-  return `${kind}-${namespace}-${name}.log.gz`;
+  return `${kind}-${createHash('sha256').update(`${namespace}/${name}`).digest('hex').slice(0, 32)}.log.gz`;
 }
 
 class SinkTransport extends TransportStream {
