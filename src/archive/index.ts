@@ -10,7 +10,7 @@ export {
   createTarballWriter, sha256Hex, type TarballWriter, type TarballWriterOptions, type ArchiveDigest, type ArchivableObject, type ItemId,
 } from './writer.js';
 export {
-  readArchive, scanArchive, checkEntryName, DEFAULT_READ_LIMITS,
+  readArchive, scanArchive, checkEntryName, DEFAULT_READ_LIMITS, type OversizedEntry,
   type ReadLimits, type ReadOptions, type ArchiveContents, type ArchiveSummary, type ScannedArchive, type ItemCopy, type KeepItem,
 } from './reader.js';
 export { createSpillFile, spillArchive, spilledPath, loadSpilled, type SpillFile, type SpilledArchive, type SpilledItem, type SpillOptions } from './spill.js';

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createGzip, gzipSync } from 'node:zlib';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -343,6 +343,72 @@ describe('archive reader: refusals', () => {
     const err = await readArchive(failing()).then(() => undefined, (e: unknown) => e);
     expect(err).not.toBeInstanceOf(ArchiveError);
     expect(err).toMatchObject({ message: 'connection reset by peer', code: 'ECONNRESET' });
+  });
+});
+
+describe('archive reader: items over the per-item cap, reported (oversized: report)', () => {
+  const big = (name: string, ns = 'n'): string => cmJson(ns, name, { data: { x: 'y'.repeat(5000) } });
+  const report: ReadOptions = { limits: { maxEntryBytes: 4096 }, oversized: 'report' };
+
+  it('skips an item over the cap alone, naming it by its path with its size and the cap, and reads the rest', async () => {
+    const entries: RawEntry[] = [
+      VERSION,
+      { name: 'resources/configmaps/namespaces/n/a.json', body: cmJson('n', 'a') },
+      { name: 'resources/configmaps/namespaces/n/big.json', body: big('big') },
+      { name: 'resources/customresourcedefinitions.apiextensions.k8s.io/cluster/huge.example.com.json', body: 'z'.repeat(6000) },
+      { name: 'resources/configmaps/namespaces/n/b.json', body: cmJson('n', 'b') },
+    ];
+    const c = await read(entries, report);
+    expect(c.items.map((i) => i.name)).toEqual(['a', 'b']);
+    const bigBytes = Buffer.byteLength(big('big'));
+    expect(c.oversized).toEqual([
+      { path: 'resources/configmaps/namespaces/n/big.json', groupResource: 'configmaps', namespace: 'n', name: 'big', alternate: false, bytes: bigBytes, cap: 4096 },
+      // Not parsed at all: its bytes need not even be JSON.
+      { path: 'resources/customresourcedefinitions.apiextensions.k8s.io/cluster/huge.example.com.json', groupResource: 'customresourcedefinitions.apiextensions.k8s.io',
+        name: 'huge.example.com', alternate: false, bytes: 6000, cap: 4096 },
+    ]);
+    // Hashed as they passed: the manifest check sees every entry, the skipped ones too.
+    expect(c.entries['resources/configmaps/namespaces/n/big.json']).toBe(createHash('sha256').update(big('big')).digest('hex'));
+    // The default refuses the same archive whole.
+    await expectRefused(entries, 'entry-too-large', /^entry resources\/configmaps\/namespaces\/n\/big\.json is 50\d\d bytes, over the 4096-byte cap$/, { limits: { maxEntryBytes: 4096 } });
+  });
+
+  it('marks alternate-version copies, and reports both copies of one object', async () => {
+    const c = await read([
+      VERSION,
+      { name: 'resources/configmaps/namespaces/n/big.json', body: big('big') },
+      { name: 'resources/configmaps/v1-preferredversion/namespaces/n/big.json', body: big('big') },
+      { name: 'resources/configmaps/v2/namespaces/n/big.json', body: big('big') },
+    ], report);
+    expect(c.items).toEqual([]);
+    expect(c.oversized.map((o) => [o.versionDir, o.alternate])).toEqual([[undefined, false], ['v1-preferredversion', false], ['v2', true]]);
+  });
+
+  it('still refuses what is not an item, duplicates, and hostile archives', async () => {
+    await expectRefused([{ name: 'metadata/version', body: ' '.repeat(5000) }], 'entry-too-large', /^entry metadata\/version is 5000 bytes/, report);
+    await expectRefused([VERSION, { name: 'notes/readme.txt', body: 'r'.repeat(5000) }], 'entry-too-large', /^entry notes\/readme\.txt is 5000 bytes/, report);
+    await expectRefused([VERSION, { name: 'resources/Bad_Dir/namespaces/n/x.json', body: 'r'.repeat(5000) }], 'entry-too-large', /over the 4096-byte cap$/, report);
+    await expectRefused([VERSION, { name: 'resources/configmaps/namespaces/n/big.json', body: big('big') }, { name: 'resources/configmaps/namespaces/n/big.json', body: cmJson('n', 'big') }],
+      'duplicate-entry', 'entry resources/configmaps/namespaces/n/big.json appears twice in the tarball', report);
+    await expectRefused([VERSION, { name: 'resources/configmaps/namespaces/n/../../x.json', body: big('x') }], 'path-traversal', /climbs out/, report);
+    await expectRefused([VERSION, { name: 'resources/configmaps/namespaces/n/s.json', type: 'symlink', linkname: '/etc/shadow' }], 'link-entry', /symbolic link/, report);
+    // A skipped entry's bytes still count towards the total cap.
+    await expectRefused([VERSION, { name: 'resources/configmaps/namespaces/n/zeros.json', body: Buffer.alloc(2 * 1024 * 1024) }], 'total-size-exceeded',
+      /inflates to more than 1048576 bytes/, { ...report, limits: { maxEntryBytes: 4096, maxTotalBytes: 1024 * 1024 } });
+  });
+
+  it('spillArchive reports the same, and spills only the items within the cap', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'reader-test-'));
+    const spill = await createSpillFile(dir);
+    try {
+      const gz = gzipSync(await rawTar([VERSION, { name: 'resources/configmaps/namespaces/n/a.json', body: cmJson('n', 'a') }, { name: 'resources/configmaps/namespaces/n/big.json', body: big('big') }]));
+      const s = await spillArchive(chunked(gz), spill, { ...report, pick: () => undefined });
+      expect(s.items.map((i) => i.name)).toEqual(['a']);
+      expect(s.oversized.map((o) => o.name)).toEqual(['big']);
+    } finally {
+      await spill.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -19,7 +19,7 @@ type TarEntry = tar.Extract extends AsyncIterable<infer E> ? E : never;
 const MiB = 1024 * 1024;
 
 export interface ReadLimits {
-  /** Largest single entry, in bytes. */
+  /** Largest single entry, in bytes (the server's --max-item-bytes for a restore). */
   maxEntryBytes: number;
   /**
    * Inflated size past which the ratio rule applies: below it, a small archive that compresses very
@@ -61,6 +61,29 @@ export interface ReadOptions {
    * through onEntry passes false: at 100k entries the table holds ~20 MB, and `entries` stays empty.
    */
   keepEntries?: boolean;
+  /**
+   * What an item entry over maxEntryBytes does: 'refuse' (the default) refuses the archive;
+   * 'report' skips the entry's bytes (hashed as they pass, for the manifest check, never held) and
+   * lists it in `oversized`, so the caller can fail that item alone. Any other entry over the cap
+   * (metadata/version, an unknown file) is refused either way, and every other check still applies.
+   */
+  oversized?: 'refuse' | 'report';
+}
+
+/** An item entry over the per-entry cap, skipped (ReadOptions.oversized 'report'): what its path says, and its size. */
+export interface OversizedEntry {
+  path: string;
+  groupResource: string;
+  /** Set for namespaced items. */
+  namespace?: string;
+  name: string;
+  /** The version directory, absent for the classic copy. */
+  versionDir?: string;
+  /** Whether this is an alternate-version copy (a version directory other than the preferred one). */
+  alternate: boolean;
+  bytes: number;
+  /** The cap it is over. */
+  cap: number;
 }
 
 /** What a read finds besides the items. */
@@ -73,6 +96,8 @@ export interface ArchiveSummary {
   inflatedBytes: number;
   /** Files outside metadata/version and resources/ (allowed by the format's minor versions), skipped. */
   ignored: string[];
+  /** Item entries over the per-entry cap, skipped; always empty unless ReadOptions.oversized is 'report'. */
+  oversized: OversizedEntry[];
 }
 
 export interface ScannedArchive<T extends ItemIdentity> extends ArchiveSummary {
@@ -171,6 +196,7 @@ export async function scanArchive<T extends ItemIdentity>(
     tarball: { sha256: tarballHash.digest('hex'), bytes: tarballBytes },
     inflatedBytes: inflated,
     ignored: state.ignored,
+    oversized: state.oversized,
   };
 }
 
@@ -224,6 +250,10 @@ interface ReadState<T extends ItemIdentity> {
   crdKinds: (readonly [string, string])[];
   alternateCrdKinds: (readonly [string, string])[];
   ignored: string[];
+  reportOversized: boolean;
+  oversized: OversizedEntry[];
+  /** Paths of the oversized entries: a later entry at one of them is a duplicate. */
+  oversizedPaths: Set<string>;
   /** One string per distinct apiVersion/kind, shared by every item that has it. */
   names: Map<string, string>;
 }
@@ -242,6 +272,9 @@ function newState<T extends ItemIdentity>(keep: KeepItem<T>, opts: ReadOptions):
     crdKinds: [],
     alternateCrdKinds: [],
     ignored: [],
+    reportOversized: opts.oversized === 'report',
+    oversized: [],
+    oversizedPaths: new Set(),
     names: new Map(),
   };
 }
@@ -257,36 +290,28 @@ async function readEntry<T extends ItemIdentity>(entry: TarEntry, limits: ReadLi
     entry.resume();
     return;
   }
-  if (path === '') throw new ArchiveError('invalid-path', `entry ${JSON.stringify(h.name)} has an empty path`, h.name);
-  if (h.type === 'symlink' || h.type === 'link') {
-    const what = h.type === 'symlink' ? 'a symbolic link' : 'a hard link';
-    throw new ArchiveError('link-entry', `entry ${path} is ${what} (to "${h.linkname ?? ''}"); links are refused`, path);
-  }
-  if (h.type !== 'file' && h.type !== 'contiguous-file') {
-    throw new ArchiveError('unsupported-entry', `entry ${path} is a ${h.type ?? 'unknown-type'} entry; only regular files are allowed`, path);
-  }
+  checkEntryType(h, path);
   const size = h.size ?? 0;
-  if (size > limits.maxEntryBytes) {
+  const parsed = path === METADATA_VERSION_PATH ? null : parseItemPath(path);
+  const oversized = size > limits.maxEntryBytes;
+  // Only an item can be skipped alone: anything else over the cap refuses the archive, as before its path is checked.
+  if (oversized && (!st.reportOversized || parsed === null || typeof parsed === 'string')) {
     throw new ArchiveError('entry-too-large', `entry ${path} is ${size} bytes, over the ${limits.maxEntryBytes}-byte cap`, path);
   }
-  const parsed = path === METADATA_VERSION_PATH ? null : parseItemPath(path);
   if (typeof parsed === 'string') throw new ArchiveError('invalid-path', `entry ${path} is not a valid item path: ${parsed}`, path);
   // The classic and preferred-version copies of an object are found in its slot; any other entry by its path.
   const at = parsed === null ? undefined : slotOf(st, parsed);
-  const duplicate = at === undefined ? st.otherPaths.has(path)
-    : at.slot !== undefined && (at.slot.copies & at.copy) !== 0 && (at.copy === CLASSIC_COPY || at.slot.value.path === path);
+  const duplicate = st.oversizedPaths.has(path) || (at === undefined ? st.otherPaths.has(path)
+    : at.slot !== undefined && (at.slot.copies & at.copy) !== 0 && (at.copy === CLASSIC_COPY || at.slot.value.path === path));
   if (duplicate) throw new ArchiveError('duplicate-entry', `entry ${path} appears twice in the tarball`, path);
+  if (oversized && parsed !== null) {
+    await skipOversized(entry, path, parsed, size, limits.maxEntryBytes, st);
+    return;
+  }
   if (at === undefined) st.otherPaths.add(path);
   const data = await readAll(entry, path, limits.maxEntryBytes);
   const sha256 = createHash('sha256').update(data).digest('hex');
-  if (st.keepEntries) st.entries[path] = sha256;
-  if (st.onEntry !== undefined) {
-    try {
-      await st.onEntry(path, sha256);
-    } catch (err) {
-      throw new KeepFailed(err);
-    }
-  }
+  await noteEntry(st, path, sha256);
 
   if (path === METADATA_VERSION_PATH) {
     const v = data.toString('utf8').trim();
@@ -302,6 +327,47 @@ async function readEntry<T extends ItemIdentity>(entry: TarEntry, limits: ReadLi
     return;
   }
   await addItem(st, path, parsed, data, sha256, at);
+}
+
+/** Refuses links, devices and anything else that is not a regular file. */
+function checkEntryType(h: TarEntry['header'], path: string): void {
+  if (path === '') throw new ArchiveError('invalid-path', `entry ${JSON.stringify(h.name)} has an empty path`, h.name);
+  if (h.type === 'symlink' || h.type === 'link') {
+    const what = h.type === 'symlink' ? 'a symbolic link' : 'a hard link';
+    throw new ArchiveError('link-entry', `entry ${path} is ${what} (to "${h.linkname ?? ''}"); links are refused`, path);
+  }
+  if (h.type !== 'file' && h.type !== 'contiguous-file') {
+    throw new ArchiveError('unsupported-entry', `entry ${path} is a ${h.type ?? 'unknown-type'} entry; only regular files are allowed`, path);
+  }
+}
+
+/** Records a file entry's digest (the result's `entries`, the caller's onEntry). */
+async function noteEntry<T extends ItemIdentity>(st: ReadState<T>, path: string, sha256: string): Promise<void> {
+  if (st.keepEntries) st.entries[path] = sha256;
+  if (st.onEntry !== undefined) {
+    try {
+      await st.onEntry(path, sha256);
+    } catch (err) {
+      throw new KeepFailed(err);
+    }
+  }
+}
+
+/**
+ * Streams an item entry over the cap past the reader, hashing it (the manifest names its digest)
+ * without holding it, and lists it as oversized. The total-size and ratio caps still meter its bytes.
+ */
+async function skipOversized<T extends ItemIdentity>(
+  entry: TarEntry, path: string, p: ParsedItemPath, size: number, cap: number, st: ReadState<T>,
+): Promise<void> {
+  st.oversizedPaths.add(path);
+  const hash = createHash('sha256');
+  for await (const chunk of entry as AsyncIterable<Buffer>) hash.update(chunk);
+  await noteEntry(st, path, hash.digest('hex'));
+  const o: OversizedEntry = { path, groupResource: p.groupResource, name: p.name, alternate: p.version !== undefined && !p.preferred, bytes: size, cap };
+  if (p.namespace !== undefined) o.namespace = p.namespace;
+  if (p.versionDir !== undefined) o.versionDir = p.versionDir;
+  st.oversized.push(o);
 }
 
 /** Where a copy of an object goes: its slot's key, which copy it is, and the slot when an earlier copy made it. */

@@ -113,6 +113,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
       result = await runRestore({
         client: ctx.client, source: store, actions, log: log.logger, clock: ctx.clock, signal: abort.signal,
         spillDir: spillDirOf(ctx),
+        maxItemBytes: ctx.config.maxItemBytes,
         onProgress: (p) => progress.push({ totalItems: p.totalItems, itemsRestored: p.itemsRestored }),
       }, req);
       if (result.phase === 'Failed') failure = result.failureReason ?? 'the restore failed';

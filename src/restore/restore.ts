@@ -15,6 +15,7 @@ import {
   type ArchiveObject,
   type BackupManifest,
   type ItemIdentity,
+  type OversizedEntry,
   type ReadLimits,
   type SpillFile,
 } from '../archive/index.js';
@@ -28,6 +29,7 @@ import { actionMatcher, resolveRestoreItemActions, type ActionMatcher, type Reso
 import { BUILTIN_RESTORE_ITEM_ACTIONS } from './actions/index.js';
 import { newExecutor, type Executor } from './executor.js';
 import { newOutcomes } from './outcomes.js';
+import { oversizedVerdict, type OversizedVerdict } from './oversized.js';
 import { bareNamespace, buildPlan, itemFacts, RestoreRefusedError, type ArchivedItem, type PlannedItem, type RestorePlan } from './plan.js';
 import type { ItemOutcome, RestoreRequest } from './request.js';
 
@@ -50,6 +52,12 @@ export interface RestoreDeps {
   /** Items created at the same time within a tier. Default 16. The client's QPS/burst limit applies on top. */
   concurrency?: number;
   clock?: Clock;
+  /**
+   * Largest item read from the archive, in bytes (the server's --max-item-bytes; default 8 MiB).
+   * A bigger item fails alone, named; the rest of the restore goes on.
+   */
+  maxItemBytes?: number;
+  /** The reader's other caps (total size, entries), for tests; maxItemBytes wins over its maxEntryBytes. */
   readLimits?: Partial<ReadLimits>;
   /**
    * Directory for the restore's spill file, which holds the archive's items while the restore runs
@@ -125,12 +133,15 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
     } catch (err) {
       return finish(describeFatal(err));
     }
-    announcePlan(deps, req, ready.plan);
+    announcePlan(deps, req, ready);
+    const outcomes = newOutcomes(req, log, () => ready.plan.items.size + ready.oversized.failed.length, deps.onProgress);
+    // Before any tier: nothing waits for an item that is not restored, and the log names them first.
+    for (const o of ready.oversized.failed) outcomes.record(o, o, 'failed', o.reason);
     const from = spill;
     const load = (p: PlannedItem): Promise<KubeObject> => (p.archived === undefined ? Promise.resolve(bareNamespace(p.sourceName)) : loadSpilled(from, p.archived));
     const exec = newExecutor({
       client: deps.client, log, req, plan: ready.plan, matchers: ready.matchers, load,
-      outcomes: newOutcomes(req, log, () => ready.plan.items.size, deps.onProgress),
+      outcomes,
       servedNow: new Set(ready.discovered.map((r) => r.groupResource)),
       waitTimeoutMs: deps.waitTimeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS,
       signal: deps.signal,
@@ -150,25 +161,28 @@ interface Ready {
   discovered: readonly ApiResource[];
   plan: RestorePlan;
   matchers: ActionMatcher[];
+  /** Items over the per-item cap: those that fail, and copies not used. */
+  oversized: OversizedVerdict;
 }
 
 async function readAndPlan(deps: RestoreDeps, req: RestoreRequest, spill: SpillFile, discovered: readonly ApiResource[]): Promise<Ready> {
   const withLabels = req.selectors.length > 0;
-  const { items, alternates } = await readBackup(deps, spill, req.backup.metadata.name, discovered, (obj, id) => itemFacts(obj, id, withLabels));
+  const { items, alternates, oversized } = await readBackup(deps, spill, req.backup.metadata.name, discovered, (obj, id) => itemFacts(obj, id, withLabels));
   const plan = buildPlan(items, req, discovered, alternates);
   const builtins = await resolveRestoreItemActions(BUILTIN_RESTORE_ITEM_ACTIONS);
-  return { discovered, plan, matchers: [...builtins, ...(deps.actions ?? [])].map(actionMatcher) };
+  const matchers = [...builtins, ...(deps.actions ?? [])].map(actionMatcher);
+  return { discovered, plan, matchers, oversized: oversizedVerdict(oversized, items, req, discovered) };
 }
 
 /** Logs what the plan leaves out and its version changes (also warnings in the results), and its size. */
-function announcePlan(deps: RestoreDeps, req: RestoreRequest, plan: RestorePlan): void {
+function announcePlan(deps: RestoreDeps, req: RestoreRequest, { plan, oversized }: Ready): void {
   const log = deps.log;
   for (const [gr, n] of plan.neverRestored) log.info(`${n.count} ${gr} left out: never restored (${n.reason})`);
-  for (const message of versionChangeMessages(plan)) {
+  for (const message of [...versionChangeMessages(plan), ...oversized.unusedCopies]) {
     addResult(req.results, 'warnings', undefined, message);
     log.warn(message);
   }
-  req.progress.totalItems = plan.items.size;
+  req.progress.totalItems = plan.items.size + oversized.failed.length;
   deps.onProgress?.({ ...req.progress });
   log.info(`plan: ${plan.items.size} items in ${plan.tiers.length} tiers`, { order: plan.tiers.map((t) => t.tier.label) });
 }
@@ -232,7 +246,7 @@ function finishRestore(
  */
 async function readBackup(
   deps: RestoreDeps, spill: SpillFile, backupName: string, discovered: readonly ApiResource[], pick: (obj: ArchiveObject, id: ItemIdentity) => ArchivedItem['picked'],
-): Promise<{ items: ArchivedItem[]; alternates: ArchivedItem[] }> {
+): Promise<{ items: ArchivedItem[]; alternates: ArchivedItem[]; oversized: OversizedEntry[] }> {
   // Checked entry by entry while reading: neither a table of the tarball's entries nor the whole manifest is held.
   const check = await manifestCheckOf(deps.source, backupName);
   try {
@@ -244,20 +258,26 @@ async function readBackup(
       throw new Error(`cannot read the tarball of backup ${backupName}: ${errorMessage(err)}`, { cause: err });
     }
     const knownKinds = new Map(discovered.map((r) => [r.groupResource, r.kind]));
+    const limits = { ...deps.readLimits, ...(deps.maxItemBytes === undefined ? {} : { maxEntryBytes: deps.maxItemBytes }) };
     const contents = await spillArchive(tarball, spill, {
       knownKinds,
       pick,
       keepEntries: false,
+      // An item over the cap fails alone (oversized.ts); the archive's other checks still refuse it whole.
+      oversized: 'report',
+      limits,
       ...(check === undefined ? {} : { onEntry: (path: string, sha256: string) => check.entry(path, sha256) }),
-      ...(deps.readLimits === undefined ? {} : { limits: deps.readLimits }),
     });
     const problems = (await check?.finish(contents.tarball)) ?? [];
     if (problems.length > 0) {
       throw new RestoreRefusedError('manifest-mismatch', `the tarball does not match the manifest written at backup time: ${problems.join('; ')}`);
     }
     const alt = contents.alternateVersions.length > 0 ? ` (and ${contents.alternateVersions.length} copies at other API versions)` : '';
-    deps.log.info(`read the backup archive: format ${contents.formatVersion}, ${contents.items.length} items${alt}, ${contents.tarball.bytes} bytes`);
-    return { items: contents.items, alternates: contents.alternateVersions };
+    const over = contents.oversized[0];
+    const n = contents.oversized.length;
+    const big = over === undefined ? '' : `, ${n} ${n === 1 ? 'entry' : 'entries'} over the ${over.cap}-byte per-item cap skipped`;
+    deps.log.info(`read the backup archive: format ${contents.formatVersion}, ${contents.items.length} items${alt}${big}, ${contents.tarball.bytes} bytes`);
+    return { items: contents.items, alternates: contents.alternateVersions, oversized: contents.oversized };
   } finally {
     await check?.close?.();
   }

@@ -101,11 +101,16 @@ credential:
   "pluginIdleTimeout" "plugin-idle-timeout"
   "terminationGracePeriod" "termination-grace-period"
   "heapGrowthPercent" "heap-growth-percent"
+  "maxItemBytes" "max-item-bytes"
   "downloadAddress" "download-address"
   "downloadURL" "download-url"
 -}}
 {{- range $key := keys $flags | sortAlpha }}
 {{- $value := get $.Values.configuration $key }}
+{{- /* YAML numbers arrive as float64, which prints 16777216 as 1.6777216e+07: whole ones print as integers. */}}
+{{- if and (kindIs "float64" $value) (eq $value (float64 (int64 $value))) }}
+{{- $value = int64 $value }}
+{{- end }}
 {{- if or $value (eq (toString $value) "0") }}
 - --{{ get $flags $key }}={{ $value }}
 {{- end }}
