@@ -134,7 +134,7 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
       let items: SpilledItem<Record<string, string> | undefined>[];
       try {
         spill = await createSpillFile(spillDirOf(ctx));
-        items = (await spillArchive(await store.getTarball(name), spill, { pick: (o) => o.metadata.labels, keepEntries: false })).items;
+        items = (await spillArchive(await store.getTarball(name), spill, { pick: (o) => o.metadata.labels, keepEntries: false, limits: { maxEntryBytes: ctx.config.maxItemBytes } })).items;
       } catch (err) {
         // No tarball (e.g. a Failed backup): there are no items for the actions to clean up.
         if (isStoreNotFound(err)) return [];
