@@ -101,6 +101,7 @@ credential:
   "pluginIdleTimeout" "plugin-idle-timeout"
   "terminationGracePeriod" "termination-grace-period"
   "heapGrowthPercent" "heap-growth-percent"
+  "objectStoreOutageTimeout" "object-store-outage-timeout"
   "downloadAddress" "download-address"
   "downloadURL" "download-url"
 -}}
