@@ -25,6 +25,7 @@ describe('isTransient', () => {
     expect(isTransient(s3Error('AccessDenied', 403))).toBe(false);
     expect(isTransient(s3Error('NoSuchBucket', 404))).toBe(false);
     expect(isTransient(s3Error('InvalidPart', 400))).toBe(false);
+    expect(isTransient(s3Error('NotImplemented', 501))).toBe(false);
     expect(isTransient(new Error('the body failed'))).toBe(false);
   });
 });

@@ -36,7 +36,8 @@ export function isTransient(err: unknown): boolean {
     const s = e as ErrorShape;
     const status = s.$metadata?.httpStatusCode;
     if (typeof s.name === 'string' && THROTTLING_NAMES.has(s.name)) return true;
-    if (status !== undefined) return status >= 500 || status === 429;
+    // 501: the store does not implement the call; waiting does not change that.
+    if (status !== undefined) return (status >= 500 && status !== 501) || status === 429;
     if (typeof s.code === 'string' && TRANSPORT_CODES.has(s.code)) return true;
     if (typeof s.name === 'string' && TRANSPORT_NAMES.has(s.name)) return true;
     if (typeof s.message === 'string' && /socket hang up|other side closed|ECONNREFUSED|ECONNRESET/.test(s.message)) return true;
