@@ -76,12 +76,13 @@ describe('object-store outage during an upload', () => {
     const t0 = Date.now();
     await c.create(RESOURCES.Backup, ns, newBackup('big', ns, { includedNamespaces: [ns], includedResources: ['configmaps'] }));
     // Stop S3 once the first parts are stored: the upload is under way, with most of it still to send.
-    await waitUntil('three parts of the tarball stored', () => (storedParts(s3.directory, 'vault') >= 3 ? true : undefined), 120_000, 20);
+    await waitUntil('three parts of the tarball stored', async () => (storedParts(s3.directory, 'vault') >= 3 ? true : undefined), 120_000, 20);
     const partsBefore = storedParts(s3.directory, 'vault');
-    const down = Date.now();
     await s3.stop();
+    const down = Date.now();
     await new Promise((r) => setTimeout(r, OUTAGE_MS));
     await s3.start();
+    // From the moment connections were refused to the moment the server listened again.
     const outageMs = Date.now() - down;
 
     const b = await waitFinished<Backup>(c, RESOURCES.Backup, ns, 'big', 240_000);

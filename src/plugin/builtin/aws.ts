@@ -33,6 +33,14 @@ class NotFoundError extends Error {
   readonly code = 'NotFound';
 }
 
+/** A download whose connection closed before the bytes its Content-Length promised. */
+class CutShortError extends Error {}
+
+interface OpenedBody {
+  body: AsyncIterable<Uint8Array>;
+  end: number | undefined;
+}
+
 function httpStatus(err: unknown): number | undefined {
   return (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 }
@@ -106,41 +114,45 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
     return this.resuming(bucket, key, offset, first);
   }
 
-  /** One GetObject from `offset`; NotFound and "nothing left" are answers, not failures. */
-  private async openAt(bucket: string, key: string, offset: number): Promise<AsyncIterable<Uint8Array>> {
+  /**
+   * One GetObject from `offset`; NotFound and "nothing left" are answers, not failures. `end` is
+   * the byte the body should reach (from its Content-Length), so a body cut short is noticed.
+   */
+  private async openAt(bucket: string, key: string, offset: number): Promise<OpenedBody> {
     try {
       const res = await this.s3().send(
         new GetObjectCommand({ Bucket: bucket, Key: key, ...(offset > 0 ? { Range: `bytes=${offset}-` } : {}) }),
       );
       if (!isAsyncIterable(res.Body)) throw new Error(`GetObject ${bucket}/${key}: the response has no readable body`);
-      return res.Body;
+      return { body: res.Body, end: res.ContentLength !== undefined ? offset + res.ContentLength : undefined };
     } catch (err) {
       if (errName(err) === 'NoSuchKey' || httpStatus(err) === 404) throw new NotFoundError(`object ${bucket}/${key} not found`);
       // Asking for bytes from exactly the end of the object: nothing left to send.
-      if (offset > 0 && httpStatus(err) === 416) return Readable.from([]);
+      if (offset > 0 && httpStatus(err) === 416) return { body: Readable.from([]), end: undefined };
       throw err;
     }
   }
 
-  /** Yields the object; a connection that breaks mid-body is reopened at the offset reached. */
-  private async *resuming(bucket: string, key: string, offset: number, first: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  /** Yields the object; a connection that breaks (or ends early) mid-body is reopened at the offset reached. */
+  private async *resuming(bucket: string, key: string, offset: number, first: OpenedBody): AsyncGenerator<Uint8Array> {
     let at = offset;
-    let body = first;
+    let cur = first;
     let brokenSince: number | undefined;
     for (;;) {
       const before = at;
       try {
-        for await (const chunk of body) {
+        for await (const chunk of cur.body) {
           at += chunk.byteLength;
           yield chunk;
         }
-        return;
+        if (cur.end === undefined || at >= cur.end) return;
+        throw new CutShortError(`GetObject ${bucket}/${key}: the body ended at byte ${at} of ${cur.end}`);
       } catch (err) {
-        if (!isTransient(err)) throw err;
+        if (!isTransient(err) && !(err instanceof CutShortError)) throw err;
         // Bytes flowed since the last break: this is a new outage, counted from now.
         if (at > before || brokenSince === undefined) brokenSince = Date.now();
         const since = brokenSince;
-        body = await retryOutage(`GetObject ${bucket}/${key} from byte ${at}`, { windowMs: this.windowMs, since }, () => this.openAt(bucket, key, at));
+        cur = await retryOutage(`GetObject ${bucket}/${key} from byte ${at}`, { windowMs: this.windowMs, since }, () => this.openAt(bucket, key, at));
       }
     }
   }
