@@ -65,6 +65,14 @@ describe('retryOutage', () => {
     await expect(retryOutage('UploadPart 1 of b/k', { windowMs: 60_000, signal: stop.signal, ...time }, async () => { throw refused(); })).rejects.toThrow('ECONNREFUSED');
   });
 
+  it('with a window of 0 fails at the first transient error, saying no outage is ridden out', async () => {
+    const time = fakeTime();
+    await expect(retryOutage('PutObject b/k', { windowMs: 0, ...time }, async () => { throw refused(); })).rejects.toThrow(
+      'PutObject b/k failed: the object store is unreachable, and no outage is ridden out (--object-store-outage-timeout is 0s): connect ECONNREFUSED',
+    );
+    expect(time.slept).toEqual([]);
+  });
+
   it('counts an outage that began before the call (a broken download reopened)', async () => {
     const time = fakeTime();
     const err = await retryOutage('GetObject b/k from byte 10', { windowMs: 5000, since: time.now() - 4000, ...time }, async () => { throw refused(); }).catch((e: unknown) => e as Error);

@@ -94,6 +94,9 @@ export async function retryOutage<T>(what: string, opts: RetryOptions, op: (atte
       warned = true;
       const lasted = t - since;
       const lastedText = formatDuration(Math.round(lasted / 100) * 100);
+      if (opts.windowMs <= 0) {
+        throw new OutageError(`${what} failed: the object store is unreachable, and no outage is ridden out (--object-store-outage-timeout is 0s): ${describeError(err)}`, { cause: err });
+      }
       if (lasted >= opts.windowMs) {
         throw new OutageError(
           `${what} failed: the object store was unreachable for ${lastedText}` +
