@@ -106,4 +106,18 @@ describe('object-store setup is the same for every provider', () => {
     }
     expect(JSON.stringify([...logs.entries, ...runLogs.entries])).not.toContain('do-not-log');
   });
+
+  it('takes a provider name some plugin registers as that plugin, never as an alias', async () => {
+    const own = await createPluginPool({ pluginDirs: [pluginDir({ 'velero-aws': 'config-probe.mjs' }).dir], selfCommand: selfCommand().command, logger: memoryLogger().logger, providerAliases: PROVIDER_ALIASES });
+    const handle = own.handle({ kind: 'backup', namespace: ns, name: 'registered' });
+    try {
+      const store = await openObjectStore(ctx, handle, location({ provider: 'velero.io/aws', objectStorage: { bucket: 'vault' }, credential: { name: 'store-credentials', key: 'cloud' } }));
+      const seen = JSON.parse(await readAll(await store.getObject('vault', 'init-config'))) as Record<string, unknown>;
+      expect(seen).toMatchObject({ bucket: 'vault', credentials: secretText });
+      expect(handle.used()).toEqual(['ObjectStore velero.io/aws']);
+    } finally {
+      handle.release();
+      await own.shutdown();
+    }
+  });
 });
