@@ -19,6 +19,7 @@ import { createRunRegistry, type ControllerContext, type ControllerDefinition } 
 import { CUSTOM_RESOURCE_DEFINITIONS, createDynamicClient, createEventRecorder, isNotFound, loadKubeConfig, type KubeObject } from './kube/index.js';
 import { LogSpool, createServerLogger } from './logging/index.js';
 import { createMetrics, startMetricsServer } from './metrics/index.js';
+import { PROVIDER_ALIASES } from './plugin/builtin/providers.js';
 import { createPluginPool } from './plugin/host/index.js';
 import { createInformer, startController, startLeaderElection, type Controller, type Informer } from './runtime/index.js';
 import { systemClock } from './util/clock.js';
@@ -72,6 +73,8 @@ export async function runServer(opts: ServerOptions): Promise<number> {
     logLevel: config.logLevel,
     startupTimeoutMs: config.pluginStartTimeout,
     idleTimeoutMs: config.pluginIdleTimeout,
+    objectStoreOutageMs: config.objectStoreOutageTimeout,
+    providerAliases: PROVIDER_ALIASES,
   });
   // Plugin restarts after a crash, per plugin, as a counter (the pool keeps running totals).
   const seenCrashes = new Map<string, number>();

@@ -1,6 +1,9 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { BackupStorageLocation } from '../apis/v1/index.js';
-import { locationProblem, specChangedSinceValidation } from './locations.js';
+import { locationProblem, objectStoreConfig, specChangedSinceValidation } from './locations.js';
 
 const NOW = Date.parse('2026-11-30T10:00:00Z');
 const clock = { now: () => new Date(NOW) };
@@ -45,5 +48,44 @@ describe('specChangedSinceValidation', () => {
 
   it('answers false when the location cannot be read', async () => {
     expect(await specChangedSinceValidation(reading(new Error('connection refused')), cached)).toBe(false);
+  });
+});
+
+describe('objectStoreConfig', () => {
+  const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+  const secretKey = Buffer.from('[default]\naws_access_key_id=A\n').toString('base64');
+  const storeCtx = (): Parameters<typeof objectStoreConfig>[0] => ({
+    namespace: 'stowage',
+    scratchDir: fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-loc-')),
+    client: { get: async () => ({ metadata: { name: 'creds' }, data: { cloud: secretKey } }) },
+  }) as unknown as Parameters<typeof objectStoreConfig>[0];
+  const location = (spec: Partial<BackupStorageLocation['spec']>): BackupStorageLocation => ({
+    apiVersion: 'stowage.dev/v1', kind: 'BackupStorageLocation', metadata: { name: 'default', namespace: 'stowage' },
+    spec: { provider: 'example.com/store', objectStorage: { bucket: 'b' }, ...spec },
+  }) as BackupStorageLocation;
+
+  it('gives any provider the same keys: config, bucket, prefix, PEM caCert and a private credentials file', async () => {
+    const ctx = storeCtx();
+    const c = await objectStoreConfig(ctx, location({
+      objectStorage: { bucket: 'vault', prefix: '/a/b/', caCert: Buffer.from(PEM).toString('base64') },
+      config: { region: 'r', bucket: 'ignored' },
+      credential: { name: 'creds', key: 'cloud' },
+    }));
+    expect(Object.keys(c).sort()).toEqual(['bucket', 'caCert', 'credentialsFile', 'prefix', 'region']);
+    expect(c).toMatchObject({ bucket: 'vault', prefix: 'a/b', caCert: PEM, region: 'r' });
+    const file = c.credentialsFile as string;
+    expect(file.startsWith(path.join(ctx.scratchDir, 'credentials') + path.sep)).toBe(true);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    expect(fs.readFileSync(file, 'utf8')).toBe('[default]\naws_access_key_id=A\n');
+    // The same content maps to the same file, so the plugin instance (keyed by config) is reused.
+    expect((await objectStoreConfig(ctx, location({ credential: { name: 'creds', key: 'cloud' } }))).credentialsFile).toBe(file);
+  });
+
+  it('passes no caCert or credentialsFile when the location has none, and refuses a caCert that is not PEM', async () => {
+    expect(await objectStoreConfig(storeCtx(), location({}))).toEqual({ bucket: 'b', prefix: '' });
+    expect((await objectStoreConfig(storeCtx(), location({ objectStorage: { bucket: 'b', caCert: PEM } }))).caCert).toBe(PEM);
+    await expect(objectStoreConfig(storeCtx(), location({ objectStorage: { bucket: 'b', caCert: 'bm90IGEgY2VydA==' } }))).rejects.toThrow(
+      'backup storage location "default": objectStorage.caCert is not a base64-encoded PEM bundle',
+    );
   });
 });

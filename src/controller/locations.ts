@@ -1,26 +1,20 @@
 // BackupStorageLocations as the controllers use them: which one a backup means, and a BackupStore
-// opened through the plugin pool with the location's config and credentials.
+// opened through the plugin pool with the location's config and credentials. Every provider, built
+// in or not, is set up the same way (objectStoreConfig).
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { RESOURCES, type BackupStorageLocation } from '../apis/v1/index.js';
 import type { KubeObject } from '../kube/index.js';
 import { createBackupStore, type BackupStore } from '../persistence/backupStore.js';
-import type { ObjectStore } from '../plugin/api/index.js';
+import type { ObjectStore, PluginConfig } from '../plugin/api/index.js';
 import type { PluginHandle } from '../plugin/host/index.js';
 import type { ControllerContext } from './context.js';
 
 type Secret = KubeObject & { data?: Record<string, string> };
 
-/** Velero-style short provider names map to Stowage's built-ins. */
-const PROVIDER_ALIASES: Record<string, string> = {
-  aws: 'stowage.dev/aws',
-  filesystem: 'stowage.dev/filesystem',
-};
-
-export function providerName(provider: string): string {
-  return PROVIDER_ALIASES[provider] ?? provider;
-}
+/** What opening a location's store needs: the credential Secret's namespace and where to copy it. */
+export type StoreContext = Pick<ControllerContext, 'client' | 'namespace' | 'scratchDir'>;
 
 export function isReadOnly(bsl: BackupStorageLocation): boolean {
   return bsl.spec.accessMode === 'ReadOnly';
@@ -98,7 +92,7 @@ export function resolveLocation(ctx: ControllerContext, name: string | undefined
  * The file name is a hash of the content, so instances with identical credentials share a file and
  * the plugin's Init config (and thus its instance) stays stable across reconciles.
  */
-async function credentialsFile(ctx: ControllerContext, bsl: BackupStorageLocation): Promise<string | undefined> {
+async function credentialsFile(ctx: StoreContext, bsl: BackupStorageLocation): Promise<string | undefined> {
   const ref = bsl.spec.credential;
   if (ref === undefined) return undefined;
   const secret = await ctx.client.get<Secret>({ group: '', version: 'v1', resource: 'secrets', namespaced: true }, ctx.namespace, ref.name);
@@ -116,20 +110,43 @@ async function credentialsFile(ctx: ControllerContext, bsl: BackupStorageLocatio
   return file;
 }
 
-/** The location's initialised object store (through `handle`; the caller releases the handle). */
-export async function openObjectStore(ctx: ControllerContext, handle: PluginHandle, bsl: BackupStorageLocation): Promise<ObjectStore> {
-  const provider = providerName(bsl.spec.provider);
-  const config: Record<string, string> = { ...(bsl.spec.config ?? {}) };
-  if (provider === 'stowage.dev/aws') {
-    if (bsl.spec.objectStorage.caCert !== undefined) config.caCert = bsl.spec.objectStorage.caCert;
-    const creds = await credentialsFile(ctx, bsl);
-    if (creds !== undefined) config.credentialsFile = creds;
-  }
-  return handle.objectStore(provider, config);
+/** The location's CA bundle as PEM text (the spec holds it base64-encoded; PEM itself is accepted too). */
+function caCertPem(bsl: BackupStorageLocation): string | undefined {
+  const v = bsl.spec.objectStorage.caCert;
+  if (v === undefined || v === '') return undefined;
+  if (v.includes('-----BEGIN')) return v;
+  const pem = Buffer.from(v, 'base64').toString('utf8');
+  if (!pem.includes('-----BEGIN')) throw new Error(`backup storage location "${bsl.metadata.name}": objectStorage.caCert is not a base64-encoded PEM bundle`);
+  return pem;
+}
+
+/**
+ * The Init config of the location's object store, the same keys for every provider (Velero's):
+ * the location's `config`, then `bucket` and `prefix` (without surrounding "/"), `caCert` (PEM
+ * text) when the location has one, and `credentialsFile`, the path of a private copy of the
+ * credential Secret's key, when it names one.
+ */
+export async function objectStoreConfig(ctx: StoreContext, bsl: BackupStorageLocation): Promise<PluginConfig> {
+  const config: PluginConfig = { ...(bsl.spec.config ?? {}) };
+  config.bucket = bsl.spec.objectStorage.bucket;
+  config.prefix = (bsl.spec.objectStorage.prefix ?? '').replace(/^\/+|\/+$/g, '');
+  const ca = caCertPem(bsl);
+  if (ca !== undefined) config.caCert = ca;
+  const creds = await credentialsFile(ctx, bsl);
+  if (creds !== undefined) config.credentialsFile = creds;
+  return config;
+}
+
+/**
+ * The location's initialised object store (through `handle`; the caller releases the handle). The
+ * pool resolves the provider, Velero's names for the built-ins included.
+ */
+export async function openObjectStore(ctx: StoreContext, handle: PluginHandle, bsl: BackupStorageLocation): Promise<ObjectStore> {
+  return handle.objectStore(bsl.spec.provider, await objectStoreConfig(ctx, bsl));
 }
 
 /** Opens the location's BackupStore through `handle` (the caller releases the handle). */
-export async function openBackupStore(ctx: ControllerContext, handle: PluginHandle, bsl: BackupStorageLocation): Promise<BackupStore> {
+export async function openBackupStore(ctx: StoreContext, handle: PluginHandle, bsl: BackupStorageLocation): Promise<BackupStore> {
   const objectStore = await openObjectStore(ctx, handle, bsl);
   return createBackupStore({ objectStore, bucket: bsl.spec.objectStorage.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' });
 }

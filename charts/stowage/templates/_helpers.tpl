@@ -102,6 +102,7 @@ credential:
   "terminationGracePeriod" "termination-grace-period"
   "heapGrowthPercent" "heap-growth-percent"
   "maxItemBytes" "max-item-bytes"
+  "objectStoreOutageTimeout" "object-store-outage-timeout"
   "downloadAddress" "download-address"
   "downloadURL" "download-url"
 -}}

@@ -1,7 +1,9 @@
-// stowage.dev/aws: an object store on S3 or any S3-compatible endpoint. Uploads stream through
-// @aws-sdk/lib-storage multipart (no temp file); downloads stream; signed URLs via the presigner.
-// The `bucket` and `prefix` config keys are informational: callers pass the bucket with every
-// call and build keys with the prefix themselves.
+// stowage.dev/aws: an object store on S3 or any S3-compatible endpoint. Uploads stream in parts
+// (s3Upload.ts: no temp file, each part retried on its own); downloads stream and resume at the
+// offset reached when the connection breaks; every call rides out an outage shorter than the window
+// (outage.ts); signed URLs via the presigner. The `bucket` and `prefix` config keys say where the
+// location lives (its incomplete uploads are swept there at Init); callers still pass the bucket
+// with every call and build keys with the prefix themselves.
 import https from 'node:https';
 import { Readable } from 'node:stream';
 import {
@@ -12,19 +14,31 @@ import {
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { fromIni } from '@aws-sdk/credential-provider-ini';
 import type { ObjectStore, PluginConfig, ResumableGetObject } from '../api/index.js';
 import { log } from '../sdk/index.js';
 import { parseAwsConfig } from './awsConfig.js';
+import { DEFAULT_OUTAGE_WINDOW_MS, isTransient, outageWindowMs, retryOutage } from './outage.js';
+import { sweepUploads } from './s3Sweep.js';
+import { uploadObject } from './s3Upload.js';
 
-/** Multipart part size: 8 MiB parts, 4 in flight, bounds upload memory at ~32 MiB. */
+/** Multipart part size: 8 MiB parts, 4 in flight, bounds upload memory at ~40 MiB. */
 const PART_SIZE = 8 * 1024 * 1024;
 const QUEUE_SIZE = 4;
+/** A store that does not accept the connection this fast is treated as unreachable (and retried). */
+const CONNECT_TIMEOUT_MS = 10_000;
 
 class NotFoundError extends Error {
   readonly code = 'NotFound';
+}
+
+/** A download whose connection closed before the bytes its Content-Length promised. */
+class CutShortError extends Error {}
+
+interface OpenedBody {
+  body: AsyncIterable<Uint8Array>;
+  end: number | undefined;
 }
 
 function httpStatus(err: unknown): number | undefined {
@@ -35,23 +49,33 @@ function errName(err: unknown): string | undefined {
   return (err as { name?: string }).name;
 }
 
+/** The location's prefix as a key prefix: '' or 'a/b/'. */
+function locationPrefix(prefix: string | undefined): string {
+  const p = (prefix ?? '').replace(/^\/+|\/+$/g, '');
+  return p === '' ? '' : `${p}/`;
+}
+
 function isAsyncIterable(v: unknown): v is AsyncIterable<Uint8Array> {
   return typeof v === 'object' && v !== null && Symbol.asyncIterator in v;
 }
 
 export class AwsObjectStore implements ObjectStore, ResumableGetObject {
   private client: S3Client | undefined;
+  private windowMs = DEFAULT_OUTAGE_WINDOW_MS;
 
   async init(config: PluginConfig): Promise<void> {
     const c = parseAwsConfig(config);
+    this.windowMs = outageWindowMs();
     const clientConfig: S3ClientConfig = { region: c.region, forcePathStyle: c.forcePathStyle };
     if (c.endpoint !== undefined) clientConfig.endpoint = c.endpoint;
+    const handler: { connectionTimeout: number; httpsAgent?: https.Agent } = { connectionTimeout: CONNECT_TIMEOUT_MS };
     if (c.insecureSkipTLSVerify || c.caCert !== undefined) {
       const agentOptions: https.AgentOptions = { keepAlive: true };
       if (c.insecureSkipTLSVerify) agentOptions.rejectUnauthorized = false;
       if (c.caCert !== undefined) agentOptions.ca = c.caCert;
-      clientConfig.requestHandler = { httpsAgent: new https.Agent(agentOptions) };
+      handler.httpsAgent = new https.Agent(agentOptions);
     }
+    clientConfig.requestHandler = handler;
     if (c.credentialsFile !== undefined) {
       const creds: Parameters<typeof fromIni>[0] = { filepath: c.credentialsFile, configFilepath: c.credentialsFile, ignoreCache: true };
       if (c.profile !== undefined) creds.profile = c.profile;
@@ -62,6 +86,14 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
     this.client?.destroy();
     this.client = new S3Client(clientConfig);
     log.info('aws object store ready', { region: c.region, endpoint: c.endpoint ?? 'aws', forcePathStyle: c.forcePathStyle });
+    // In the background: Init must not wait on a slow listing (or an outage) of the bucket.
+    if (c.bucket !== undefined) void sweepUploads(this.client, c.bucket, locationPrefix(c.prefix));
+  }
+
+  /** Runs one S3 call, riding out an outage shorter than the window. */
+  private call<T>(what: string, op: (s3: S3Client) => Promise<T>): Promise<T> {
+    const s3 = this.s3();
+    return retryOutage(what, { windowMs: this.windowMs }, () => op(s3));
   }
 
   private s3(): S3Client {
@@ -70,14 +102,7 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
   }
 
   async putObject(bucket: string, key: string, body: AsyncIterable<Uint8Array>): Promise<void> {
-    const upload = new Upload({
-      client: this.s3(),
-      params: { Bucket: bucket, Key: key, Body: Readable.from(body, { objectMode: false }) },
-      partSize: PART_SIZE,
-      queueSize: QUEUE_SIZE,
-      leavePartsOnError: false,
-    });
-    await upload.done();
+    await uploadObject({ client: this.s3(), windowMs: this.windowMs, partSize: PART_SIZE, queueSize: QUEUE_SIZE }, bucket, key, body);
   }
 
   async getObject(bucket: string, key: string): Promise<AsyncIterable<Uint8Array>> {
@@ -85,23 +110,56 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
   }
 
   async getObjectFrom(bucket: string, key: string, offset: number): Promise<AsyncIterable<Uint8Array>> {
+    const first = await this.call(`GetObject ${bucket}/${key}`, () => this.openAt(bucket, key, offset));
+    return this.resuming(bucket, key, offset, first);
+  }
+
+  /**
+   * One GetObject from `offset`; NotFound and "nothing left" are answers, not failures. `end` is
+   * the byte the body should reach (from its Content-Length), so a body cut short is noticed.
+   */
+  private async openAt(bucket: string, key: string, offset: number): Promise<OpenedBody> {
     try {
       const res = await this.s3().send(
         new GetObjectCommand({ Bucket: bucket, Key: key, ...(offset > 0 ? { Range: `bytes=${offset}-` } : {}) }),
       );
       if (!isAsyncIterable(res.Body)) throw new Error(`GetObject ${bucket}/${key}: the response has no readable body`);
-      return res.Body;
+      return { body: res.Body, end: res.ContentLength !== undefined ? offset + res.ContentLength : undefined };
     } catch (err) {
       if (errName(err) === 'NoSuchKey' || httpStatus(err) === 404) throw new NotFoundError(`object ${bucket}/${key} not found`);
       // Asking for bytes from exactly the end of the object: nothing left to send.
-      if (offset > 0 && httpStatus(err) === 416) return Readable.from([]);
+      if (offset > 0 && httpStatus(err) === 416) return { body: Readable.from([]), end: undefined };
       throw err;
+    }
+  }
+
+  /** Yields the object; a connection that breaks (or ends early) mid-body is reopened at the offset reached. */
+  private async *resuming(bucket: string, key: string, offset: number, first: OpenedBody): AsyncGenerator<Uint8Array> {
+    let at = offset;
+    let cur = first;
+    let brokenSince: number | undefined;
+    for (;;) {
+      const before = at;
+      try {
+        for await (const chunk of cur.body) {
+          at += chunk.byteLength;
+          yield chunk;
+        }
+        if (cur.end === undefined || at >= cur.end) return;
+        throw new CutShortError(`GetObject ${bucket}/${key}: the body ended at byte ${at} of ${cur.end}`);
+      } catch (err) {
+        if (!isTransient(err) && !(err instanceof CutShortError)) throw err;
+        // Bytes flowed since the last break: this is a new outage, counted from now.
+        if (at > before || brokenSince === undefined) brokenSince = Date.now();
+        const since = brokenSince;
+        cur = await retryOutage(`GetObject ${bucket}/${key} from byte ${at}`, { windowMs: this.windowMs, since }, () => this.openAt(bucket, key, at));
+      }
     }
   }
 
   async objectExists(bucket: string, key: string): Promise<boolean> {
     try {
-      await this.s3().send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+      await this.call(`HeadObject ${bucket}/${key}`, (s3) => s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })));
       return true;
     } catch (err) {
       if (errName(err) === 'NotFound' || httpStatus(err) === 404) return false;
@@ -113,9 +171,8 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
     const out: string[] = [];
     let token: string | undefined;
     do {
-      const res = await this.s3().send(
-        new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: delimiter, ContinuationToken: token }),
-      );
+      const input = { Bucket: bucket, Prefix: prefix, Delimiter: delimiter, ContinuationToken: token };
+      const res = await this.call(`ListObjectsV2 ${bucket}/${prefix}`, (s3) => s3.send(new ListObjectsV2Command(input)));
       for (const p of res.CommonPrefixes ?? []) if (p.Prefix !== undefined) out.push(p.Prefix);
       token = res.IsTruncated === true ? res.NextContinuationToken : undefined;
     } while (token !== undefined);
@@ -126,7 +183,8 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
     const out: string[] = [];
     let token: string | undefined;
     do {
-      const res = await this.s3().send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+      const input = { Bucket: bucket, Prefix: prefix, ContinuationToken: token };
+      const res = await this.call(`ListObjectsV2 ${bucket}/${prefix}`, (s3) => s3.send(new ListObjectsV2Command(input)));
       for (const o of res.Contents ?? []) if (o.Key !== undefined) out.push(o.Key);
       token = res.IsTruncated === true ? res.NextContinuationToken : undefined;
     } while (token !== undefined);
@@ -134,7 +192,7 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
   }
 
   async deleteObject(bucket: string, key: string): Promise<void> {
-    await this.s3().send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+    await this.call(`DeleteObject ${bucket}/${key}`, (s3) => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key })));
   }
 
   async createSignedURL(bucket: string, key: string, ttlSeconds: number): Promise<string> {

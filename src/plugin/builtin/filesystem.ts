@@ -1,6 +1,8 @@
 // stowage.dev/filesystem: an object store in a local directory (config key `root`), the embedded
 // default for single-node use and the demo. Buckets are directories under the root; writes go to a
-// temp file that is renamed into place, so readers never see half an object.
+// temp file that is renamed into place, so readers never see half an object. Init sweeps the temp
+// files killed writers left under the location (fsSweep.ts). The `caCert` and `credentialsFile`
+// keys every location may pass mean nothing for a local directory and are ignored.
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -8,9 +10,10 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ObjectStore, PluginConfig, ResumableGetObject } from '../api/index.js';
 import { log } from '../sdk/index.js';
+import { heldTempFiles, sweepTempFiles } from './fsSweep.js';
 import { checkBucket, keySegments, TEMP_PREFIX, UnsafeKeyError } from './keys.js';
 
-const CONFIG_KEYS = new Set(['root', 'bucket', 'prefix']);
+const CONFIG_KEYS = new Set(['root', 'bucket', 'prefix', 'caCert', 'credentialsFile']);
 
 class NotFoundError extends Error {
   readonly code = 'NotFound';
@@ -34,6 +37,19 @@ export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
     if (!st.isDirectory()) throw new Error(`filesystem object store: root ${root} is not a directory`);
     this.root = await fs.realpath(root);
     log.info('filesystem object store ready', { root: this.root, pid: process.pid });
+    if (config.bucket !== undefined && config.bucket !== '') await this.sweep(config.bucket, config.prefix ?? '');
+  }
+
+  /** Removes the temp files killed writers left under the location; a failure is only logged. */
+  private async sweep(bucket: string, prefix: string): Promise<void> {
+    try {
+      const segments = prefix.split('/').filter((p) => p !== '');
+      const dir = segments.length > 0 ? path.join(this.bucketDir(bucket), ...keySegments(segments.join('/'))) : this.bucketDir(bucket);
+      const removed = await sweepTempFiles(dir);
+      if (removed.length > 0) log.info('removed temp files left by killed uploads', { bucket, count: removed.length, files: removed.slice(0, 10) });
+    } catch (err) {
+      log.warn('could not sweep temp files left by killed uploads', { bucket, error: (err as Error).message });
+    }
   }
 
   private bucketDir(bucket: string): string {
@@ -60,16 +76,22 @@ export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
     await fs.mkdir(dir, { recursive: true });
     await this.checkInside(dir);
     const tmp = path.join(dir, `${TEMP_PREFIX}${path.basename(target)}-${randomBytes(6).toString('hex')}`);
-    const fh = await fs.open(tmp, 'wx', 0o600);
+    // Held before it exists, so a sweep never takes a file this process is writing.
+    heldTempFiles.add(tmp);
     try {
-      for await (const chunk of body) await fh.write(chunk);
-      await fh.sync();
-      await fh.close();
-      await fs.rename(tmp, target);
-    } catch (err) {
-      await fh.close().catch(() => undefined);
-      await fs.rm(tmp, { force: true });
-      throw err;
+      const fh = await fs.open(tmp, 'wx', 0o600);
+      try {
+        for await (const chunk of body) await fh.write(chunk);
+        await fh.sync();
+        await fh.close();
+        await fs.rename(tmp, target);
+      } catch (err) {
+        await fh.close().catch(() => undefined);
+        await fs.rm(tmp, { force: true });
+        throw err;
+      }
+    } finally {
+      heldTempFiles.delete(tmp);
     }
   }
 

@@ -3,9 +3,10 @@
 import type { ObjectStore } from '../api/index.js';
 import type { PluginServeOptions } from '../sdk/index.js';
 import { FilesystemObjectStore } from './filesystem.js';
+import { AWS_PLUGIN, FILESYSTEM_PLUGIN } from './names.js';
 
-export const AWS_PLUGIN = 'stowage.dev/aws';
-export const FILESYSTEM_PLUGIN = 'stowage.dev/filesystem';
+export { AWS_PLUGIN, FILESYSTEM_PLUGIN };
+export { PROVIDER_ALIASES } from './providers.js';
 
 export function builtinPlugins(): PluginServeOptions {
   return {

@@ -15,3 +15,8 @@ export const MAGIC_COOKIE_VALUE = 'f2c7a1d0-stowage-plugin-protocol';
 export const PROTOCOL_VERSIONS_ENV = 'PLUGIN_PROTOCOL_VERSIONS';
 /** The server's log level, so plugins do not emit lines the server would drop. */
 export const LOG_LEVEL_ENV = 'STOWAGE_PLUGIN_LOG_LEVEL';
+/**
+ * How long (ms) an object store should ride out an unreachable backend before failing a call
+ * (the server's --object-store-outage-timeout). The host's deadlines for ObjectStore calls allow it.
+ */
+export const OBJECT_STORE_OUTAGE_ENV = 'STOWAGE_PLUGIN_OBJECT_STORE_OUTAGE_TIMEOUT_MS';

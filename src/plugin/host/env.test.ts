@@ -14,6 +14,11 @@ describe('pluginEnv', () => {
     expect(JSON.stringify(env)).not.toContain('secret');
   });
 
+  it('passes the object-store outage window when the server sets one', () => {
+    const env = pluginEnv({ logLevel: 'info', parent: {}, objectStoreOutageMs: 5000 });
+    expect(env.STOWAGE_PLUGIN_OBJECT_STORE_OUTAGE_TIMEOUT_MS).toBe('5000');
+  });
+
   it('falls back to a standard PATH', () => {
     expect(pluginEnv({ logLevel: 'info', parent: {} }).PATH).toContain('/usr/bin');
   });

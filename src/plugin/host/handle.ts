@@ -21,7 +21,10 @@ import { remoteVolumeSnapshotter } from './remoteSnapshotter.js';
 /** What a run uses; create with pool.handle(run, logger) and release in `finally`. */
 export interface PluginHandle {
   readonly run: RunIdentity;
-  /** An initialised store for `config` (instances are shared per (plugin, config) across runs). */
+  /**
+   * An initialised store for `config` (instances are shared per (plugin, config) across runs);
+   * `name` may be an alias the pool knows (a location's provider, e.g. `aws`).
+   */
   objectStore(name: string, config: PluginConfig): Promise<ObjectStore>;
   volumeSnapshotter(name: string, config: PluginConfig): Promise<VolumeSnapshotter>;
   /** Every registered action of the kind, sorted by name. */
@@ -41,6 +44,8 @@ export interface PluginHandle {
 export interface HandlePool {
   /** Names of the registered plugins of `kind`, sorted. */
   names(kind: PluginKind): string[];
+  /** The registered plugin `name` means (itself, or what it is an alias of). */
+  resolve(kind: PluginKind, name: string): string;
   /** A call site for the named plugin; throws when no such plugin is registered. */
   site(kind: PluginKind, name: string, run: RunIdentity, check: () => void): CallSite;
   /** The shared instance of a stateful plugin for `config`. */
@@ -89,11 +94,12 @@ export function createHandle(pool: HandlePool, run: RunIdentity, unregister: () 
 
   const stateful = async <T>(
     kind: StatefulKind,
-    name: string,
+    alias: string,
     config: PluginConfig,
     make: (site: CallSite, current: () => PluginInstance, reinit: (c: PluginConfig) => Promise<void>) => T,
   ): Promise<T> => {
     check();
+    const name = pool.resolve(kind, alias);
     const site = pool.site(kind, name, run, check);
     used.add(`${kind} ${name}`);
     let current = await acquireInstance(site, kind, name, config);

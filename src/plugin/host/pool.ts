@@ -45,6 +45,18 @@ export interface PluginPoolOptions {
   replayBufferBytes?: number;
   /** Controller.Shutdown, then SIGKILL after this long. Default 2 s. */
   shutdownGraceMs?: number;
+  /**
+   * How long object stores ride out an unreachable backend (--object-store-outage-timeout), passed
+   * to plugin processes. ObjectStore calls and stream stalls get this much longer than
+   * callTimeoutMs, so the host does not cancel a call its plugin is still retrying. Default 2 min
+   * (the server's default).
+   */
+  objectStoreOutageMs?: number;
+  /**
+   * Other names for plugins, e.g. Velero's provider names for the built-ins (`aws` ->
+   * `stowage.dev/aws`). A name some plugin registers itself is never taken as an alias.
+   */
+  providerAliases?: Readonly<Record<string, string>>;
 }
 
 export interface PluginPoolStatus extends ProcessStatus {
@@ -110,12 +122,18 @@ class Pool implements PluginPool, HandlePool {
     const callTimeoutMs = opts.callTimeoutMs ?? 60_000;
     const maxRetries = opts.maxCallRetries ?? 1;
     this.unary = { timeoutMs: callTimeoutMs, maxRetries };
+    const outageMs = opts.objectStoreOutageMs ?? 120_000;
+    const storeCallMs = callTimeoutMs + outageMs;
     this.objectStore = {
-      unary: this.unary,
-      stream: { timeoutMs: opts.streamTimeoutMs ?? 6 * 3600_000, idleTimeoutMs: callTimeoutMs, maxRetries },
+      unary: { timeoutMs: storeCallMs, maxRetries },
+      stream: { timeoutMs: opts.streamTimeoutMs ?? 6 * 3600_000, idleTimeoutMs: storeCallMs, maxRetries },
       replayBufferBytes: opts.replayBufferBytes ?? 8 * 1024 * 1024,
     };
-    this.env = pluginEnv({ logLevel: opts.logLevel ?? this.logger.level, parent: process.env });
+    this.env = pluginEnv({
+      logLevel: opts.logLevel ?? this.logger.level,
+      parent: process.env,
+      objectStoreOutageMs: outageMs,
+    });
     // Plugins also exit on their own when this process dies (their stdin closes); this covers
     // ordinary exits, including crashes that run 'exit' handlers.
     process.on('exit', this.killOnExit);
@@ -196,6 +214,12 @@ class Pool implements PluginPool, HandlePool {
 
   names(kind: PluginKind): string[] {
     return this.plugins.filter((p) => p.kind === kind).map((p) => p.name);
+  }
+
+  resolve(kind: PluginKind, name: string): string {
+    const aliases = this.opts.providerAliases ?? {};
+    if (this.plugins.some((p) => p.kind === kind && p.name === name) || !Object.hasOwn(aliases, name)) return name;
+    return aliases[name] as string;
   }
 
   private executableOf(kind: PluginKind, name: string): Executable {

@@ -17,3 +17,5 @@ export type {
   ResumableGetObject,
 } from '../api/index.js';
 export { PLUGIN_NAME_PATTERN } from '../api/index.js';
+/** Names the environment variable holding the server's object-store outage window (ms). */
+export { OBJECT_STORE_OUTAGE_ENV } from '../grpc/index.js';

@@ -1,0 +1,160 @@
+// Uploads to S3 that survive an outage: the body is cut into parts held in memory, each part is
+// retried on its own until the store takes it (retryOutage), so an upload resumes from the last
+// part the store acknowledged instead of starting over. A body smaller than one part is a single
+// PutObject, retried whole. Memory is bounded by (parts in flight + the one being filled) x part size.
+import {
+  AbortMultipartUploadCommand,
+  ChecksumAlgorithm,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+  type CompletedPart,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import { log } from '../sdk/index.js';
+import { retryOutage } from './outage.js';
+
+export interface UploadOptions {
+  client: S3Client;
+  windowMs: number;
+  /** Bytes per part (S3 wants at least 5 MiB for every part but the last). */
+  partSize: number;
+  /** Parts sent at once. */
+  queueSize: number;
+}
+
+/** Multipart uploads this process started and has not finished: the sweep never aborts them. */
+export const liveUploads = new Set<string>();
+
+/** Cuts `body` into buffers of exactly `size` bytes (the last may be shorter, never empty). */
+export async function* parts(body: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Buffer> {
+  let held: Buffer[] = [];
+  let heldBytes = 0;
+  for await (const chunk of body) {
+    let c = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    while (heldBytes + c.length >= size) {
+      const take = size - heldBytes;
+      held.push(c.subarray(0, take));
+      yield Buffer.concat(held, size);
+      held = [];
+      heldBytes = 0;
+      c = c.subarray(take);
+    }
+    if (c.length > 0) {
+      // Copied: the source may reuse its buffer once we ask for the next chunk.
+      held.push(Buffer.from(c));
+      heldBytes += c.length;
+    }
+  }
+  if (heldBytes > 0) yield Buffer.concat(held, heldBytes);
+}
+
+function errName(err: unknown): string | undefined {
+  return (err as { name?: string }).name;
+}
+
+async function checksummed(client: S3Client): Promise<boolean> {
+  return (await client.config.requestChecksumCalculation()) === 'WHEN_SUPPORTED';
+}
+
+export async function uploadObject(o: UploadOptions, bucket: string, key: string, body: AsyncIterable<Uint8Array>): Promise<void> {
+  const source = parts(body, o.partSize)[Symbol.asyncIterator]();
+  try {
+    const first = await source.next();
+    const second = first.done === true ? first : await source.next();
+    if (second.done === true) {
+      const data = first.done === true ? Buffer.alloc(0) : first.value;
+      await retryOutage(`PutObject ${bucket}/${key}`, { windowMs: o.windowMs }, () =>
+        o.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentLength: data.length })),
+      );
+      return;
+    }
+    await multipart(o, bucket, key, [first.value as Buffer, second.value], source);
+  } finally {
+    await source.return?.(undefined);
+  }
+}
+
+async function multipart(o: UploadOptions, bucket: string, key: string, head: Buffer[], rest: AsyncIterator<Buffer>): Promise<void> {
+  const what = `multipart upload of ${bucket}/${key}`;
+  const withChecksums = await checksummed(o.client);
+  const created = await retryOutage(`CreateMultipartUpload ${bucket}/${key}`, { windowMs: o.windowMs }, () =>
+    o.client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ...(withChecksums ? { ChecksumAlgorithm: ChecksumAlgorithm.CRC32 } : {}) })),
+  );
+  const uploadId = created.UploadId;
+  if (uploadId === undefined) throw new Error(`CreateMultipartUpload ${bucket}/${key}: the store returned no upload id`);
+  liveUploads.add(uploadId);
+  const stop = new AbortController();
+  const done: CompletedPart[] = [];
+  const inFlight = new Set<Promise<void>>();
+  let failure: { err: unknown } | undefined;
+
+  const send = (n: number, data: Buffer): void => {
+    const p = retryOutage(`UploadPart ${n} of ${bucket}/${key}`, { windowMs: o.windowMs, signal: stop.signal }, () =>
+      o.client.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: n, Body: data, ContentLength: data.length })),
+    ).then(
+      (res) => {
+        if (res.ETag === undefined) throw new Error(`UploadPart ${n} of ${bucket}/${key}: the store returned no ETag`);
+        const { ETag, ChecksumCRC32, ChecksumCRC32C, ChecksumSHA1, ChecksumSHA256 } = res;
+        done.push({ PartNumber: n, ETag, ...(ChecksumCRC32 !== undefined ? { ChecksumCRC32 } : {}), ...(ChecksumCRC32C !== undefined ? { ChecksumCRC32C } : {}), ...(ChecksumSHA1 !== undefined ? { ChecksumSHA1 } : {}), ...(ChecksumSHA256 !== undefined ? { ChecksumSHA256 } : {}) });
+      },
+    ).catch((err: unknown) => {
+      failure ??= { err };
+      stop.abort();
+    }).finally(() => inFlight.delete(p));
+    inFlight.add(p);
+  };
+
+  try {
+    let n = 0;
+    for (const data of head) send(++n, data);
+    for (;;) {
+      while (inFlight.size >= o.queueSize && failure === undefined) await Promise.race(inFlight);
+      if (failure !== undefined) break;
+      const next = await rest.next();
+      if (next.done === true) break;
+      send(++n, next.value);
+    }
+    await Promise.all(inFlight);
+    if (failure !== undefined) throw failure.err;
+    done.sort((a, b) => (a.PartNumber ?? 0) - (b.PartNumber ?? 0));
+    await retryOutage(`CompleteMultipartUpload ${bucket}/${key}`, { windowMs: o.windowMs }, async (attempt) => {
+      try {
+        await o.client.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: done } }));
+      } catch (err) {
+        // A retry after an answer lost on the way back: the store finished the upload then.
+        if (attempt > 0 && errName(err) === 'NoSuchUpload' && (await objectThere(o.client, bucket, key, done.length))) return;
+        throw err;
+      }
+    });
+    liveUploads.delete(uploadId);
+  } catch (err) {
+    stop.abort();
+    await Promise.allSettled(inFlight);
+    await abort(o.client, bucket, key, uploadId, what);
+    throw err;
+  }
+}
+
+/** Whether `key` is a multipart object of `partCount` parts (what a completed upload leaves). */
+async function objectThere(client: S3Client, bucket: string, key: string, partCount: number): Promise<boolean> {
+  try {
+    const h = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+    return h.ETag?.replace(/"/g, '').endsWith(`-${partCount}`) === true;
+  } catch {
+    return false;
+  }
+}
+
+/** One try: during an outage it fails too, and the location's next sweep aborts the upload then. */
+async function abort(client: S3Client, bucket: string, key: string, uploadId: string, what: string): Promise<void> {
+  try {
+    await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }));
+    liveUploads.delete(uploadId);
+  } catch (err) {
+    liveUploads.delete(uploadId);
+    log.debug('could not abort the failed upload; a later sweep of the location aborts it', { upload: what, error: (err as Error).message });
+  }
+}
