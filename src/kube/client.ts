@@ -7,7 +7,7 @@ import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { backoff, sleep } from '../util/backoff.js';
 import { KubeError, errorFromResponse, errorFromStatus, isAlreadyExists, isNotFound, type RequestTarget, type Status } from './errors.js';
-import { OutageClock, classifyFailure, outageError } from './outage.js';
+import { classifyFailure, outageError } from './outage.js';
 import { PageSizer } from './pageSizer.js';
 import { createTokenBucket, type RateLimiter } from './rateLimiter.js';
 import { mergeDiscovery, type DiscoveredEntry, type GroupLists } from './discovery.js';
@@ -149,7 +149,7 @@ export interface DynamicClient {
   /** Any JSON request; the result is the parsed body. */
   request<T = unknown>(req: RawRequest): Promise<T>;
   /**
-   * The same client (one transport, one rate limit, one outage clock) with another outage timeout:
+   * The same client (one transport, one rate limit, one page sizer) with another outage timeout:
    * 0 for calls that must fail at once when the API is down (a start-up check, events).
    */
   withOutageTimeout(ms: number): DynamicClient;
@@ -352,7 +352,6 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
     }
   }
 
-  const outage = new OutageClock();
   const sizer = new PageSizer(opts.pageBytes ?? 0);
 
   /** Whether the apiserver itself answers: a 5xx of one request is an outage only when it does not. */
@@ -376,22 +375,21 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
     const bucket = rules.bucket ?? limiter;
     if (outageMs <= 0) return requestOnce<T>(req, bucket, rules.maxBytes, rules.onBytes);
     let maybeApplied = false;
+    let downSince: number | undefined;
     for (let attempt = 0; ; attempt++) {
       try {
-        const value = await requestOnce<T>(req, bucket, rules.maxBytes, rules.onBytes);
-        outage.up();
-        return value;
+        return await requestOnce<T>(req, bucket, rules.maxBytes, rules.onBytes);
       } catch (err) {
         if (req.signal?.aborted || err instanceof ResponseTooLarge) throw err;
         const kind = classifyFailure(err);
         if (kind === undefined || (kind === 'status' && (await apiserverAnswers(req.signal)))) {
-          outage.up();
           const settled = maybeApplied ? await rules.settled?.(err) : undefined;
           if (settled !== undefined) return settled.value;
           throw err;
         }
         if (kind !== 'unsent' && rules.once === true) throw err;
-        const downMs = outage.down();
+        downSince ??= Date.now();
+        const downMs = Date.now() - downSince;
         if (downMs >= outageMs) throw outageError(err as KubeError, outageMs);
         if (kind !== 'unsent') maybeApplied = true;
         await sleep(Math.min(backoff(attempt, { baseMs: 250, maxMs: 5000 }), outageMs - downMs), req.signal);

@@ -1,9 +1,9 @@
 // Riding out an unreachable Kubernetes API. A request that fails because the apiserver itself does
 // not answer (connection refused or reset, a timeout, 429, or a 5xx while /version fails too) is
 // retried with backoff until the API answers again or the outage has lasted the client's outage
-// timeout; then it fails naming the outage. The clock is the client's, not the request's: a run
-// whose requests follow each other during one outage fails once the outage, not each request, is
-// that old.
+// timeout; then it fails naming the outage. The clock is the request's, from its first failure: a
+// run that failed for an outage still gets its final status patch through once the API returns
+// within another timeout (a clock shared by the client would fail that patch at once).
 import { formatDuration } from '../util/duration.js';
 import { KubeError } from './errors.js';
 
@@ -25,25 +25,6 @@ export function classifyFailure(err: unknown): OutageFailure | undefined {
   if (err.status === 429) return 'unsent';
   if (err.status >= 500) return 'status';
   return undefined;
-}
-
-/** Tracks, for one client, since when the API has not answered. */
-export class OutageClock {
-  private downSince: number | undefined;
-
-  constructor(private readonly now: () => number = Date.now) {}
-
-  /** The API answered: any outage is over. */
-  up(): void {
-    this.downSince = undefined;
-  }
-
-  /** A request failed for an outage; returns how long the API has been unreachable. */
-  down(): number {
-    const t = this.now();
-    this.downSince ??= t;
-    return t - this.downSince;
-  }
 }
 
 /** The error a request ends with when the outage outlasted the timeout. */
