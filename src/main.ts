@@ -4,7 +4,7 @@
 // does not finish is marked Failed by its controller), stop plugins, release the lease, exit 0.
 import fs from 'node:fs';
 import path from 'node:path';
-import { KINDS, RESOURCES, crdName, type StowageKind } from './apis/v1/index.js';
+import { GROUP, KINDS, RESOURCES, crdName, type StowageKind } from './apis/v1/index.js';
 import { DEFAULT_CONFIG, type ServerConfig } from './config/index.js';
 import { backupController } from './controller/backup.js';
 import { backupStorageLocationController } from './controller/backupStorageLocation.js';
@@ -41,10 +41,11 @@ export async function runServer(opts: ServerOptions): Promise<number> {
   const logger = createServerLogger({ level: config.logLevel, format: config.logFormat });
   const kc = loadKubeConfig(config.kubeconfig === '' ? undefined : config.kubeconfig);
   // Every request of the controllers and their runs waits out an unreachable API for up to
-  // apiOutageTimeout (kube/outage.ts) rather than failing the run; list pages keep to clientPageBytes.
+  // apiOutageTimeout (kube/outage.ts) rather than failing the run, and status writes of our own
+  // resources as long as it takes; list pages keep to clientPageBytes.
   const client = createDynamicClient(kc, {
     qps: config.clientQps, burst: config.clientBurst, userAgent: `stowage/${SERVER_VERSION}`,
-    outageTimeoutMs: config.apiOutageTimeout, pageBytes: config.clientPageBytes,
+    outageTimeoutMs: config.apiOutageTimeout, pageBytes: config.clientPageBytes, recordGroups: [GROUP],
   });
   const namespace = config.namespace;
 

@@ -33,6 +33,13 @@ export interface ClientOptions {
    */
   outageTimeoutMs?: number;
   /**
+   * API groups whose objects are this program's own records (stowage.dev): their status writes (a
+   * run's final phase, "failed: the Kubernetes API was unreachable for 5m0s") wait out an outage
+   * however long it lasts, until their signal aborts, so a run that failed for an outage still says
+   * so once the API is back. Only under a positive outage timeout.
+   */
+  recordGroups?: readonly string[];
+  /**
    * listPages/listAll ask for pages that stop short of this many bytes, as well as of pageSize items;
    * <= 0 disables the byte budget. Default 0. See pageSizer.ts.
    */
@@ -418,6 +425,9 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
 
   // The methods, over `call` (request() under this view's outage timeout).
   function buildClient(outageMs: number, call: Call): DynamicClient {
+  const recordGroups = new Set(opts.recordGroups ?? []);
+  const isRecord = (res: ResourceRef): boolean => outageMs > 0 && recordGroups.has(res.group);
+  const recordCall: Call = <T>(req: RawRequest, rules?: RequestRules<T>) => request<T>(req, Infinity, rules);
   function writeQuery(o: WriteOptions | undefined): Record<string, string | undefined> {
     return { dryRun: o?.dryRun === true ? 'All' : undefined, fieldManager: o?.fieldManager };
   }
@@ -684,7 +694,7 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
     },
 
     patchStatus: <T>(res: ResourceRef, ns: string | undefined, name: string, mergePatch: unknown, o?: WriteOptions) =>
-      call<T>({
+      (isRecord(res) ? recordCall : call)<T>({
         method: 'PATCH',
         path: resourcePath(res, ns, name, 'status'),
         query: writeQuery(o),
@@ -695,7 +705,7 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
       }),
 
     replaceStatus: <T>(res: ResourceRef, ns: string | undefined, name: string, obj: object, o?: WriteOptions) =>
-      call<T>({
+      (isRecord(res) ? recordCall : call)<T>({
         method: 'PUT',
         path: resourcePath(res, ns, name, 'status'),
         query: writeQuery(o),

@@ -29,5 +29,6 @@ export function classifyFailure(err: unknown): OutageFailure | undefined {
 
 /** The error a request ends with when the outage outlasted the timeout. */
 export function outageError(last: KubeError, timeoutMs: number): KubeError {
-  return new KubeError(last.target, 0, 'APIUnreachable', `the Kubernetes API was unreachable for ${formatDuration(timeoutMs)}: ${last.apiMessage}`, undefined, last);
+  // No cause: the last error's text is in the message already, and error printers append causes.
+  return new KubeError(last.target, 0, 'APIUnreachable', `the Kubernetes API was unreachable for ${formatDuration(timeoutMs)}: ${last.apiMessage}`);
 }
