@@ -75,6 +75,24 @@ describe('outage retries', () => {
     expect((await got).metadata.name).toBe('a');
   });
 
+  it('lets status writes of its own records wait out an outage past the timeout; other writes fail at it', async () => {
+    const port = await fakeApiserver(() => undefined);
+    await new Promise((r) => servers.pop()?.close(r));
+    const c = clientFor(port, { outageTimeoutMs: 300, recordGroups: ['stowage.dev'] });
+    const backups = { group: 'stowage.dev', version: 'v1', resource: 'backups', namespaced: true };
+    const record = c.patchStatus<{ status: { phase: string } }>(backups, 'ns', 'b', { status: { phase: 'Failed' } });
+    await expect(c.patchStatus(CORE.pods, 'ns', 'p', { status: {} })).rejects.toThrow(/unreachable for 300ms/);
+    await new Promise((r) => setTimeout(r, 1200));
+    const srv = http.createServer((_req, res) => json(res, 200, { status: { phase: 'Failed' } }));
+    servers.push(srv);
+    await new Promise<void>((r) => srv.listen(port, '127.0.0.1', r));
+    expect((await record).status.phase).toBe('Failed');
+    // Without an outage timeout it fails at once like everything else.
+    await new Promise((r) => srv.close(r));
+    servers.pop();
+    await expect(clientFor(port, { recordGroups: ['stowage.dev'] }).patchStatus(backups, 'ns', 'b', {})).rejects.toThrow(/ECONNREFUSED/);
+  });
+
   it('retries a 5xx only while /version fails too: a broken aggregated API is not an outage', async () => {
     let versionUp = true;
     let calls = 0;
