@@ -100,7 +100,7 @@ describe('kube-apiserver restart', () => {
         const l = await client.get<Lease>(LEASES, 'watched', 'outage');
         return l.spec.holderIdentity === 'leader' && Date.parse(l.spec.renewTime ?? '') >= back - 1000 ? l : undefined;
       }, 20_000, 50);
-      process.stderr.write(`[outage] leader renewed ${Date.parse(renewed.spec.renewTime ?? '') - back} ms after the API was ready again\n`);
+      process.stderr.write(`[outage] leader renewed ${Date.parse(renewed.spec.renewTime ?? '') - back} ms after the test saw the API ready again (negative: before)\n`);
       // The follower, blind during the outage too, gives the leader a whole lease from the return.
       await new Promise((r) => setTimeout(r, timing.leaseDurationMs + 1000));
       expect(leader.isLeader()).toBe(true);
