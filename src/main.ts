@@ -4,7 +4,7 @@
 // does not finish is marked Failed by its controller), stop plugins, release the lease, exit 0.
 import fs from 'node:fs';
 import path from 'node:path';
-import { KINDS, RESOURCES, crdName, type StowageKind } from './apis/v1/index.js';
+import { GROUP, KINDS, RESOURCES, crdName, type StowageKind } from './apis/v1/index.js';
 import { DEFAULT_CONFIG, type ServerConfig } from './config/index.js';
 import { backupController } from './controller/backup.js';
 import { backupStorageLocationController } from './controller/backupStorageLocation.js';
@@ -41,13 +41,20 @@ export async function runServer(opts: ServerOptions): Promise<number> {
   const { config } = opts;
   const logger = createServerLogger({ level: config.logLevel, format: config.logFormat });
   const kc = loadKubeConfig(config.kubeconfig === '' ? undefined : config.kubeconfig);
-  const client = createDynamicClient(kc, { qps: config.clientQps, burst: config.clientBurst, userAgent: `stowage/${SERVER_VERSION}` });
+  // Every request of the controllers and their runs waits out an unreachable API for up to
+  // apiOutageTimeout (kube/outage.ts) rather than failing the run, and status writes of our own
+  // resources as long as it takes; list pages keep to clientPageBytes.
+  const client = createDynamicClient(kc, {
+    qps: config.clientQps, burst: config.clientBurst, userAgent: `stowage/${SERVER_VERSION}`,
+    outageTimeoutMs: config.apiOutageTimeout, pageBytes: config.clientPageBytes, recordGroups: [GROUP],
+  });
   const namespace = config.namespace;
 
-  // Fail at once, with the fix, when the CRDs are missing (rather than informers retrying forever).
+  // Fail at once, with the fix, when the CRDs are missing (rather than informers retrying forever);
+  // an API that does not answer at start-up fails at once too, so the pod restarts with backoff.
   for (const def of KINDS) {
     try {
-      await client.get(CUSTOM_RESOURCE_DEFINITIONS, undefined, crdName(def));
+      await client.withOutageTimeout(0).get(CUSTOM_RESOURCE_DEFINITIONS, undefined, crdName(def));
     } catch (err) {
       if (isNotFound(err)) {
         logger.error(`the CustomResourceDefinition ${crdName(def)} is not installed; install the CRDs first: kubectl apply -f deploy/crds/`);
@@ -102,7 +109,8 @@ export async function runServer(opts: ServerOptions): Promise<number> {
   const ctx: ControllerContext = {
     config, namespace, client, logger, metrics, plugins, spool, clock: systemClock, runLogDir, scratchDir,
     serverVersion: SERVER_VERSION,
-    events: createEventRecorder(client, { onError: (err) => logger.debug(`could not record an event: ${errorMessage(err)}`) }),
+    // Events are best effort: one that cannot be sent now is dropped, not held through an outage.
+    events: createEventRecorder(client.withOutageTimeout(0), { onError: (err) => logger.debug(`could not record an event: ${errorMessage(err)}`) }),
     informer, shutdown: shutdown.signal, runs: createRunRegistry(),
   };
   const factories: ControllerFactory[] = [
@@ -149,10 +157,12 @@ export async function runServer(opts: ServerOptions): Promise<number> {
         }
         signal.addEventListener('abort', () => {
           if (shutdown.signal.aborted) return;
-          // A leader that lost its lease stops at once; a new process starts as a follower.
+          // A leader that lost its lease (another holder took it: an outage alone does not end
+          // leadership, see runtime/leaderElection.ts) stops at once; a new process starts as a follower.
           lostLeadership = true;
-          logger.error('lost the leader lease: stopping all work now');
-          for (const r of ctx.runs.list()) r.abort('this server lost its leadership lease');
+          const why = errorMessage(signal.reason).replace(/^leadership of .*? lost: /, '');
+          logger.error(`lost the leader lease (${why}): stopping all work now`);
+          for (const r of ctx.runs.list()) r.abort(`this server lost its leadership lease: ${why}`);
           void stopControllers(0).then(() => terminate(1));
         }, { once: true });
       },

@@ -6,7 +6,9 @@ import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { backoff, sleep } from '../util/backoff.js';
-import { KubeError, errorFromResponse, errorFromStatus, type RequestTarget, type Status } from './errors.js';
+import { KubeError, errorFromResponse, errorFromStatus, isAlreadyExists, isNotFound, type RequestTarget, type Status } from './errors.js';
+import { classifyFailure, outageError } from './outage.js';
+import { PageSizer } from './pageSizer.js';
 import { createTokenBucket, type RateLimiter } from './rateLimiter.js';
 import { mergeDiscovery, type DiscoveredEntry, type GroupLists } from './discovery.js';
 import { apiVersionOf, groupResourceOf, resourcePath, type ApiResource, type KubeObject, type ResourceRef } from './resources.js';
@@ -25,6 +27,23 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Observes every completed request (for metrics). status is 0 when no response arrived. */
   onRequest?: (info: { verb: string; resource: string; status: number; durationMs: number }) => void;
+  /**
+   * While the apiserver does not answer (see outage.ts), requests other than watches retry with
+   * backoff for up to this long, then fail naming the outage. Default 0: they fail at once.
+   */
+  outageTimeoutMs?: number;
+  /**
+   * API groups whose objects are this program's own records (stowage.dev): their status writes (a
+   * run's final phase, "failed: the Kubernetes API was unreachable for 5m0s") wait out an outage
+   * however long it lasts, until their signal aborts, so a run that failed for an outage still says
+   * so once the API is back. Only under a positive outage timeout.
+   */
+  recordGroups?: readonly string[];
+  /**
+   * listPages/listAll ask for pages that stop short of this many bytes, as well as of pageSize items;
+   * <= 0 disables the byte budget. Default 0. See pageSizer.ts.
+   */
+  pageBytes?: number;
 }
 
 export interface ListOptions {
@@ -136,6 +155,11 @@ export interface DynamicClient {
   version(): Promise<ServerVersion>;
   /** Any JSON request; the result is the parsed body. */
   request<T = unknown>(req: RawRequest): Promise<T>;
+  /**
+   * The same client (one transport, one rate limit, one page sizer) with another outage timeout:
+   * 0 for calls that must fail at once when the API is down (a start-up check, events).
+   */
+  withOutageTimeout(ms: number): DynamicClient;
   /** Closes idle keep-alive sockets. The client stays usable. */
   close(): void;
 }
@@ -160,6 +184,21 @@ interface RawResponse {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: string;
+  /** Size of the body on the wire. */
+  bytes: number;
+}
+
+/** How one request is sent and retried (see request() in createDynamicClient). */
+interface RequestRules<T> {
+  bucket?: RateLimiter;
+  /** A response body past this many bytes is cut off (ResponseTooLarge). */
+  maxBytes?: number;
+  /** Told the size of the body that answered. */
+  onBytes?: (bytes: number) => void;
+  /** Must not be applied twice: retried in an outage only when it provably never reached the server. */
+  once?: boolean;
+  /** For a retry's error after an attempt that may have been applied: the result that attempt had. */
+  settled?: (err: unknown) => Promise<{ value: T } | undefined>;
 }
 
 function targetOf(verb: string, res: ResourceRef, namespace?: string, name?: string): RequestTarget {
@@ -189,7 +228,8 @@ function isRetryableSocketError(err: unknown, reused: boolean): boolean {
 export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): DynamicClient {
   const cluster = kc.getCurrentCluster();
   if (cluster === null) throw new Error(`kubeconfig has no cluster for context "${kc.getCurrentContext()}"`);
-  const base = new URL(cluster.server);
+  const server = cluster.server;
+  const base = new URL(server);
   const basePath = base.pathname.replace(/\/+$/, '');
   let transportP: Promise<Transport> | undefined;
   let transportNow: Transport | undefined;
@@ -227,7 +267,7 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
     return headers;
   }
 
-  async function send(req: RawRequest, headers: Record<string, string>, body: string | undefined): Promise<RawResponse> {
+  async function send(req: RawRequest, headers: Record<string, string>, body: string | undefined, maxBytes: number): Promise<RawResponse> {
     const transport = await getTransport();
     return new Promise((resolve, reject) => {
       const r = transport.mod.request(
@@ -242,9 +282,22 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
           signal: req.signal,
         },
         (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+          let chunks: Buffer[] = [];
+          let bytes = 0;
+          res.on('data', (c: Buffer) => {
+            bytes += c.length;
+            chunks.push(c);
+            if (bytes > maxBytes && (res.statusCode ?? 0) < 300) {
+              chunks = [];
+              r.destroy(new ResponseTooLarge(maxBytes));
+            }
+          });
+          res.on('end', () => {
+            const all = Buffer.concat(chunks, bytes);
+            // The chunks go before the text is made: the body is held once as bytes, then once as text.
+            chunks = [];
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, body: all.toString('utf8'), bytes });
+          });
           res.on('error', reject);
         },
       );
@@ -254,7 +307,8 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
     });
   }
 
-  async function request<T>(req: RawRequest, bucket: RateLimiter = limiter): Promise<T> {
+  /** One request, with the socket, auth and throttling retries; no outage retry (see request). */
+  async function requestOnce<T>(req: RawRequest, bucket: RateLimiter = limiter, maxBytes = Infinity, onBytes?: (bytes: number) => void): Promise<T> {
     const target = req.target ?? { verb: req.method.toLowerCase(), resource: req.path };
     const body = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
     let refreshed = false;
@@ -272,10 +326,10 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
       const t0 = performance.now();
       let res: RawResponse;
       try {
-        res = await send(req, headers, body);
+        res = await send(req, headers, body, maxBytes);
       } catch (err) {
         opts.onRequest?.({ verb: target.verb, resource: target.resource, status: 0, durationMs: performance.now() - t0 });
-        if (req.signal?.aborted) throw err;
+        if (req.signal?.aborted || err instanceof ResponseTooLarge) throw err;
         if (attempt < 2 && isRetryableSocketError(err, (err as { reusedSocket?: boolean }).reusedSocket === true)) continue;
         const code = (err as { code?: string }).code;
         throw new KubeError(target, 0, code ?? 'NetworkError', `cannot reach the apiserver at ${cluster?.server}: ${(err as Error).message}`, undefined, err);
@@ -295,6 +349,7 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
         }
       }
       if (res.status >= 400 || res.status < 200) throw errorFromResponse(target, res.status, res.body);
+      onBytes?.(res.bytes);
       if (res.body === '') return undefined as T;
       try {
         return JSON.parse(res.body) as T;
@@ -304,265 +359,383 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
     }
   }
 
-  function writeQuery(o: WriteOptions | undefined): Record<string, string | undefined> {
-    return { dryRun: o?.dryRun === true ? 'All' : undefined, fieldManager: o?.fieldManager };
-  }
+  const sizer = new PageSizer(opts.pageBytes ?? 0);
 
-  async function list<T>(res: ResourceRef, o: ListOptions = {}): Promise<ListPage<T>> {
-    const body = await request<{ apiVersion?: string; kind?: string; metadata?: { continue?: string; resourceVersion?: string }; items?: T[] }>({
-      method: 'GET',
-      path: resourcePath(res, o.namespace),
-      query: { labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, limit: o.limit, continue: o.continue, resourceVersion: o.resourceVersion },
-      target: targetOf('list', res, o.namespace),
-      signal: o.signal,
-    });
-    const items = body.items ?? [];
-    // Items of built-in lists come without apiVersion/kind; fill them in so every item is self-describing.
-    const kind = body.kind?.replace(/List$/, '');
-    for (const item of items as KubeObject[]) {
-      if (item.apiVersion === undefined && body.apiVersion !== undefined) item.apiVersion = body.apiVersion;
-      if (item.kind === undefined && kind !== undefined) item.kind = kind;
-    }
-    const cont = body.metadata?.continue;
-    return { items, continue: cont === undefined || cont === '' ? undefined : cont, resourceVersion: body.metadata?.resourceVersion ?? '' };
-  }
-
-  async function* listPages<T>(res: ResourceRef, o: ListOptions & { pageSize?: number } = {}): AsyncGenerator<ListPage<T>> {
-    let cont = o.continue;
-    do {
-      const page = await list<T>(res, { ...o, limit: o.pageSize ?? o.limit ?? 500, continue: cont });
-      yield page;
-      cont = page.continue;
-    } while (cont !== undefined);
-  }
-
-  async function* watch<T>(res: ResourceRef, o: WatchOptions = {}): AsyncGenerator<WatchEvent<T>> {
-    const target = targetOf('watch', res, o.namespace);
-    await limiter.take(o.signal);
-    const headers = { ...(await authHeaders()), Accept: 'application/json', 'User-Agent': userAgent };
-    const timeoutSeconds = o.timeoutSeconds ?? Math.floor(300 + Math.random() * 300);
-    const query = {
-      watch: 'true',
-      resourceVersion: o.resourceVersion,
-      labelSelector: o.labelSelector,
-      fieldSelector: o.fieldSelector,
-      allowWatchBookmarks: o.allowWatchBookmarks === false ? undefined : 'true',
-      timeoutSeconds,
-    };
-    const controller = new AbortController();
-    const onAbort = (): void => controller.abort();
-    o.signal?.addEventListener('abort', onAbort, { once: true });
-    let req: http.ClientRequest | undefined;
+  /** Whether the apiserver itself answers: a 5xx of one request is an outage only when it does not. */
+  async function apiserverAnswers(signal: AbortSignal | undefined): Promise<boolean> {
     try {
-      const transport = await getTransport();
-      const res0 = await new Promise<http.IncomingMessage>((resolve, reject) => {
-        req = transport.mod.request(
-          {
-            protocol: base.protocol,
-            hostname: base.hostname,
-            port: base.port,
-            path: basePath + resourcePath(res, o.namespace) + buildQuery(query),
-            method: 'GET',
-            agent: transport.watchAgent,
-            headers,
-            signal: controller.signal,
-          },
-          resolve,
-        );
-        req.on('error', reject);
-        // Nothing at all for longer than the server-side timeout plus slack means the connection is dead.
-        req.setTimeout((timeoutSeconds + 30) * 1000, () => req?.destroy(new Error('watch connection idle')));
-        req.on('socket', (s) => s.setKeepAlive(true, 15_000));
-        req.end();
-      }).catch((err: unknown) => {
-        throw new KubeError(target, 0, (err as { code?: string }).code ?? 'NetworkError', `cannot reach the apiserver at ${cluster?.server}: ${(err as Error).message}`, undefined, err);
-      });
-      if (res0.statusCode !== 200) {
-        const chunks: Buffer[] = [];
-        for await (const c of res0) chunks.push(c as Buffer);
-        if (res0.statusCode === 401) auth = undefined;
-        throw errorFromResponse(target, res0.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'));
-      }
-      let buf = '';
-      try {
-        for await (const chunk of res0) {
-          buf += (chunk as Buffer).toString('utf8');
-          let nl: number;
-          while ((nl = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, nl).trim();
-            buf = buf.slice(nl + 1);
-            if (line === '') continue;
-            const ev = JSON.parse(line) as { type: WatchEventType | 'ERROR'; object: unknown };
-            if (ev.type === 'ERROR') throw errorFromStatus(target, ev.object as Status);
-            yield { type: ev.type, object: ev.object as T };
-          }
-        }
-      } catch (err) {
-        if (err instanceof KubeError || o.signal?.aborted) throw err;
-        throw new KubeError(target, 0, (err as { code?: string }).code ?? 'WatchBroken', `watch stream broke: ${(err as Error).message}`, undefined, err);
-      }
-    } finally {
-      o.signal?.removeEventListener('abort', onAbort);
-      const r = req as http.ClientRequest | undefined;
-      if (r !== undefined && !r.destroyed) r.destroy();
+      const probe = AbortSignal.timeout(Math.min(timeoutMs, 10_000));
+      await requestOnce({ method: 'GET', path: '/version', target: { verb: 'get', resource: '/version' }, signal: signal === undefined ? probe : AbortSignal.any([signal, probe]) }, discoveryLimiter);
+      return true;
+    } catch {
+      return false;
     }
   }
 
-  async function groupVersionResources(group: string, version: string): Promise<DiscoveredEntry[]> {
-    const path = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;
-    const rl = await request<{ resources?: DiscoveredEntry[] }>({ method: 'GET', path, target: { verb: 'discover', resource: apiVersionOf({ group, version }) } }, discoveryLimiter);
-    return rl.resources ?? [];
+  /**
+   * A request under an outage timeout (see outage.ts). `once`: the request must not be applied twice
+   * (a create with generateName, a JSON patch), so it is retried only when it provably never reached
+   * the server. `settled`: for a retry's error after an attempt that may have been applied, the
+   * result that attempt had (a create that answers AlreadyExists for the object it made itself).
+   */
+  async function request<T>(req: RawRequest, outageMs: number, rules: RequestRules<T> = {}): Promise<T> {
+    const bucket = rules.bucket ?? limiter;
+    if (outageMs <= 0) return requestOnce<T>(req, bucket, rules.maxBytes, rules.onBytes);
+    let maybeApplied = false;
+    let downSince: number | undefined;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await requestOnce<T>(req, bucket, rules.maxBytes, rules.onBytes);
+      } catch (err) {
+        if (req.signal?.aborted || err instanceof ResponseTooLarge) throw err;
+        const kind = classifyFailure(err);
+        if (kind === undefined || (kind === 'status' && (await apiserverAnswers(req.signal)))) {
+          const settled = maybeApplied ? await rules.settled?.(err) : undefined;
+          if (settled !== undefined) return settled.value;
+          throw err;
+        }
+        if (kind !== 'unsent' && rules.once === true) throw err;
+        downSince ??= Date.now();
+        const downMs = Date.now() - downSince;
+        if (downMs >= outageMs) throw outageError(err as KubeError, outageMs);
+        if (kind !== 'unsent') maybeApplied = true;
+        await sleep(Math.min(backoff(attempt, { baseMs: 250, maxMs: 5000 }), outageMs - downMs), req.signal);
+      }
+    }
   }
 
-  const client: DynamicClient = {
-    server: cluster.server,
-    request: (req) => request(req),
+  /**
+   * Whether `obj`, found by a create retried after an attempt that may have been applied, is the one
+   * that attempt made: created by this client's field manager no earlier than the first attempt
+   * (creationTimestamp has whole seconds). Without managedFields (disabled on the server) the time alone decides.
+   */
+  function madeByUs(obj: KubeObject, manager: string, since: number): boolean {
+    const meta = obj.metadata as { creationTimestamp?: string; managedFields?: { manager?: string; operation?: string }[] } | undefined;
+    const created = Date.parse(meta?.creationTimestamp ?? '');
+    if (!(created >= Math.floor(since / 1000) * 1000 - 1000)) return false;
+    const fields = meta?.managedFields;
+    return fields === undefined || fields.some((f) => f.operation === 'Create' && f.manager === manager);
+  }
 
-    async discover(o: DiscoverOptions = {}): Promise<ApiResource[]> {
-      const fail = (gv: string, err: unknown): void => {
-        const kerr = err instanceof KubeError ? err : new KubeError({ verb: 'discover', resource: gv }, 0, 'Unknown', String(err));
-        if (o.onGroupError === undefined) throw kerr;
-        o.onGroupError(gv, kerr);
+  function makeClient(outageMs: number): DynamicClient {
+    return buildClient(outageMs, <T>(req: RawRequest, rules?: RequestRules<T>) => request<T>(req, outageMs, rules));
+  }
+
+  type Call = <T>(req: RawRequest, rules?: RequestRules<T>) => Promise<T>;
+
+  // The methods, over `call` (request() under this view's outage timeout).
+  function buildClient(outageMs: number, call: Call): DynamicClient {
+    const recordGroups = new Set(opts.recordGroups ?? []);
+    const isRecord = (res: ResourceRef): boolean => outageMs > 0 && recordGroups.has(res.group);
+    const recordCall: Call = <T>(req: RawRequest, rules?: RequestRules<T>) => request<T>(req, Infinity, rules);
+    function writeQuery(o: WriteOptions | undefined): Record<string, string | undefined> {
+      return { dryRun: o?.dryRun === true ? 'All' : undefined, fieldManager: o?.fieldManager };
+    }
+
+    async function list<T>(res: ResourceRef, o: ListOptions = {}): Promise<ListPage<T>> {
+      return (await listSized<T>(res, o, Infinity)).page;
+    }
+
+    /** One page, cut off (ResponseTooLarge) past maxBytes; with the body's size. */
+    async function listSized<T>(res: ResourceRef, o: ListOptions, maxBytes: number): Promise<{ page: ListPage<T>; bytes: number }> {
+      let bytes = 0;
+      const body = await call<{ apiVersion?: string; kind?: string; metadata?: { continue?: string; resourceVersion?: string }; items?: T[] }>({
+        method: 'GET',
+        path: resourcePath(res, o.namespace),
+        query: { labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, limit: o.limit, continue: o.continue, resourceVersion: o.resourceVersion },
+        target: targetOf('list', res, o.namespace),
+        signal: o.signal,
+      }, { maxBytes, onBytes: (n) => (bytes = n) });
+      const items = body.items ?? [];
+      // Items of built-in lists come without apiVersion/kind; fill them in so every item is self-describing.
+      const kind = body.kind?.replace(/List$/, '');
+      for (const item of items as KubeObject[]) {
+        if (item.apiVersion === undefined && body.apiVersion !== undefined) item.apiVersion = body.apiVersion;
+        if (item.kind === undefined && kind !== undefined) item.kind = kind;
+      }
+      const cont = body.metadata?.continue;
+      return { page: { items, continue: cont === undefined || cont === '' ? undefined : cont, resourceVersion: body.metadata?.resourceVersion ?? '' }, bytes };
+    }
+
+    async function* listPages<T>(res: ResourceRef, o: ListOptions & { pageSize?: number } = {}): AsyncGenerator<ListPage<T>> {
+      const maxItems = o.pageSize ?? o.limit ?? 500;
+      // pageSize 0 asks for everything at once (paging disabled), and so does no byte budget then.
+      const pages = maxItems > 0 ? sizer.listing(groupResourceOf(res), maxItems) : undefined;
+      let cont = o.continue;
+      do {
+        const limit = pages?.limit() ?? maxItems;
+        let sized: { page: ListPage<T>; bytes: number };
+        try {
+          sized = await listSized<T>(res, { ...o, limit, continue: cont }, limit > 1 ? sizer.cutoff : Infinity);
+        } catch (err) {
+          if (!(err instanceof ResponseTooLarge) || pages === undefined) throw err;
+          pages.overflowed(limit);
+          continue;
+        }
+        pages?.observe(sized.bytes, sized.page.items.length);
+        yield sized.page;
+        cont = sized.page.continue;
+      } while (cont !== undefined);
+    }
+
+    async function* watch<T>(res: ResourceRef, o: WatchOptions = {}): AsyncGenerator<WatchEvent<T>> {
+      const target = targetOf('watch', res, o.namespace);
+      await limiter.take(o.signal);
+      const headers = { ...(await authHeaders()), Accept: 'application/json', 'User-Agent': userAgent };
+      const timeoutSeconds = o.timeoutSeconds ?? Math.floor(300 + Math.random() * 300);
+      const query = {
+        watch: 'true',
+        resourceVersion: o.resourceVersion,
+        labelSelector: o.labelSelector,
+        fieldSelector: o.fieldSelector,
+        allowWatchBookmarks: o.allowWatchBookmarks === false ? undefined : 'true',
+        timeoutSeconds,
       };
-      const [core, groups] = await Promise.all([
-        request<{ versions?: string[] }>({ method: 'GET', path: '/api', target: { verb: 'discover', resource: '/api' } }, discoveryLimiter),
-        request<{ groups?: { name: string; preferredVersion?: { version: string }; versions?: { version: string }[] }[] }>({
-          method: 'GET',
-          path: '/apis',
-          target: { verb: 'discover', resource: '/apis' },
-        }, discoveryLimiter),
-      ]);
-      // Every version of every group, not only the preferred one: a resource may be served only at
-      // another version (cronjobs at batch/v1beta1 while batch prefers v1 on 1.20). All lists are
-      // fetched at once, one GET each, as the preferred ones alone were.
-      const coreVersion = core.versions?.includes('v1') ? 'v1' : core.versions?.[0];
-      const wanted: { group: string; preferred: string | undefined; versions: string[] }[] = [];
-      if (coreVersion !== undefined) wanted.push({ group: '', preferred: coreVersion, versions: [coreVersion] });
-      for (const g of groups.groups ?? []) {
-        const versions = (g.versions ?? []).map((v) => v.version);
-        const preferred = g.preferredVersion?.version ?? versions[0];
-        if (preferred !== undefined && !versions.includes(preferred)) versions.unshift(preferred);
-        wanted.push({ group: g.name, preferred, versions });
-      }
-      const lists: GroupLists[] = await Promise.all(
-        wanted.map(async (g) => ({
-          group: g.group,
-          preferred: g.preferred,
-          lists: (
-            await Promise.all(
-              g.versions.map(async (version) => {
-                try {
-                  return { version, resources: await groupVersionResources(g.group, version) };
-                } catch (err) {
-                  // A 404 means the group version went away between /apis and this GET (a CRD just
-                  // deleted) or is not served yet (one just created): it serves nothing to read now.
-                  // An aggregated API that is down answers 503, and that is a failure.
-                  if (err instanceof KubeError && err.status === 404) return undefined;
-                  fail(apiVersionOf({ group: g.group, version }), err);
-                  return undefined;
-                }
-              }),
-            )
-          ).filter((l) => l !== undefined),
-        })),
-      );
-      return mergeDiscovery(lists);
-    },
-
-    async serves(ref: { group: string; version: string; resource: string }): Promise<boolean> {
+      const controller = new AbortController();
+      const onAbort = (): void => controller.abort();
+      o.signal?.addEventListener('abort', onAbort, { once: true });
+      let req: http.ClientRequest | undefined;
       try {
-        return (await groupVersionResources(ref.group, ref.version)).some((r) => r.name === ref.resource);
-      } catch (err) {
-        if (err instanceof KubeError && err.status === 404) return false;
-        throw err;
+        const transport = await getTransport();
+        const res0 = await new Promise<http.IncomingMessage>((resolve, reject) => {
+          req = transport.mod.request(
+            {
+              protocol: base.protocol,
+              hostname: base.hostname,
+              port: base.port,
+              path: basePath + resourcePath(res, o.namespace) + buildQuery(query),
+              method: 'GET',
+              agent: transport.watchAgent,
+              headers,
+              signal: controller.signal,
+            },
+            resolve,
+          );
+          req.on('error', reject);
+          // Nothing at all for longer than the server-side timeout plus slack means the connection is dead.
+          req.setTimeout((timeoutSeconds + 30) * 1000, () => req?.destroy(new Error('watch connection idle')));
+          req.on('socket', (s) => s.setKeepAlive(true, 15_000));
+          req.end();
+        }).catch((err: unknown) => {
+          throw new KubeError(target, 0, (err as { code?: string }).code ?? 'NetworkError', `cannot reach the apiserver at ${cluster?.server}: ${(err as Error).message}`, undefined, err);
+        });
+        if (res0.statusCode !== 200) {
+          const chunks: Buffer[] = [];
+          for await (const c of res0) chunks.push(c as Buffer);
+          if (res0.statusCode === 401) auth = undefined;
+          throw errorFromResponse(target, res0.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'));
+        }
+        let buf = '';
+        try {
+          for await (const chunk of res0) {
+            buf += (chunk as Buffer).toString('utf8');
+            let nl: number;
+            while ((nl = buf.indexOf('\n')) >= 0) {
+              const line = buf.slice(0, nl).trim();
+              buf = buf.slice(nl + 1);
+              if (line === '') continue;
+              const ev = JSON.parse(line) as { type: WatchEventType | 'ERROR'; object: unknown };
+              if (ev.type === 'ERROR') throw errorFromStatus(target, ev.object as Status);
+              yield { type: ev.type, object: ev.object as T };
+            }
+          }
+        } catch (err) {
+          if (err instanceof KubeError || o.signal?.aborted) throw err;
+          throw new KubeError(target, 0, (err as { code?: string }).code ?? 'WatchBroken', `watch stream broke: ${(err as Error).message}`, undefined, err);
+        }
+      } finally {
+        o.signal?.removeEventListener('abort', onAbort);
+        const r = req as http.ClientRequest | undefined;
+        if (r !== undefined && !r.destroyed) r.destroy();
       }
-    },
+    }
 
-    list,
-    listPages,
+    async function groupVersionResources(group: string, version: string): Promise<DiscoveredEntry[]> {
+      const path = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;
+      const rl = await call<{ resources?: DiscoveredEntry[] }>({ method: 'GET', path, target: { verb: 'discover', resource: apiVersionOf({ group, version }) } }, { bucket: discoveryLimiter });
+      return rl.resources ?? [];
+    }
 
-    async listAll<T>(res: ResourceRef, o: ListOptions & { pageSize?: number } = {}): Promise<{ items: T[]; resourceVersion: string }> {
-      const items: T[] = [];
-      let resourceVersion: string | undefined;
-      for await (const page of listPages<T>(res, o)) {
-        resourceVersion ??= page.resourceVersion;
-        items.push(...page.items);
-      }
-      return { items, resourceVersion: resourceVersion ?? '' };
-    },
+    const client: DynamicClient = {
+      server,
+      // A raw POST may create something: retried only when it provably never reached the server.
+      request: (req) => call(req, { once: req.method === 'POST' }),
 
-    get: <T>(res: ResourceRef, ns: string | undefined, name: string, o?: { signal?: AbortSignal }) =>
-      request<T>({ method: 'GET', path: resourcePath(res, ns, name), target: targetOf('get', res, ns, name), signal: o?.signal }),
+      async discover(o: DiscoverOptions = {}): Promise<ApiResource[]> {
+        const fail = (gv: string, err: unknown): void => {
+          const kerr = err instanceof KubeError ? err : new KubeError({ verb: 'discover', resource: gv }, 0, 'Unknown', String(err));
+          if (o.onGroupError === undefined) throw kerr;
+          o.onGroupError(gv, kerr);
+        };
+        const [core, groups] = await Promise.all([
+          call<{ versions?: string[] }>({ method: 'GET', path: '/api', target: { verb: 'discover', resource: '/api' } }, { bucket: discoveryLimiter }),
+          call<{ groups?: { name: string; preferredVersion?: { version: string }; versions?: { version: string }[] }[] }>({
+            method: 'GET',
+            path: '/apis',
+            target: { verb: 'discover', resource: '/apis' },
+          }, { bucket: discoveryLimiter }),
+        ]);
+        // Every version of every group, not only the preferred one: a resource may be served only at
+        // another version (cronjobs at batch/v1beta1 while batch prefers v1 on 1.20). All lists are
+        // fetched at once, one GET each, as the preferred ones alone were.
+        const coreVersion = core.versions?.includes('v1') ? 'v1' : core.versions?.[0];
+        const wanted: { group: string; preferred: string | undefined; versions: string[] }[] = [];
+        if (coreVersion !== undefined) wanted.push({ group: '', preferred: coreVersion, versions: [coreVersion] });
+        for (const g of groups.groups ?? []) {
+          const versions = (g.versions ?? []).map((v) => v.version);
+          const preferred = g.preferredVersion?.version ?? versions[0];
+          if (preferred !== undefined && !versions.includes(preferred)) versions.unshift(preferred);
+          wanted.push({ group: g.name, preferred, versions });
+        }
+        const lists: GroupLists[] = await Promise.all(
+          wanted.map(async (g) => ({
+            group: g.group,
+            preferred: g.preferred,
+            lists: (
+              await Promise.all(
+                g.versions.map(async (version) => {
+                  try {
+                    return { version, resources: await groupVersionResources(g.group, version) };
+                  } catch (err) {
+                    // A 404 means the group version went away between /apis and this GET (a CRD just
+                    // deleted) or is not served yet (one just created): it serves nothing to read now.
+                    // An aggregated API that is down answers 503, and that is a failure.
+                    if (err instanceof KubeError && err.status === 404) return undefined;
+                    fail(apiVersionOf({ group: g.group, version }), err);
+                    return undefined;
+                  }
+                }),
+              )
+            ).filter((l) => l !== undefined),
+          })),
+        );
+        return mergeDiscovery(lists);
+      },
 
-    create: <T>(res: ResourceRef, ns: string | undefined, obj: object, o?: WriteOptions) =>
-      request<T>({
-        method: 'POST',
-        path: resourcePath(res, ns),
-        query: writeQuery(o),
-        body: obj,
-        target: targetOf('create', res, ns, (obj as KubeObject).metadata?.name),
-        signal: o?.signal,
-      }),
+      async serves(ref: { group: string; version: string; resource: string }): Promise<boolean> {
+        try {
+          return (await groupVersionResources(ref.group, ref.version)).some((r) => r.name === ref.resource);
+        } catch (err) {
+          if (err instanceof KubeError && err.status === 404) return false;
+          throw err;
+        }
+      },
 
-    replace: <T>(res: ResourceRef, ns: string | undefined, name: string, obj: object, o?: WriteOptions) =>
-      request<T>({ method: 'PUT', path: resourcePath(res, ns, name), query: writeQuery(o), body: obj, target: targetOf('update', res, ns, name), signal: o?.signal }),
+      list,
+      listPages,
 
-    patch: <T>(res: ResourceRef, ns: string | undefined, name: string, patch: unknown, type: PatchType, o?: PatchOptions) =>
-      request<T>({
-        method: 'PATCH',
-        path: resourcePath(res, ns, name),
-        query: { ...writeQuery(o), force: type === 'apply' && o?.force === true ? 'true' : undefined, fieldManager: o?.fieldManager ?? (type === 'apply' ? userAgent : undefined) },
-        body: JSON.stringify(patch),
-        contentType: PATCH_CONTENT_TYPES[type],
-        target: targetOf('patch', res, ns, name),
-        signal: o?.signal,
-      }),
+      async listAll<T>(res: ResourceRef, o: ListOptions & { pageSize?: number } = {}): Promise<{ items: T[]; resourceVersion: string }> {
+        const items: T[] = [];
+        let resourceVersion: string | undefined;
+        for await (const page of listPages<T>(res, o)) {
+          resourceVersion ??= page.resourceVersion;
+          items.push(...page.items);
+        }
+        return { items, resourceVersion: resourceVersion ?? '' };
+      },
 
-    async delete(res: ResourceRef, ns: string | undefined, name: string, o?: DeleteOptions): Promise<void> {
-      const body: Record<string, unknown> = {};
-      if (o?.propagationPolicy !== undefined) body.propagationPolicy = o.propagationPolicy;
-      if (o?.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = o.gracePeriodSeconds;
-      if (o?.preconditions !== undefined) body.preconditions = o.preconditions;
-      if (o?.dryRun === true) body.dryRun = ['All'];
-      await request({
-        method: 'DELETE',
-        path: resourcePath(res, ns, name),
-        body: Object.keys(body).length > 0 ? body : undefined,
-        target: targetOf('delete', res, ns, name),
-        signal: o?.signal,
-      });
-    },
+      get: <T>(res: ResourceRef, ns: string | undefined, name: string, o?: { signal?: AbortSignal }) =>
+        call<T>({ method: 'GET', path: resourcePath(res, ns, name), target: targetOf('get', res, ns, name), signal: o?.signal }),
 
-    patchStatus: <T>(res: ResourceRef, ns: string | undefined, name: string, mergePatch: unknown, o?: WriteOptions) =>
-      request<T>({
-        method: 'PATCH',
-        path: resourcePath(res, ns, name, 'status'),
-        query: writeQuery(o),
-        body: JSON.stringify(mergePatch),
-        contentType: PATCH_CONTENT_TYPES.merge,
-        target: targetOf('patch status of', res, ns, name),
-        signal: o?.signal,
-      }),
+      create<T>(res: ResourceRef, ns: string | undefined, obj: object, o?: WriteOptions): Promise<T> {
+        const name = (obj as KubeObject).metadata?.name;
+        const since = Date.now();
+        // The apiserver names the manager of a create after the User-Agent's product ("stowage/0.1.0" -> "stowage").
+        const manager = o?.fieldManager ?? userAgent.split('/')[0] ?? userAgent;
+        const named = name !== undefined && name !== '';
+        return call<T>({
+          method: 'POST',
+          path: resourcePath(res, ns),
+          query: writeQuery(o),
+          body: obj,
+          target: targetOf('create', res, ns, name),
+          signal: o?.signal,
+        }, {
+          // A create under generateName cannot tell its own object from another: never sent twice.
+          // A dry run persists nothing, so it may always be repeated.
+          once: !named && o?.dryRun !== true,
+          settled: async (err) => {
+            if (!named || o?.dryRun === true || !isAlreadyExists(err)) return undefined;
+            const found = await requestOnce<KubeObject>({ method: 'GET', path: resourcePath(res, ns, name), target: targetOf('get', res, ns, name), signal: o?.signal }).catch(() => undefined);
+            return found !== undefined && madeByUs(found, manager, since) ? { value: found as T } : undefined;
+          },
+        });
+      },
 
-    replaceStatus: <T>(res: ResourceRef, ns: string | undefined, name: string, obj: object, o?: WriteOptions) =>
-      request<T>({
-        method: 'PUT',
-        path: resourcePath(res, ns, name, 'status'),
-        query: writeQuery(o),
-        body: obj,
-        target: targetOf('update status of', res, ns, name),
-        signal: o?.signal,
-      }),
+      replace: <T>(res: ResourceRef, ns: string | undefined, name: string, obj: object, o?: WriteOptions) =>
+        call<T>({ method: 'PUT', path: resourcePath(res, ns, name), query: writeQuery(o), body: obj, target: targetOf('update', res, ns, name), signal: o?.signal }),
 
-    watch,
+      patch: <T>(res: ResourceRef, ns: string | undefined, name: string, patch: unknown, type: PatchType, o?: PatchOptions) =>
+        call<T>({
+          method: 'PATCH',
+          path: resourcePath(res, ns, name),
+          query: { ...writeQuery(o), force: type === 'apply' && o?.force === true ? 'true' : undefined, fieldManager: o?.fieldManager ?? (type === 'apply' ? userAgent : undefined) },
+          body: JSON.stringify(patch),
+          contentType: PATCH_CONTENT_TYPES[type],
+          target: targetOf('patch', res, ns, name),
+          signal: o?.signal,
+          // A JSON patch may add to a list or test a value: applied twice it is not the same patch.
+        }, { once: type === 'json' && o?.dryRun !== true }),
 
-    version: () => request<ServerVersion>({ method: 'GET', path: '/version', target: { verb: 'get', resource: '/version' } }),
+      async delete(res: ResourceRef, ns: string | undefined, name: string, o?: DeleteOptions): Promise<void> {
+        const body: Record<string, unknown> = {};
+        if (o?.propagationPolicy !== undefined) body.propagationPolicy = o.propagationPolicy;
+        if (o?.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = o.gracePeriodSeconds;
+        if (o?.preconditions !== undefined) body.preconditions = o.preconditions;
+        if (o?.dryRun === true) body.dryRun = ['All'];
+        await call<unknown>({
+          method: 'DELETE',
+          path: resourcePath(res, ns, name),
+          body: Object.keys(body).length > 0 ? body : undefined,
+          target: targetOf('delete', res, ns, name),
+          signal: o?.signal,
+          // Gone after an attempt that may have been applied: that attempt deleted it.
+        }, { settled: async (err) => (isNotFound(err) && o?.dryRun !== true ? { value: undefined } : undefined) });
+      },
 
-    close(): void {
-      transportNow?.agent.destroy();
-      transportNow?.watchAgent.destroy();
-    },
-  };
-  return client;
+      patchStatus: <T>(res: ResourceRef, ns: string | undefined, name: string, mergePatch: unknown, o?: WriteOptions) =>
+        (isRecord(res) ? recordCall : call)<T>({
+          method: 'PATCH',
+          path: resourcePath(res, ns, name, 'status'),
+          query: writeQuery(o),
+          body: JSON.stringify(mergePatch),
+          contentType: PATCH_CONTENT_TYPES.merge,
+          target: targetOf('patch status of', res, ns, name),
+          signal: o?.signal,
+        }),
+
+      replaceStatus: <T>(res: ResourceRef, ns: string | undefined, name: string, obj: object, o?: WriteOptions) =>
+        (isRecord(res) ? recordCall : call)<T>({
+          method: 'PUT',
+          path: resourcePath(res, ns, name, 'status'),
+          query: writeQuery(o),
+          body: obj,
+          target: targetOf('update status of', res, ns, name),
+          signal: o?.signal,
+        }),
+
+      watch,
+
+      version: () => call<ServerVersion>({ method: 'GET', path: '/version', target: { verb: 'get', resource: '/version' } }),
+
+      withOutageTimeout: (ms: number) => (ms === outageMs ? client : makeClient(ms)),
+
+      close(): void {
+        transportNow?.agent.destroy();
+        transportNow?.watchAgent.destroy();
+      },
+    };
+    return client;
+  }
+
+  return makeClient(opts.outageTimeoutMs ?? 0);
+}
+
+/** A LIST response that ran past the byte cutoff; read no further (see pageSizer.ts). */
+class ResponseTooLarge extends Error {
+  override readonly name = 'ResponseTooLarge';
+  constructor(readonly maxBytes: number) {
+    super(`the response ran past ${maxBytes} bytes`);
+  }
 }
 

@@ -1,11 +1,23 @@
-// Leader election on a coordination.k8s.io/v1 Lease, with client-go's rules: a candidate takes the
+// Leader election on a coordination.k8s.io/v1 Lease, after client-go's rules: a candidate takes the
 // lease only when it is free or its holder has not renewed for leaseDuration (measured on our own
-// clock from when we last saw the record change, so clock skew between nodes does not matter);
-// the leader renews every retryPeriod and steps down as soon as it cannot renew within
-// renewDeadline or sees another holder, so two leaders never act at once for long.
+// clock from when we last saw the record change, so clock skew between nodes does not matter); the
+// leader renews every retryPeriod and steps down as soon as it sees another holder.
+//
+// Unlike client-go, a leader does not step down merely because the API is unreachable (connection
+// refused or reset, timeouts, 429, 5xx): while the API is down nobody can take the lease, and the
+// runs' own requests are paused by the same outage (kube/outage.ts). It keeps trying every
+// retryPeriod; once the API answers it renews, or learns that another holder took the lease and
+// stops at once. A candidate that could not read the lease restarts its expiry clock when it reads
+// it again, so the leader, cut off by the same outage, gets a whole leaseDuration to renew after
+// the API returns instead of losing the lease to whoever asks first. When the API answers but the
+// renewal still fails (403, a webhook), the leader steps down after renewDeadline, as before.
+//
+// Identities are `<pod>_<random>`, the pod being POD_NAME or the host name: a new process of the
+// same pod (a restarted container) that finds the lease held by an earlier process of its pod takes
+// it at once rather than waiting out a lease nobody renews.
 import crypto from 'node:crypto';
 import os from 'node:os';
-import { LEASES, isNotFound, type DynamicClient } from '../kube/index.js';
+import { LEASES, isConflict, isNotFound, isTransient, type DynamicClient } from '../kube/index.js';
 import { sleep } from '../util/backoff.js';
 import { errorMessage } from '../util/errors.js';
 import { silentLogger, type Logger } from './logger.js';
@@ -15,11 +27,17 @@ export interface LeaderElectionOptions {
   namespace: string;
   /** Lease name. */
   name: string;
-  /** Unique per process. Default `<hostname>_<random>`. */
+  /**
+   * Unique per process. Default `<pod>_<random>`, `<pod>` being POD_NAME or the host name. The part
+   * before the last `_` names the pod: a holder of the same pod is an earlier process of this one.
+   */
   identity?: string;
   /** How long a lease is valid without renewal. Default 15 s. */
   leaseDurationMs?: number;
-  /** The leader gives up if it has not renewed for this long. Default 10 s; must be < leaseDuration. */
+  /**
+   * A leader whose renewals the API refuses (not an outage) gives up after this long. Default 10 s;
+   * must be < leaseDuration.
+   */
   renewDeadlineMs?: number;
   /** Wait between attempts to acquire or renew. Default 2 s. */
   retryPeriodMs?: number;
@@ -63,8 +81,24 @@ function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
+/** The pod of this process: POD_NAME (the downward API) or the host name (a pod's is its name). */
+export function podName(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  const fromEnv = env.POD_NAME;
+  return fromEnv !== undefined && fromEnv !== '' ? fromEnv : os.hostname();
+}
+
+/** The pod part of an identity (before the last `_`); '' when it has none. */
+export function podOfIdentity(identity: string): string {
+  const at = identity.lastIndexOf('_');
+  return at <= 0 ? '' : identity.slice(0, at);
+}
+
+/** Attempt outcomes: held, another holds a valid lease, the API did not answer, or it refused. */
+type Attempt = { kind: 'held' } | { kind: 'other'; holder: string } | { kind: 'unreachable'; error: string } | { kind: 'failed'; error: string; conflict: boolean };
+
 export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector {
-  const identity = opts.identity ?? `${os.hostname()}_${crypto.randomUUID()}`;
+  const identity = opts.identity ?? `${podName()}_${crypto.randomUUID()}`;
+  const pod = podOfIdentity(identity);
   const leaseDurationMs = opts.leaseDurationMs ?? 15_000;
   const renewDeadlineMs = opts.renewDeadlineMs ?? 10_000;
   const retryPeriodMs = opts.retryPeriodMs ?? 2_000;
@@ -78,17 +112,26 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
   let leading = false;
   let observed: { spec: string; at: number; holder: string } | undefined;
   let lastLease: Lease | undefined;
+  /** The last attempt could not reach the API: the next read of the lease restarts its expiry clock. */
+  let blind = false;
 
   function observe(spec: LeaseSpec, now: number): void {
     const text = JSON.stringify(spec);
-    if (observed?.spec === text) return;
+    if (observed?.spec === text && !blind) return;
     const holder = spec.holderIdentity ?? '';
     if (holder !== '' && holder !== observed?.holder) opts.onNewLeader?.(holder);
     observed = { spec: text, at: now, holder };
   }
 
-  /** One attempt; true when we hold the lease afterwards. Never throws. */
-  async function tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
+  /** Whether a holder's lease may be taken now: expired on our clock, or held by an earlier process of our pod. */
+  function takeable(holder: string, durMs: number, now: number): boolean {
+    if (holder === '' || holder === identity) return true;
+    if (pod !== '' && podOfIdentity(holder) === pod) return true;
+    return (observed?.at ?? now) + durMs <= now;
+  }
+
+  /** One attempt to acquire or renew. Never throws. */
+  async function tryAcquireOrRenew(signal: AbortSignal): Promise<Attempt> {
     const now = Date.now();
     const spec = (prev: LeaseSpec | undefined): LeaseSpec => {
       const mine = prev?.holderIdentity === identity;
@@ -113,21 +156,30 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
           { signal },
         );
         lastLease = created;
+        blind = false;
         observe(created.spec, now);
-        return true;
+        return { kind: 'held' };
       }
       lastLease = lease;
       observe(lease.spec ?? {}, now);
+      blind = false;
       const holder = lease.spec?.holderIdentity ?? '';
       const durMs = (lease.spec?.leaseDurationSeconds ?? leaseDurationMs / 1000) * 1000;
-      if (holder !== '' && holder !== identity && (observed?.at ?? now) + durMs > now) return false;
+      if (!takeable(holder, durMs, now)) return { kind: 'other', holder };
+      if (holder !== identity && holder !== '' && podOfIdentity(holder) === pod) logger.info(`${where}: taking over from ${holder}, an earlier process of this pod`);
       const updated = await client.replace<Lease>(LEASES, namespace, name, { ...lease, spec: spec(lease.spec) }, { signal });
       lastLease = updated;
       observe(updated.spec, now);
-      return true;
+      return { kind: 'held' };
     } catch (err) {
-      if (!signal.aborted) logger.debug(`${where}: ${errorMessage(err)}`);
-      return false;
+      const error = errorMessage(err);
+      if (!signal.aborted) logger.debug(`${where}: ${error}`);
+      // An attempt cut off by its own deadline got no answer either.
+      if (isTransient(err) || (signal.aborted && !stopAc.signal.aborted)) {
+        blind = true;
+        return { kind: 'unreachable', error };
+      }
+      return { kind: 'failed', error, conflict: isConflict(err) };
     }
   }
 
@@ -137,7 +189,7 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
     // Campaign.
     for (;;) {
       if (stopAc.signal.aborted) return;
-      if (await tryAcquireOrRenew(stopAc.signal)) break;
+      if ((await tryAcquireOrRenew(stopAc.signal)).kind === 'held') break;
       try {
         await sleep(jitter(retryPeriodMs), stopAc.signal);
       } catch {
@@ -150,28 +202,45 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
     Promise.resolve()
       .then(() => opts.onStartedLeading(leaderAc.signal))
       .catch((err: unknown) => logger.error(`${where}: onStartedLeading failed: ${errorMessage(err)}`));
-    // Renew until we cannot.
+    // Renew until another holder shows, the API refuses for renewDeadline, or stop().
     let lastRenew = Date.now();
+    let unreachableSince: number | undefined;
     let reason = 'stopped';
+    let again = false;
     for (;;) {
-      try {
-        await sleep(retryPeriodMs, stopAc.signal);
-      } catch {
-        break;
+      const reread = again;
+      again = false;
+      if (!reread) {
+        try {
+          await sleep(retryPeriodMs, stopAc.signal);
+        } catch {
+          break;
+        }
       }
-      const left = renewDeadlineMs - (Date.now() - lastRenew);
-      const attempt = AbortSignal.any([stopAc.signal, AbortSignal.timeout(Math.max(1, left))]);
-      if (await tryAcquireOrRenew(attempt)) {
+      const attempt = await tryAcquireOrRenew(AbortSignal.any([stopAc.signal, AbortSignal.timeout(renewDeadlineMs)]));
+      if (stopAc.signal.aborted) break;
+      if (attempt.kind === 'held') {
+        if (unreachableSince !== undefined) logger.info(`${where}: the API answers again after ${Math.round((Date.now() - unreachableSince) / 1000)} s; ${identity} renewed the lease`);
+        unreachableSince = undefined;
         lastRenew = Date.now();
         continue;
       }
-      if (stopAc.signal.aborted) break;
-      if (observed !== undefined && observed.holder !== '' && observed.holder !== identity) {
-        reason = `${observed.holder} holds the lease now`;
+      if (attempt.kind === 'other') {
+        reason = `${attempt.holder} holds the lease now`;
         break;
       }
+      if (attempt.kind === 'unreachable') {
+        if (unreachableSince === undefined) logger.warn(`${where}: cannot reach the API to renew (${attempt.error}); still leading, as nobody can take the lease while the API is down`);
+        unreachableSince ??= Date.now();
+        continue;
+      }
+      // Someone wrote the lease between our read and our write: read it again now, not a retry period later.
+      if (attempt.conflict && !reread) {
+        again = true;
+        continue;
+      }
       if (Date.now() - lastRenew >= renewDeadlineMs) {
-        reason = `could not renew within ${renewDeadlineMs} ms`;
+        reason = `could not renew within ${renewDeadlineMs} ms: ${attempt.error}`;
         break;
       }
     }

@@ -1,5 +1,6 @@
-// Leader election on a real Lease: one leader at a time, fast hand-over on release, and a leader
-// that sees someone else holding the lease steps down at once.
+// Leader election on a real Lease: one leader at a time, fast hand-over on release, a leader that
+// sees someone else holding the lease steps down at once, and a new process of the same pod takes
+// a lease its crashed predecessor holds at once while another pod waits it out.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { CORE, LEASES, createDynamicClient, loadKubeConfig, type DynamicClient } from '../../src/kube/index.js';
@@ -86,5 +87,38 @@ describe('leader election', () => {
     } finally {
       await a.stop();
     }
+  });
+
+  it('lets a new process of the same pod take the lease at once; another pod waits for it to expire', async () => {
+    const log: string[] = [];
+    const start = (lease: string, identity: string): LeaderElector => startLeaderElection({
+      client, namespace: ns, name: lease, identity, ...timing, releaseOnStop: false,
+      onStartedLeading: () => void log.push(`start:${identity}`),
+      onStoppedLeading: () => void log.push(`stop:${identity}`),
+    });
+    // A crash: the first process stops renewing without handing the lease back.
+    const first = start('same-pod', 'pod-a_1');
+    await waitUntil('first leads', async () => (first.isLeader() ? true : undefined), 10_000, 50);
+    await first.stop();
+    const t0 = Date.now();
+    const second = start('same-pod', 'pod-a_2');
+    await waitUntil('second leads', async () => (second.isLeader() ? true : undefined), 10_000, 20);
+    const samePodMs = Date.now() - t0;
+    expect(samePodMs).toBeLessThan(timing.retryPeriodMs + 500);
+    await second.stop();
+
+    const other = start('other-pod', 'pod-b_1');
+    await waitUntil('other leads', async () => (other.isLeader() ? true : undefined), 10_000, 50);
+    await other.stop();
+    const t1 = Date.now();
+    const stranger = start('other-pod', 'pod-c_1');
+    await waitUntil('stranger leads', async () => (stranger.isLeader() ? true : undefined), 10_000, 20);
+    const otherPodMs = Date.now() - t1;
+    expect(otherPodMs).toBeGreaterThanOrEqual(timing.leaseDurationMs);
+    await stranger.stop();
+    process.stderr.write(`[leader] same pod took over in ${samePodMs} ms, another pod in ${otherPodMs} ms\n`);
+    const lease = await client.get<Lease>(LEASES, ns, 'same-pod');
+    expect(lease.spec.holderIdentity).toBe('pod-a_2');
+    expect(lease.spec.leaseTransitions).toBe(1);
   });
 });

@@ -98,7 +98,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     BIN, 'server', '--kubeconfig', opts.kubeconfigPath, '--namespace', opts.namespace,
     '--metrics-address', '127.0.0.1:0', '--scratch-dir', scratchDir, '--plugin-idle-timeout', '10m',
     ...(opts.args ?? []),
-  ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
+    // Every test server is a pod of its own (they share one host name): a new process of the same
+    // pod takes its lease at once, so only a test that means to restart a pod passes its POD_NAME.
+  ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, POD_NAME: `test-pod-${path.basename(scratchDir)}`, ...opts.env } });
   let out = '';
   proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   proc.stderr?.on('data', (c: Buffer) => (out += c.toString()));

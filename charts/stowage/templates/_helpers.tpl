@@ -96,6 +96,8 @@ credential:
   "clientQPS" "client-qps"
   "clientBurst" "client-burst"
   "clientPageSize" "client-page-size"
+  "clientPageBytes" "client-page-bytes"
+  "apiOutageTimeout" "api-outage-timeout"
   "concurrentBackups" "concurrent-backups"
   "pluginStartTimeout" "plugin-start-timeout"
   "pluginIdleTimeout" "plugin-idle-timeout"
