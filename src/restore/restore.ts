@@ -125,10 +125,8 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
   const finish = (failureReason?: string): RestoreResult => {
     const durationMs = performance.now() - t0;
     stats.durationMs = Math.round(durationMs);
-    if (failureReason !== undefined) {
-      addResult(req.results, 'errors', undefined, failureReason);
-      log.error(`restore failed: ${failureReason}`);
-    }
+    // The run's end line (with the reason) is the controller's: the run can still fail after this.
+    if (failureReason !== undefined) addResult(req.results, 'errors', undefined, failureReason);
     const { warnings, errors } = countResults(req.results);
     // A dry run's failed items are predictions (warnings): nothing failed, so it completes.
     const failedItems = req.dryRun ? 0 : req.summary.failed;
@@ -149,7 +147,7 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
       stats,
     };
     if (failureReason !== undefined) result.failureReason = failureReason;
-    log.info(`restore ${phase}${req.dryRun ? ' (dry run)' : ''}`, { ...req.summary, warnings, errors, durationMs: stats.durationMs });
+    log.debug(`restore engine finished in ${stats.durationMs} ms`, { maxInFlight: stats.maxInFlight, tiers: stats.tiers });
     return result;
   };
 
