@@ -15,15 +15,27 @@ export function latestBackupOfSchedule(backups: readonly Backup[], schedule: str
   let newest: Backup | undefined;
   for (const b of backups) {
     if (b.metadata.labels?.[LABEL_SCHEDULE_NAME] !== label || b.status?.phase !== 'Completed') continue;
-    if (newest === undefined || startOf(b) > startOf(newest)) newest = b;
+    if (newest === undefined || newer(b, newest)) newest = b;
   }
   return newest;
 }
 
-/** Start time in ms; a backup that never started sorts oldest. */
-function startOf(b: Backup): number {
-  const t = Date.parse(b.status?.startTimestamp ?? '');
-  return Number.isNaN(t) ? -Infinity : t;
+/**
+ * By start time; start times are stamped to the second, so ties fall to the creation time, then
+ * to the name (a schedule's backup names end in their time), so the pick never depends on order.
+ */
+function newer(a: Backup, b: Backup): boolean {
+  const byStart = timeOf(a.status?.startTimestamp) - timeOf(b.status?.startTimestamp);
+  if (byStart !== 0) return byStart > 0;
+  const byCreation = timeOf(a.metadata.creationTimestamp) - timeOf(b.metadata.creationTimestamp);
+  if (byCreation !== 0) return byCreation > 0;
+  return a.metadata.name > b.metadata.name;
+}
+
+/** A time in ms; none sorts oldest. */
+function timeOf(stamp: string | undefined): number {
+  const t = Date.parse(stamp ?? '');
+  return Number.isNaN(t) ? Number.MIN_SAFE_INTEGER : t;
 }
 
 export type Resolved = { backup: Backup; error?: undefined } | { backup?: undefined; error: string };
