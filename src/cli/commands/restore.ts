@@ -330,7 +330,7 @@ export function restoreCommand(): Command {
         .argument('[name]', 'name of the restore (default: BACKUP-yyyyMMddHHmmss)')
         .usage('[NAME] --from-backup BACKUP [flags]')
         .option('--from-backup <backup>', 'the backup to restore')
-        .option('--from-schedule <schedule>', 'restore the newest successful backup of this schedule'),
+        .option('--from-schedule <schedule>', 'restore the newest Completed backup of this schedule (recorded as the restore\'s backup when it starts)'),
       'restore',
     ),
   )
