@@ -1,7 +1,7 @@
-// The Backup controller: validates a new Backup (every reason listed), runs it through the backup
-// engine into its location's object store, uploads the artifacts with stowage-backup.json last
-// and the run's own log (spooled when storage is down), and records phase, progress, counts,
-// timestamps, events and metrics. A Backup found InProgress that this server is not running was
+// The Backup controller: validates a new Backup (every reason listed), then runs it through the
+// shared run lifecycle (lifecycle.ts) with the backup engine: the tarball, the other artifacts and
+// the run's own log (spooled when storage is down), stowage-backup.json last, and phase, progress,
+// counts, timestamps, events and metrics. A Backup found InProgress that this server is not running was
 // left by a server that died: it is marked Failed, which is also the start-up sweep.
 import {
   ANNOTATION_SYNCED_FROM, RESOURCES, specFieldErrors, type Backup, type BackupStatus, type BackupStorageLocation,

@@ -1,7 +1,8 @@
-// The Restore controller: validates a Restore (every reason listed), reads its backup through the
-// backup's location, runs the restore engine, uploads the restore's log, results (with every
-// item's outcome, which is what a dry run reports) and resource list under restores/<r>/, and
-// records phase, progress, summary, counts and events. A Restore left InProgress by a dead server
+// The Restore controller: validates a Restore (every reason listed; its backup by resolveBackup),
+// then runs it through the shared run lifecycle (lifecycle.ts) with the restore engine, reading the
+// backup through its location: the restore's results (with every item's outcome, which is what a
+// dry run reports), resource list and log under restores/<r>/, and phase, progress, summary,
+// counts and events. A Restore left InProgress by a dead server
 // is marked Failed.
 import path from 'node:path';
 import {
