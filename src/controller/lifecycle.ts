@@ -281,6 +281,7 @@ async function finish<R extends EngineResult>(ctx: ControllerContext, def: RunDe
   }
   const message = o.phase === 'Failed' ? o.failure ?? 'failed' : `${def.summary(o)}; ${o.warnings} warnings, ${o.errors} errors`;
   void ctx.events.event(obj, o.phase === 'Completed' ? 'Normal' : 'Warning', o.phase, message);
+  // Not a second end line: the run log has that (mirrored here); this says the outcome is recorded.
   ctx.logger.info(`${ref} ${o.phase}: ${message}`);
   def.recordOutcome(o);
 }
