@@ -237,10 +237,10 @@ export async function runLifecycle<R extends EngineResult>(ctx: ControllerContex
       try {
         await def.commit(store, outcome, statusOf(def, outcome), () => endLog(outcome));
       } catch (err) {
-        fail(outcome, safeErrorMessage(err), ctx.clock.now());
+        fail(ctx, `${kind} ${namespace}/${name}`, outcome, safeErrorMessage(err));
       }
     }
-    await endLog(outcome).catch((err: unknown) => fail(outcome, safeErrorMessage(err), ctx.clock.now()));
+    await endLog(outcome).catch((err: unknown) => fail(ctx, `${kind} ${namespace}/${name}`, outcome, safeErrorMessage(err)));
     // Step 5: the final status.
     await progress.flush();
     await finish(ctx, def, version, outcome);
@@ -255,12 +255,14 @@ export async function runLifecycle<R extends EngineResult>(ctx: ControllerContex
 
 /**
  * A late failure (an artifact, the log, the marker): the run is Failed, with the first reason. A
- * failure after the run log ended reaches the status, the event and the server log, not that log.
+ * failure after the run log ended reaches the status, the event and the server log, not that log;
+ * one that is not the first reason (the run had failed already) goes to the server log alone.
  */
-function fail<R>(o: RunOutcome<R>, reason: string, now: Date): void {
+function fail<R>(ctx: ControllerContext, ref: string, o: RunOutcome<R>, reason: string): void {
+  if (o.failure !== undefined && o.failure !== reason) ctx.logger.error(`${ref}: ${reason}`);
   o.phase = 'Failed';
   o.failure ??= reason;
-  o.finished = now;
+  o.finished = ctx.clock.now();
 }
 
 function statusOf<R extends EngineResult>(def: RunDefinition<R>, o: RunOutcome<R>): Status {
