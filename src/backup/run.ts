@@ -1,5 +1,6 @@
 // runBackup: one backup run, from discovery to the uploaded tarball. The controller passes every
-// dependency in, then writes the other artifacts (BackupStore.completeBackup) and the log.
+// dependency in, then writes the other artifacts (BackupStore.completeBackup) and the log, and logs
+// the run's end line (controller/lifecycle.ts): the engine does not, as the run can still fail after it.
 import type winston from 'winston';
 import type { Backup } from '../apis/v1/index.js';
 import { createTarballWriter, FORMAT_VERSION, manifestFromDigest, type ArchiveDigest, type BackupManifest } from '../archive/index.js';
@@ -75,7 +76,7 @@ export async function runBackup(deps: BackupDeps, backup: Backup): Promise<Backu
       includeClusterResources: req.includeClusterResources ?? 'auto', labelSelectors: req.selectors.filter((s) => s !== ''),
     });
     const prepared = await prepare(deps, req).catch((err: unknown) => new FatalBackupError(errorMessage(err), { cause: err }));
-    if (prepared instanceof FatalBackupError) return finish(req, log, undefined, prepared.message);
+    if (prepared instanceof FatalBackupError) return finish(req, undefined, prepared.message);
     return await collectAndUpload(deps, req, prepared, abort.signal);
   } finally {
     deps.signal?.removeEventListener('abort', onOuterAbort);
@@ -228,10 +229,11 @@ async function collectAndUpload(deps: BackupDeps, req: BackupRequest, p: Prepare
   // The root cause wins over its echoes ("writing the tarball failed: uploading ... failed").
   if (signal.aborted) fatal = `the backup was cancelled: ${errorMessage(signal.reason)}`;
   else if (uploadError !== undefined) fatal = `uploading the tarball failed: ${errorMessage(uploadError)}`;
-  return finish(req, log, fatal === undefined ? digest : undefined, fatal);
+  return finish(req, fatal === undefined ? digest : undefined, fatal);
 }
 
-function finish(req: BackupRequest, log: winston.Logger, digest: ArchiveDigest | undefined, fatal: string | undefined): BackupResult {
+/** The result; its warnings and errors (counted from the results) are the run's counts everywhere. */
+function finish(req: BackupRequest, digest: ArchiveDigest | undefined, fatal: string | undefined): BackupResult {
   req.results.resources = [...req.records.values()].sort((a, b) => (a.groupResource < b.groupResource ? -1 : a.groupResource > b.groupResource ? 1 : 0));
   const { warnings, errors } = countResults(req.results);
   const phase = fatal !== undefined ? 'Failed' : errors > 0 ? 'PartiallyFailed' : 'Completed';
@@ -246,11 +248,6 @@ function finish(req: BackupRequest, log: winston.Logger, digest: ArchiveDigest |
     errors,
   };
   if (digest !== undefined) result.manifest = manifestFromDigest(digest);
-  if (fatal !== undefined) {
-    result.failureReason = fatal;
-    log.error(`backup failed: ${fatal}`);
-  } else {
-    log.info(`backup ${phase === 'Completed' ? 'completed' : 'partially failed'}: ${req.progress.itemsBackedUp} items, ${warnings} warnings, ${errors} errors`);
-  }
+  if (fatal !== undefined) result.failureReason = fatal;
   return result;
 }

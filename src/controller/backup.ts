@@ -1,23 +1,22 @@
-// The Backup controller: validates a new Backup (every reason listed), runs it through the backup
-// engine into its location's object store, uploads the artifacts with stowage-backup.json last
-// and the run's own log (spooled when storage is down), and records phase, progress, counts,
-// timestamps, events and metrics. A Backup found InProgress that this server is not running was
+// The Backup controller: validates a new Backup (every reason listed), then runs it through the
+// shared run lifecycle (lifecycle.ts) with the backup engine: the tarball, the other artifacts and
+// the run's own log (spooled when storage is down), stowage-backup.json last, and phase, progress,
+// counts, timestamps, events and metrics. A Backup found InProgress that this server is not running was
 // left by a server that died: it is marked Failed, which is also the start-up sweep.
 import {
   ANNOTATION_SYNCED_FROM, RESOURCES, specFieldErrors, type Backup, type BackupStatus, type BackupStorageLocation,
 } from '../apis/v1/index.js';
 import { FORMAT_VERSION } from '../archive/index.js';
 import { runBackup, type BackupResult } from '../backup/index.js';
-import { isConflict, isNotFound } from '../kube/index.js';
 import { recordBackupOutcome } from '../metrics/index.js';
-import { backupKeys, normalizePrefix } from '../persistence/layout.js';
+import { backupKeys } from '../persistence/layout.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { parseDuration, validateTtl } from '../util/duration.js';
-import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import { validateFilters } from '../util/filters.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
-import { isReadOnly, locationProblem, openBackupStore, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
-import { failStaleRun, openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
+import { isReadOnly, locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
+import { failValidation, runLifecycle } from './lifecycle.js';
+import { failStaleRun, stamp } from './runs.js';
 
 const BACKUPS = RESOURCES.Backup;
 export const STALE_RUN_REASON = 'the Stowage server running this backup stopped before it finished (found InProgress at start-up or failover)';
@@ -55,121 +54,46 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
     ctx.client.patchStatus<Backup>(BACKUPS, b.metadata.namespace, b.metadata.name,
       resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status });
 
-  async function failValidation(b: Backup, errors: string[]): Promise<void> {
-    try {
-      await patchStatus(b, { phase: 'FailedValidation', validationErrors: errors, completionTimestamp: stamp(ctx.clock.now()) }, b.metadata.resourceVersion);
-    } catch (err) {
-      if (isConflict(err) || isNotFound(err)) return; // changed under us: decided again on the next event
-      throw err;
-    }
-    void ctx.events.event(b, 'Warning', 'FailedValidation', errors.join('; '));
-    ctx.logger.warn(`backup ${b.metadata.namespace}/${b.metadata.name} failed validation: ${errors.join('; ')}`);
-    recordBackupOutcome(ctx.metrics, { schedule: scheduleOf(b), phase: 'FailedValidation' });
-  }
-
-  async function execute(b: Backup, location: BackupStorageLocation, signal: AbortSignal): Promise<void> {
-    const { namespace = ctx.namespace, name } = b.metadata;
-    const started = ctx.clock.now();
-    const ttlMs = b.spec.ttl !== undefined ? parseDuration(b.spec.ttl, 'spec.ttl') : ctx.config.defaultBackupTtl;
-    const expiration = stamp(new Date(started.getTime() + ttlMs));
-    // Optimistic lock on the version we validated: two servers (or workers) never both start it.
-    try {
+  function execute(b: Backup, location: BackupStorageLocation, signal: AbortSignal): Promise<void> {
+    const name = b.metadata.name;
+    const schedule = scheduleOf(b);
+    let expiration = '';
+    return runLifecycle<BackupResult>(ctx, {
+      kind: 'backup', resource: BACKUPS, obj: b, location, signal,
       // A backup for "the default location" records which one that was: restores, downloads and
       // deletion must find it there even after another location becomes the default.
-      const version = (b.spec.storageLocation ?? '') !== '' ? b.metadata.resourceVersion
-        : (await ctx.client.patch<Backup>(BACKUPS, namespace, name, {
-          metadata: { resourceVersion: b.metadata.resourceVersion }, spec: { storageLocation: location.metadata.name },
-        }, 'merge')).metadata.resourceVersion;
-      await patchStatus(b, {
-        phase: 'InProgress', startTimestamp: stamp(started), expiration, formatVersion: FORMAT_VERSION,
-        validationErrors: null, progress: { totalItems: 0, itemsBackedUp: 0 },
-      }, version);
-    } catch (err) {
-      if (isConflict(err) || isNotFound(err)) return; // changed under us: the next event brings it back
-      throw err;
-    }
-    ctx.metrics.backupAttemptTotal.inc({ schedule: scheduleOf(b) });
-    const log = openRunLog(ctx, 'backup', namespace, name);
-    const abort = new AbortController();
-    const onShutdown = (): void => abort.abort(new Error('the server shut down before the backup finished'));
-    signal.addEventListener('abort', onShutdown, { once: true });
-    const run = registerRun(ctx, 'backup', namespace, name, log, abort);
-    void ctx.events.event(b, 'Normal', 'Started', `backup started, storing to location ${location.metadata.name}`);
-    const progress = throttled<{ totalItems: number; itemsBackedUp: number }>(1000, async (p) => {
-      await patchStatus(b, { progress: p }).then(() => undefined, () => undefined);
-    });
-    const handle = ctx.plugins.handle({ kind: 'backup', namespace, name }, log.logger);
-    let result: BackupResult | undefined;
-    let failure: string | undefined;
-    let store: Awaited<ReturnType<typeof openBackupStore>> | undefined;
-    try {
-      store = await openBackupStore(ctx, handle, location);
-      result = await runBackup({
-        client: ctx.client, store, log: log.logger,
-        actions: handle.backupItemActions().map((a) => ({ name: a.name, action: a })),
-        pageSize: ctx.config.clientPageSize, signal: abort.signal, startTime: started,
-        onProgress: (p) => progress.push({ totalItems: p.totalItems, itemsBackedUp: p.itemsBackedUp }),
-      }, { ...b, status: { ...b.status, phase: 'InProgress', startTimestamp: stamp(started), expiration } });
-      if (result.phase === 'Failed') failure = result.failureReason ?? 'the backup failed';
-      else {
-        // Everything but stowage-backup.json first: a failure here must leave no marker behind. The three
-        // are independent, so they upload at once (the manifest alone is ~6 MB gzipped at 50k items);
-        // all of them are waited for, so none is still being written when the run reports its end.
-        const uploads = await Promise.allSettled([
-          store.putResourceList(name, result.resourceList),
-          store.putResults(name, result.results),
-          ...(result.manifest !== undefined ? [store.putManifest(name, result.manifest)] : []),
-        ]);
-        const firstFailure = uploads.find((u): u is PromiseRejectedResult => u.status === 'rejected');
-        if (firstFailure !== undefined) failure = `uploading the backup's artifacts failed: ${safeErrorMessage(firstFailure.reason)}`;
-      }
-    } catch (err) {
-      failure = abort.signal.aborted ? errorMessage(abort.signal.reason) : safeErrorMessage(err);
-    } finally {
-      signal.removeEventListener('abort', onShutdown);
-    }
-
-    let phase: 'Completed' | 'PartiallyFailed' | 'Failed' = failure !== undefined ? 'Failed' : (result?.phase ?? 'Failed');
-    if (failure !== undefined) log.logger.error(`backup failed: ${failure}`);
-    else log.logger.info(`backup ${phase === 'Completed' ? 'completed' : 'partially failed'}: ${result?.progress.itemsBackedUp ?? 0} items`);
-    const counts = log.counts();
-    await log.close();
-    const s = store;
-    await uploadRunLog(ctx, log, location.metadata.name, backupKeys(s?.prefix ?? normalizePrefix(location.spec.objectStorage.prefix), name).log,
-      (file) => (s !== undefined ? s.putLog(name, file) : Promise.reject(new Error('the location could not be opened'))));
-
-    const finished = ctx.clock.now();
-    const status: BackupStatus = {
-      phase, startTimestamp: stamp(started), completionTimestamp: stamp(finished), expiration, formatVersion: FORMAT_VERSION,
-      progress: result?.progress ?? { totalItems: 0, itemsBackedUp: 0 },
-      warnings: counts.warnings, errors: counts.errors,
-      ...(failure !== undefined ? { failureReason: failure } : {}),
-    };
-    if (phase !== 'Failed' && store !== undefined) {
-      try {
-        await store.putBackupMetadata(name, { ...b, metadata: cleanMeta(b), status }); // written last: the backup is whole
-      } catch (err) {
-        phase = 'Failed';
-        status.phase = 'Failed';
-        status.failureReason = `writing stowage-backup.json failed: ${safeErrorMessage(err)}`;
-        ctx.logger.error(`backup ${namespace}/${name}: ${status.failureReason}`);
-      }
-    }
-    await progress.flush();
-    handle.release();
-    try {
-      await patchStatus(b, { ...status, failureReason: status.failureReason ?? null });
-    } finally {
-      run.finish();
-    }
-    const message = phase === 'Failed' ? status.failureReason ?? 'failed'
-      : `${status.progress?.itemsBackedUp ?? 0} items backed up, ${counts.warnings} warnings, ${counts.errors} errors`;
-    void ctx.events.event(b, phase === 'Completed' ? 'Normal' : 'Warning', phase, message);
-    ctx.logger.info(`backup ${namespace}/${name} ${phase}: ${message}`);
-    recordBackupOutcome(ctx.metrics, {
-      schedule: scheduleOf(b), phase, durationSeconds: (finished.getTime() - started.getTime()) / 1000,
-      ...(result?.manifest?.tarball !== undefined ? { tarballBytes: result.manifest.tarball.bytes } : {}),
-      items: status.progress?.itemsBackedUp ?? 0, finishedAt: finished,
+      ...((b.spec.storageLocation ?? '') === '' ? { recordSpec: { storageLocation: location.metadata.name } } : {}),
+      startStatus: (started) => {
+        const ttlMs = b.spec.ttl !== undefined ? parseDuration(b.spec.ttl, 'spec.ttl') : ctx.config.defaultBackupTtl;
+        expiration = stamp(new Date(started.getTime() + ttlMs));
+        return { expiration, formatVersion: FORMAT_VERSION, progress: { totalItems: 0, itemsBackedUp: 0 } };
+      },
+      startedMessage: `backup started, storing to location ${location.metadata.name}`,
+      onStarted: () => ctx.metrics.backupAttemptTotal.inc({ schedule }),
+      engine: (env) => runBackup({
+        client: ctx.client, store: env.store, log: env.log,
+        actions: env.handle.backupItemActions().map((a) => ({ name: a.name, action: a })),
+        pageSize: ctx.config.clientPageSize, signal: env.signal, startTime: env.started,
+        onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsBackedUp: p.itemsBackedUp }),
+      }, { ...b, status: { ...b.status, phase: 'InProgress', startTimestamp: stamp(env.started), expiration } }),
+      // The tarball is in (the engine uploaded it). A Failed backup gets no other artifact, only its log.
+      async commit(store, o, status, endLog) {
+        const result = o.result;
+        if (o.phase === 'Failed' || result === undefined) return endLog();
+        // The marker holds the final status (sync imports it): unset fields are left out, not null.
+        const recorded = Object.fromEntries(Object.entries(status).filter(([, v]) => v !== null)) as BackupStatus;
+        const artifacts = { resourceList: result.resourceList, results: result.results, backup: { ...b, metadata: cleanMeta(b), status: recorded } };
+        await store.completeBackup(name, result.manifest !== undefined ? { ...artifacts, manifest: result.manifest } : artifacts, endLog);
+      },
+      logKey: (prefix) => backupKeys(prefix, name).log,
+      putLog: (store, file) => store.putLog(name, file),
+      finalStatus: (o) => ({ expiration, formatVersion: FORMAT_VERSION, progress: o.result?.progress ?? { totalItems: 0, itemsBackedUp: 0 } }),
+      summary: (o) => `${o.result?.progress.itemsBackedUp ?? 0} items backed up`,
+      recordOutcome: (o) => recordBackupOutcome(ctx.metrics, {
+        schedule, phase: o.phase, durationSeconds: (o.finished.getTime() - o.started.getTime()) / 1000,
+        ...(o.result?.manifest?.tarball !== undefined ? { tarballBytes: o.result.manifest.tarball.bytes } : {}),
+        items: o.result?.progress.itemsBackedUp ?? 0, finishedAt: o.finished,
+      }),
     });
   }
 
@@ -195,7 +119,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         const v = validateBackup(ctx, b);
         if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) return { requeueAfter: 1000 };
         if (v.errors.length > 0 || v.location === undefined) {
-          await failValidation(b, v.errors);
+          await failValidation(ctx, 'backup', BACKUPS, b, v.errors, () => recordBackupOutcome(ctx.metrics, { schedule: scheduleOf(b), phase: 'FailedValidation' }));
           return;
         }
         await execute(b, v.location, rc.signal);

@@ -12,9 +12,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
-  LABEL_SCHEDULE_NAME,
   RESOURCES,
-  labelValue,
   type Backup,
   type BackupStorageLocation,
   type DownloadRequest,
@@ -29,6 +27,7 @@ import { parseListenAddress } from '../util/address.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import type { ActiveRun, ControllerContext, ControllerDefinition } from './context.js';
 import { openObjectStore, resolveLocation } from './locations.js';
+import { resolveBackupOf } from './resolveBackup.js';
 import { stamp } from './runs.js';
 
 const DRS = RESOURCES.DownloadRequest;
@@ -180,15 +179,13 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
         if (isNotFound(err)) throw new Error(`restore "${target.name}" not found in namespace ${namespace}`);
         throw err;
       }
-      if (restore.spec.backupName !== undefined && restore.spec.backupName !== '') backupName = restore.spec.backupName;
-      else {
-        // Restored from a schedule: its artifacts sit in the location of that schedule's backups.
-        const schedule = restore.spec.scheduleName ?? '';
-        const ofSchedule = ctx.informer<Backup>('Backup').list().filter((b) => b.metadata.labels?.[LABEL_SCHEDULE_NAME] === labelValue(schedule));
-        const newest = ofSchedule.sort((a, b) => (b.metadata.creationTimestamp ?? '').localeCompare(a.metadata.creationTimestamp ?? ''))[0];
-        if (newest === undefined) throw new Error(`restore "${target.name}" names no backup, and schedule "${schedule}" has none`);
-        return newest;
+      if ((restore.spec.backupName ?? '') === '') {
+        // Not started yet (a started restore records its backup): the one the restore would read.
+        const resolved = resolveBackupOf(ctx, restore);
+        if (resolved.backup === undefined) throw new Error(`restore "${target.name}": ${resolved.error}`);
+        return resolved.backup;
       }
+      backupName = restore.spec.backupName ?? '';
     }
     try {
       return await ctx.client.get<Backup>(RESOURCES.Backup, namespace, backupName);

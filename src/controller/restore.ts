@@ -1,22 +1,23 @@
-// The Restore controller: validates a Restore (every reason listed), reads its backup through the
-// backup's location, runs the restore engine, uploads the restore's log, results (with every
-// item's outcome, which is what a dry run reports) and resource list under restores/<r>/, and
-// records phase, progress, summary, counts and events. A Restore left InProgress by a dead server
+// The Restore controller: validates a Restore (every reason listed; its backup by resolveBackup),
+// then runs it through the shared run lifecycle (lifecycle.ts) with the restore engine, reading the
+// backup through its location: the restore's results (with every item's outcome, which is what a
+// dry run reports), resource list and log under restores/<r>/, and phase, progress, summary,
+// counts and events. A Restore left InProgress by a dead server
 // is marked Failed.
 import path from 'node:path';
 import {
   LABEL_SCHEDULE_NAME, RESOURCES, specFieldErrors, type Backup, type BackupStorageLocation, type Restore, type RestoreStatus,
 } from '../apis/v1/index.js';
-import { isConflict, isNotFound } from '../kube/index.js';
 import { recordRestoreOutcome } from '../metrics/index.js';
-import { normalizePrefix, restoreKeys } from '../persistence/layout.js';
+import { restoreKeys } from '../persistence/layout.js';
 import { newRestoreRequest, resolveRestoreItemActions, runRestore, type RestoreResult } from '../restore/index.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
-import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import { validateFilters, validateNamespaceMapping } from '../util/filters.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
-import { locationProblem, openBackupStore, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
-import { failStaleRun, openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
+import { locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
+import { failValidation, runLifecycle } from './lifecycle.js';
+import { resolveBackupOf } from './resolveBackup.js';
+import { failStaleRun } from './runs.js';
 
 const RESTORES = RESOURCES.Restore;
 /**
@@ -32,32 +33,15 @@ export const STALE_RESTORE_REASON = 'the Stowage server running this restore sto
 /** `pending`: the location's problem, when it is the only one and may yet clear (waitForLocation). */
 type Validation = { errors: string[]; backup?: Backup; location?: BackupStorageLocation; pending?: LocationProblem };
 
-/** The newest Completed/PartiallyFailed backup of a schedule. */
-function latestOfSchedule(ctx: ControllerContext, schedule: string): Backup | undefined {
-  return ctx.informer<Backup>('Backup').list()
-    .filter((b) => b.metadata.labels?.[LABEL_SCHEDULE_NAME] === schedule && ['Completed', 'PartiallyFailed'].includes(b.status?.phase ?? ''))
-    .sort((a, b) => (b.status?.startTimestamp ?? '').localeCompare(a.status?.startTimestamp ?? ''))[0];
-}
-
 export function validateRestore(ctx: ControllerContext, r: Restore): Validation {
   const spec = r.spec;
   const errors = [...specFieldErrors('Restore', spec), ...validateFilters(spec), ...validateNamespaceMapping(spec.namespaceMapping, spec)];
-  const hasBackup = spec.backupName !== undefined && spec.backupName !== '';
-  const hasSchedule = spec.scheduleName !== undefined && spec.scheduleName !== '';
-  if (hasBackup && hasSchedule) errors.push('set either backupName or scheduleName, not both');
-  if (!hasBackup && !hasSchedule) {
-    errors.push('backupName (or scheduleName) is required');
+  const resolved = resolveBackupOf(ctx, r);
+  if (resolved.backup === undefined) {
+    errors.push(resolved.error);
     return { errors };
   }
-  const backup = hasBackup
-    ? ctx.informer<Backup>('Backup').get(`${r.metadata.namespace ?? ctx.namespace}/${spec.backupName}`)
-    : latestOfSchedule(ctx, spec.scheduleName ?? '');
-  if (backup === undefined) {
-    errors.push(hasBackup
-      ? `backup "${spec.backupName}" does not exist in namespace ${r.metadata.namespace ?? ctx.namespace}`
-      : `schedule "${spec.scheduleName}" has no Completed or PartiallyFailed backup`);
-    return { errors };
-  }
+  const backup = resolved.backup;
   const phase = backup.status?.phase ?? 'New';
   if (phase !== 'Completed' && phase !== 'PartiallyFailed') {
     errors.push(`backup "${backup.metadata.name}" is ${phase}; only Completed or PartiallyFailed backups can be restored`);
@@ -83,86 +67,50 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
     ctx.client.patchStatus<Restore>(RESTORES, r.metadata.namespace, r.metadata.name,
       resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status });
 
-  async function execute(r: Restore, backup: Backup, location: BackupStorageLocation, signal: AbortSignal): Promise<void> {
-    const { namespace = ctx.namespace, name } = r.metadata;
-    const started = ctx.clock.now();
-    try {
-      await patchStatus(r, { phase: 'InProgress', startTimestamp: stamp(started), validationErrors: null, progress: { totalItems: 0, itemsRestored: 0 } }, r.metadata.resourceVersion);
-    } catch (err) {
-      if (isConflict(err) || isNotFound(err)) return;
-      throw err;
-    }
-    ctx.metrics.restoreAttemptTotal.inc({ schedule: backup.metadata.labels?.[LABEL_SCHEDULE_NAME] ?? '' });
-    const log = openRunLog(ctx, 'restore', namespace, name);
-    const abort = new AbortController();
-    const onShutdown = (): void => abort.abort(new Error('the server shut down before the restore finished'));
-    signal.addEventListener('abort', onShutdown, { once: true });
-    const run = registerRun(ctx, 'restore', namespace, name, log, abort);
-    void ctx.events.event(r, 'Normal', 'Started', `${r.spec.dryRun === true ? 'dry run' : 'restore'} of backup ${backup.metadata.name} started`);
-    const progress = throttled<{ totalItems: number; itemsRestored: number }>(1000, async (p) => {
-      await patchStatus(r, { progress: p }).then(() => undefined, () => undefined);
-    });
-    const handle = ctx.plugins.handle({ kind: 'restore', namespace, name }, log.logger);
-    let result: RestoreResult | undefined;
-    let failure: string | undefined;
-    let store: Awaited<ReturnType<typeof openBackupStore>> | undefined;
-    try {
-      store = await openBackupStore(ctx, handle, location);
-      const actions = await resolveRestoreItemActions(handle.restoreItemActions().map((a) => ({ name: a.name, action: a })));
-      const req = newRestoreRequest(r, backup, { priorities: ctx.config.restoreResourcePriorities });
-      result = await runRestore({
-        client: ctx.client, source: store, actions, log: log.logger, clock: ctx.clock, signal: abort.signal,
-        spillDir: spillDirOf(ctx),
-        maxItemBytes: ctx.config.maxItemBytes,
-        onProgress: (p) => progress.push({ totalItems: p.totalItems, itemsRestored: p.itemsRestored }),
-      }, req);
-      if (result.phase === 'Failed') failure = result.failureReason ?? 'the restore failed';
-      try {
-        // Results carry every item's outcome: `restore describe` shows a dry run's predictions from them.
-        const results = { ...result.results, dryRun: result.dryRun, summary: result.summary, outcomes: result.outcomes };
-        await store.putRestoreResults(name, results);
-        await store.putRestoreResourceList(name, result.resourceList);
-      } catch (err) {
-        failure ??= `uploading the restore's results failed: ${safeErrorMessage(err)}`;
-      }
-    } catch (err) {
-      failure = abort.signal.aborted ? errorMessage(abort.signal.reason) : safeErrorMessage(err);
-    } finally {
-      signal.removeEventListener('abort', onShutdown);
-    }
-    const phase: 'Completed' | 'PartiallyFailed' | 'Failed' = failure !== undefined ? 'Failed' : (result?.phase ?? 'Failed');
-    if (failure !== undefined) log.logger.error(`restore failed: ${failure}`);
-    else log.logger.info(`restore ${phase === 'Completed' ? 'completed' : 'partially failed'}: ${JSON.stringify(result?.summary ?? {})}`);
-    const counts = log.counts();
-    await log.close();
-    const s = store;
-    const logKey = restoreKeys(s?.prefix ?? normalizePrefix(location.spec.objectStorage.prefix), name).log;
-    await uploadRunLog(ctx, log, location.metadata.name, logKey,
-      (file) => (s !== undefined ? s.putRestoreLog(name, file) : Promise.reject(new Error('the location could not be opened'))));
-    await progress.flush();
-    handle.release();
-    const finished = ctx.clock.now();
-    const status: Partial<Record<keyof RestoreStatus, unknown>> = {
-      phase, startTimestamp: stamp(started), completionTimestamp: stamp(finished),
-      progress: result?.progress ?? { totalItems: 0, itemsRestored: 0 },
-      summary: result?.summary ?? { created: 0, updated: 0, skipped: 0, failed: 0 },
-      warnings: counts.warnings, errors: counts.errors, failureReason: failure ?? null,
-    };
-    try {
-      await patchStatus(r, status);
-    } finally {
-      run.finish();
-    }
-    const sum = result?.summary;
-    const message = phase === 'Failed' ? failure ?? 'failed'
-      : r.spec.dryRun === true
+  function execute(r: Restore, backup: Backup, location: BackupStorageLocation, signal: AbortSignal): Promise<void> {
+    const name = r.metadata.name;
+    const schedule = backup.metadata.labels?.[LABEL_SCHEDULE_NAME] ?? '';
+    const dryRun = r.spec.dryRun === true;
+    return runLifecycle<RestoreResult>(ctx, {
+      kind: 'restore', resource: RESTORES, obj: r, location, signal,
+      // A restore from a schedule records the backup it picked (as Velero does): describe shows it,
+      // downloads and the backup's deletion find it, and a later backup of the schedule changes nothing.
+      ...((r.spec.backupName ?? '') === '' ? { recordSpec: { backupName: backup.metadata.name } } : {}),
+      startStatus: () => ({ progress: { totalItems: 0, itemsRestored: 0 } }),
+      startedMessage: `${dryRun ? 'dry run' : 'restore'} of backup ${backup.metadata.name} started`,
+      onStarted: () => ctx.metrics.restoreAttemptTotal.inc({ schedule }),
+      engine: async (env) => {
+        const actions = await resolveRestoreItemActions(env.handle.restoreItemActions().map((a) => ({ name: a.name, action: a })));
+        const req = newRestoreRequest(r, backup, { priorities: ctx.config.restoreResourcePriorities });
+        return runRestore({
+          client: ctx.client, source: env.store, actions, log: env.log, clock: ctx.clock, signal: env.signal,
+          spillDir: spillDirOf(ctx),
+          maxItemBytes: ctx.config.maxItemBytes,
+          onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsRestored: p.itemsRestored }),
+        }, req);
+      },
+      // Failed or not: results carry every item's outcome (`restore describe` shows a dry run's predictions from them).
+      async commit(store, o, _status, endLog) {
+        const result = o.result;
+        if (result !== undefined) {
+          const results = { ...result.results, dryRun: result.dryRun, summary: result.summary, outcomes: result.outcomes };
+          await store.completeRestore(name, { results, resourceList: result.resourceList });
+        }
+        await endLog();
+      },
+      logKey: (prefix) => restoreKeys(prefix, name).log,
+      putLog: (store, file) => store.putRestoreLog(name, file),
+      finalStatus: (o) => ({
+        progress: o.result?.progress ?? { totalItems: 0, itemsRestored: 0 },
+        summary: o.result?.summary ?? { created: 0, updated: 0, skipped: 0, failed: 0 },
+      }),
+      summary: (o) => {
+        const sum = o.result?.summary ?? { created: 0, updated: 0, skipped: 0, failed: 0 };
         // Nothing failed in a dry run: its failed items are predictions.
-        ? `dry run: would create ${sum?.created ?? 0}, would update ${sum?.updated ?? 0}, would skip ${sum?.skipped ?? 0}, would fail ${sum?.failed ?? 0}; ${counts.warnings} warnings, ${counts.errors} errors`
-        : `created ${sum?.created ?? 0}, updated ${sum?.updated ?? 0}, skipped ${sum?.skipped ?? 0}, failed ${sum?.failed ?? 0}; ${counts.warnings} warnings, ${counts.errors} errors`;
-    void ctx.events.event(r, phase === 'Completed' ? 'Normal' : 'Warning', phase, message);
-    ctx.logger.info(`restore ${namespace}/${name} ${phase}: ${message}`);
-    recordRestoreOutcome(ctx.metrics, {
-      schedule: backup.metadata.labels?.[LABEL_SCHEDULE_NAME] ?? '', phase, durationSeconds: (finished.getTime() - started.getTime()) / 1000,
+        return dryRun ? `dry run: would create ${sum.created}, would update ${sum.updated}, would skip ${sum.skipped}, would fail ${sum.failed}`
+          : `created ${sum.created}, updated ${sum.updated}, skipped ${sum.skipped}, failed ${sum.failed}`;
+      },
+      recordOutcome: (o) => recordRestoreOutcome(ctx.metrics, { schedule, phase: o.phase, durationSeconds: (o.finished.getTime() - o.started.getTime()) / 1000 }),
     });
   }
 
@@ -184,10 +132,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         const v = validateRestore(ctx, r);
         if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) return { requeueAfter: 1000 };
         if (v.errors.length > 0 || v.backup === undefined || v.location === undefined) {
-          await patchStatus(r, { phase: 'FailedValidation', validationErrors: v.errors, completionTimestamp: stamp(ctx.clock.now()) });
-          void ctx.events.event(r, 'Warning', 'FailedValidation', v.errors.join('; '));
-          ctx.logger.warn(`restore ${r.metadata.namespace}/${r.metadata.name} failed validation: ${v.errors.join('; ')}`);
-          recordRestoreOutcome(ctx.metrics, { schedule: '', phase: 'FailedValidation' });
+          await failValidation(ctx, 'restore', RESTORES, r, v.errors, () => recordRestoreOutcome(ctx.metrics, { schedule: '', phase: 'FailedValidation' }));
           return;
         }
         await execute(r, v.backup, v.location, rc.signal);

@@ -40,16 +40,21 @@ export function registerRun(ctx: ControllerContext, kind: RunKind, namespace: st
 
 /**
  * Uploads a closed run log with `put`; when that fails the log goes to the spool, to be uploaded
- * once the location is reachable again, and the server log says where it is kept.
+ * once the location is reachable again, and the server log says where it is kept. Rejects when the
+ * spool cannot take it either (a full disk): the file then stays at its run-log path.
  */
 export async function uploadRunLog(ctx: ControllerContext, log: RunLog, location: string, key: string, put: (file: string) => Promise<void>): Promise<void> {
   try {
     await put(log.path);
-    fs.rmSync(log.path, { force: true });
   } catch (err) {
-    const kept = await ctx.spool.keep(log.path, { location, key });
-    ctx.logger.warn(`could not upload the run log to location ${location} (${safeErrorMessage(err)}); kept it at ${kept.file} and will upload it when the location is available`, { location, key });
+    const why = safeErrorMessage(err);
+    const kept = await ctx.spool.keep(log.path, { location, key }).catch((spoolErr: unknown) => {
+      throw new Error(`the run log could not be uploaded (${why}) nor kept in the spool (${safeErrorMessage(spoolErr)}); it stays at ${log.path}`, { cause: spoolErr });
+    });
+    ctx.logger.warn(`could not upload the run log to location ${location} (${why}); kept it at ${kept.file} and will upload it when the location is available`, { location, key });
+    return;
   }
+  fs.rmSync(log.path, { force: true });
 }
 
 /** Uploads every spooled log that belongs to `bsl` (called when the location is Available). */

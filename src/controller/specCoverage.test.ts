@@ -289,7 +289,7 @@ describe('every spec field is honoured (with a test) or refused at validation', 
 });
 
 describe('spec.scheduleName of a Restore', () => {
-  it('restores the schedule\'s newest Completed or PartiallyFailed backup', () => {
+  it('restores the schedule\'s newest Completed backup by start time (not a newer PartiallyFailed or Failed one)', () => {
     const labels = { [LABEL_SCHEDULE_NAME]: 'nightly' };
     const failed = completedBackup('nightly-3', '2026-01-01T03:00:00Z', labels);
     failed.status = { ...failed.status, phase: 'Failed' };
@@ -297,14 +297,35 @@ describe('spec.scheduleName of a Restore', () => {
     partial.status = { ...partial.status, phase: 'PartiallyFailed' };
     const c = validationContext({
       BackupStorageLocation: [location()],
-      Backup: [completedBackup('nightly-1', '2026-01-01T01:00:00Z', labels), partial, failed, completedBackup('other', '2026-01-01T04:00:00Z')],
+      // Listed newest-created first: the start time decides, not the order or the name.
+      Backup: [completedBackup('nightly-0', '2026-01-01T00:30:00Z', labels), completedBackup('nightly-1', '2026-01-01T01:00:00Z', labels), partial, failed, completedBackup('other', '2026-01-01T04:00:00Z')],
     });
     const r: Restore = newRestore('r', NS, { scheduleName: 'nightly' });
     const v = validateRestore(c, r);
     expect(v.errors).toEqual([]);
-    expect(v.backup?.metadata.name).toBe('nightly-2');
+    expect(v.backup?.metadata.name).toBe('nightly-1');
     const none = validateRestore(c, newRestore('r2', NS, { scheduleName: 'weekly' }));
-    expect(none.errors).toEqual(['schedule "weekly" has no Completed or PartiallyFailed backup']);
+    expect(none.errors).toEqual([`schedule "weekly" has no Completed backup in namespace ${NS}`]);
+  });
+
+  it('matches a schedule name over 63 characters on its shortened label value, and accepts the backup it recorded', () => {
+    const schedule = `s${'x'.repeat(68)}y`;
+    expect(schedule).toHaveLength(70);
+    const ofSchedule = backupFromSchedule(newSchedule(schedule, NS, { schedule: '@daily', template: {} }), `${schedule}-20260101000000`);
+    const label = ofSchedule.metadata.labels?.[LABEL_SCHEDULE_NAME] ?? '';
+    expect(label.length).toBeLessThanOrEqual(63);
+    const picked = completedBackup('picked', '2026-01-01T02:00:00Z', { [LABEL_SCHEDULE_NAME]: label });
+    const c = validationContext({
+      BackupStorageLocation: [location()],
+      Backup: [completedBackup('older', '2026-01-01T01:00:00Z', { [LABEL_SCHEDULE_NAME]: label }), picked, completedBackup('stranger', '2026-01-01T03:00:00Z')],
+    });
+    expect(validateRestore(c, newRestore('r', NS, { scheduleName: schedule })).backup?.metadata.name).toBe('picked');
+    // Started restores carry both (the controller records its pick): still valid, and the pick holds.
+    const recorded = validateRestore(c, newRestore('r', NS, { scheduleName: schedule, backupName: 'older' }));
+    expect(recorded.errors).toEqual([]);
+    expect(recorded.backup?.metadata.name).toBe('older');
+    expect(validateRestore(c, newRestore('r', NS, { scheduleName: schedule, backupName: 'stranger' })).errors)
+      .toEqual([`backup "stranger" is not a backup of schedule "${schedule}"; set either backupName or scheduleName`]);
   });
 });
 

@@ -64,7 +64,9 @@ export function createEventRecorder(client: DynamicClient, opts: EventRecorderOp
             seen.delete(key);
           }
         }
-        const name = `${md.name ?? 'object'}.${crypto.randomBytes(8).toString('hex')}`;
+        // An object name may use all 253 characters an Event's name may have: cut it to fit the suffix.
+        const base = (md.name ?? 'object').slice(0, 253 - 17).replace(/[-.]+$/, '');
+        const name = `${base}.${crypto.randomBytes(8).toString('hex')}`;
         await client.create(CORE.events, namespace, {
           apiVersion: 'v1',
           kind: 'Event',

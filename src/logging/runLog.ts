@@ -36,11 +36,6 @@ export interface RunLogOptions {
   secrets?: SecretSet;
 }
 
-export interface RunLogCounts {
-  warnings: number;
-  errors: number;
-}
-
 export interface FollowOptions {
   /** Deliver the lines logged so far first, then live lines, with no gap and no duplicate. */
   fromStart?: boolean;
@@ -53,8 +48,6 @@ export interface RunLog {
   readonly logger: winston.Logger;
   /** `<dir>/<kind>-<namespace>-<name>.log.gz`; a complete gzip file once close() resolves. */
   readonly path: string;
-  /** Warning and error lines so far (plugin lines included). */
-  counts(): RunLogCounts;
   /** Live JSON lines; returns an unsubscribe function. */
   follow(cb: (line: string) => void, opts?: FollowOptions): () => void;
   /**
@@ -133,7 +126,6 @@ export function createRunLogger(opts: RunLogOptions): RunLog {
   let closing = false;
   let done = false;
   let closePromise: Promise<void> | undefined;
-  const counts: RunLogCounts = { warnings: 0, errors: 0 };
   // Lines go to gzip in batches: one zlib write per line costs a thread-pool job each, which a
   // restore logging thousands of items a second notices.
   let pending: string[] = [];
@@ -163,8 +155,6 @@ export function createRunLogger(opts: RunLogOptions): RunLog {
     const tagged: Array<[string, unknown]> = [[kind, runRef], ['logSource', logSource], ...rest];
     server.log({ level, message, ...Object.fromEntries(tagged) });
     if (closing) return; // the file is complete; late lines (e.g. a plugin's) only reach the server log
-    if (level === 'warn') counts.warnings++;
-    else if (level === 'error') counts.errors++;
     const line = renderJson(new Date().toISOString(), level, message, tagged);
     pending.push(`${line}\n`);
     pendingBytes += line.length + 1;
@@ -186,7 +176,7 @@ export function createRunLogger(opts: RunLogOptions): RunLog {
   const transport = new SinkTransport(sink);
   const requested = opts.level ?? server.level;
   const requestedRank = RUN_LEVELS[requested];
-  // Below 'warn' would hide warnings from the file and from counts(); never go there.
+  // Below 'warn' would hide warnings from the file; never go there.
   const level = requestedRank === undefined ? 'info' : requestedRank < 1 ? 'warn' : requested;
   const logger = winston.createLogger({
     levels: RUN_LEVELS,
@@ -258,7 +248,6 @@ export function createRunLogger(opts: RunLogOptions): RunLog {
   return {
     logger,
     path: file,
-    counts: () => ({ ...counts }),
     addSecret: (value: string) => secrets.add(value),
     get closed() {
       return done;

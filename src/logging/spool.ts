@@ -62,8 +62,13 @@ function isSidecar(v: unknown): v is Sidecar {
 
 async function writeFileAtomic(file: string, data: string): Promise<void> {
   const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
-  await writeFile(tmp, data);
-  await rename(tmp, file);
+  try {
+    await writeFile(tmp, data);
+    await rename(tmp, file);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
 }
 
 async function moveFile(from: string, to: string): Promise<void> {
@@ -71,8 +76,14 @@ async function moveFile(from: string, to: string): Promise<void> {
     await rename(from, to);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
-    // Different filesystem (e.g. scratch dir vs. spool volume): copy, then remove the original.
-    await copyFile(from, to);
+    // Different filesystem (e.g. scratch dir vs. spool volume): copy, then remove the original. A
+    // copy cut short (a full spool disk) is removed: the original is still whole.
+    try {
+      await copyFile(from, to);
+    } catch (copyErr) {
+      await rm(to, { force: true });
+      throw copyErr;
+    }
     await unlink(from);
   }
 }
@@ -96,8 +107,15 @@ export class LogSpool {
     const dest = path.join(this.dir, dataFile);
     await moveFile(file, dest);
     const sidecar: Sidecar = { version: 1, id, dataFile, target, keptAt: new Date().toISOString(), attempts: 0 };
-    // Written after the data so that a sidecar always has its data file.
-    await writeFileAtomic(path.join(this.dir, `${dataFile}${SIDECAR}`), JSON.stringify(sidecar, null, 2));
+    try {
+      // Written after the data so that a sidecar always has its data file.
+      await writeFileAtomic(path.join(this.dir, `${dataFile}${SIDECAR}`), JSON.stringify(sidecar, null, 2));
+    } catch (err) {
+      // A data file without its sidecar would never be uploaded: put the log back where it was, so
+      // the caller can say where it is (a full spool disk must not lose it).
+      await moveFile(dest, file).catch(() => undefined);
+      throw err;
+    }
     this.logger.warn('log upload failed; the log is kept in the spool and will be uploaded when storage is back', {
       spooledFile: dest,
       location: target.location,

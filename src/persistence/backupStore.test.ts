@@ -5,7 +5,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { Backup } from '../apis/v1/index.js';
 import { isReplayable, type ObjectStore } from '../plugin/api/index.js';
-import { createBackupStore, LocationValidationError } from './backupStore.js';
+import { ArtifactWriteError, createBackupStore, LocationValidationError } from './backupStore.js';
 import { backupKeys, downloadKey, normalizePrefix, restoreKeys } from './layout.js';
 import { addResult, countResults, emptyResults, resourceListOf } from './results.js';
 
@@ -154,6 +154,41 @@ describe('BackupStore', () => {
     expect(await s.getBackupMetadata('nope')).toBeUndefined();
     expect(await s.getManifest('nope')).toBeUndefined();
     await expect(s.getTarball('nope')).rejects.toMatchObject({ code: 'NotFound' });
+  });
+
+  it('completeBackup: the artifacts at once, then the caller\'s step (the log), then stowage-backup.json; a failure before the marker leaves none', async () => {
+    const m = memoryStore();
+    const s = createBackupStore({ objectStore: m.store, bucket: 'b' });
+    const artifacts = { resourceList: {}, results: emptyResults(), backup: backupObj('b1') };
+    await s.completeBackup('b1', artifacts, async () => {
+      // Every artifact is written (not just started) before the caller's step runs.
+      expect(m.keys()).toEqual(['backups/b1/b1-resource-list.json.gz', 'backups/b1/b1-results.gz']);
+      m.log.push('log');
+    });
+    expect(m.log.slice(-2)).toEqual(['log', 'put backups/b1/stowage-backup.json']);
+
+    const logFails = s.completeBackup('b2', artifacts, () => Promise.reject(new Error('the run log could not be written: ENOSPC')));
+    await expect(logFails).rejects.toMatchObject({ step: 'beforeMarker', message: 'the run log could not be written: ENOSPC' });
+    expect(await s.getBackupMetadata('b2')).toBeUndefined();
+
+    const missing = createBackupStore({ objectStore: m.store, bucket: 'gone' });
+    let hooked = false;
+    const err = await missing.completeBackup('b3', artifacts, () => Promise.resolve(void (hooked = true))).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ArtifactWriteError);
+    expect(err).toMatchObject({ step: 'artifacts', message: expect.stringMatching(/^uploading the backup's artifacts failed: NoSuchBucket/) as unknown });
+    expect(hooked).toBe(false);
+  });
+
+  it('completeRestore writes the results and the resource list', async () => {
+    const m = memoryStore();
+    const s = createBackupStore({ objectStore: m.store, bucket: 'b' });
+    const results = emptyResults();
+    addResult(results, 'errors', 'ns', 'broke');
+    await s.completeRestore('r1', { results, resourceList: { configmaps: ['ns/a'] } });
+    expect(m.keys()).toEqual(['restores/r1/restore-r1-resource-list.json.gz', 'restores/r1/restore-r1-results.gz']);
+    expect(await s.getRestoreResults('r1')).toEqual(results);
+    await expect(createBackupStore({ objectStore: m.store, bucket: 'gone' }).completeRestore('r1', { results, resourceList: {} }))
+      .rejects.toThrow(/^uploading the restore's artifacts failed: NoSuchBucket/);
   });
 
   it('uploads log files as they are (already gzipped)', async () => {

@@ -31,6 +31,20 @@ export interface BackupArtifacts {
   backup: Backup;
 }
 
+/** What completeRestore writes under restores/<r>/. */
+export interface RestoreArtifacts {
+  results: RunResults;
+  resourceList: ResourceList;
+}
+
+/** Which step of completeBackup failed: the message alone names it, `step` lets callers tell them apart. */
+export class ArtifactWriteError extends Error {
+  override readonly name = 'ArtifactWriteError';
+  constructor(readonly step: 'artifacts' | 'beforeMarker' | 'marker', message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
 export interface BackupStore {
   readonly bucket: string;
   /** Normalised prefix: '' or 'a/b/'. */
@@ -44,8 +58,13 @@ export interface BackupStore {
   putManifest(backup: string, manifest: BackupManifest): Promise<void>;
   /** Writes stowage-backup.json. Call it last: it marks the backup whole. */
   putBackupMetadata(backup: string, obj: Backup): Promise<void>;
-  /** Resource list, results, manifest, then stowage-backup.json, in that order. */
-  completeBackup(backup: string, artifacts: BackupArtifacts): Promise<void>;
+  /**
+   * Resource list, results and manifest at once (each waited for), then `beforeMarker` (the
+   * controller ends and uploads the run's log there), then stowage-backup.json, strictly last: any
+   * failure before it leaves no marker, so the backup is never seen whole when it is not. Rejects
+   * with an ArtifactWriteError naming the step.
+   */
+  completeBackup(backup: string, artifacts: BackupArtifacts, beforeMarker?: () => Promise<void>): Promise<void>;
   /** Undefined when the backup has no stowage-backup.json. */
   getBackupMetadata(backup: string): Promise<Backup | undefined>;
   getTarball(backup: string): Promise<AsyncIterable<Uint8Array>>;
@@ -62,6 +81,8 @@ export interface BackupStore {
   putRestoreLog(restore: string, gzFile: string): Promise<void>;
   putRestoreResults(restore: string, results: RunResults): Promise<void>;
   putRestoreResourceList(restore: string, list: ResourceList): Promise<void>;
+  /** Results and resource list of a restore, at once (each waited for). */
+  completeRestore(restore: string, artifacts: RestoreArtifacts): Promise<void>;
   getRestoreResults(restore: string): Promise<RunResults | undefined>;
   deleteRestore(restore: string): Promise<void>;
   signedURL(kind: DownloadTargetKind, name: string, ttlSeconds: number): Promise<string>;
@@ -119,11 +140,25 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
     putResults: (b, results) => os.putObject(bucket, keys(b).results, gzipJson(results)),
     putManifest: (b, m) => os.putObject(bucket, keys(b).manifest, gzipJson(m)),
     putBackupMetadata: (b, obj) => os.putObject(bucket, keys(b).metadata, plainJson(obj)),
-    async completeBackup(b, a) {
-      await store.putResourceList(b, a.resourceList);
-      await store.putResults(b, a.results);
-      if (a.manifest) await store.putManifest(b, a.manifest);
-      await store.putBackupMetadata(b, a.backup);
+    async completeBackup(b, a, beforeMarker) {
+      // The three are independent, so they upload at once (the manifest alone is ~6 MB gzipped at 50k items).
+      await allOrFirstError('artifacts', "uploading the backup's artifacts failed", [
+        store.putResourceList(b, a.resourceList),
+        store.putResults(b, a.results),
+        ...(a.manifest !== undefined ? [store.putManifest(b, a.manifest)] : []),
+      ]);
+      if (beforeMarker !== undefined) {
+        try {
+          await beforeMarker();
+        } catch (err) {
+          throw new ArtifactWriteError('beforeMarker', errorMessage(err), { cause: err });
+        }
+      }
+      try {
+        await store.putBackupMetadata(b, a.backup);
+      } catch (err) {
+        throw new ArtifactWriteError('marker', `writing stowage-backup.json failed: ${errorMessage(err)}`, { cause: err });
+      }
     },
     getBackupMetadata: (b) =>
       getOptional(keys(b).metadata, async (s) => checkBackup(parseJson(await readAllCapped(s, maxBytes, keys(b).metadata), keys(b).metadata), b)),
@@ -149,6 +184,10 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
     putRestoreLog: (r, file) => putFile(restoreKeys(prefix, r).log, file),
     putRestoreResults: (r, results) => os.putObject(bucket, restoreKeys(prefix, r).results, gzipJson(results)),
     putRestoreResourceList: (r, list) => os.putObject(bucket, restoreKeys(prefix, r).resourceList, gzipJson(list)),
+    completeRestore: (r, a) => allOrFirstError('artifacts', "uploading the restore's artifacts failed", [
+      store.putRestoreResults(r, a.results),
+      store.putRestoreResourceList(r, a.resourceList),
+    ]),
     getRestoreResults: (r) => getGzipJson<RunResults>(restoreKeys(prefix, r).results),
     deleteRestore: (r) => deleteAll(restoreKeys(prefix, r).dir),
     signedURL: (kind, name, ttl) => os.createSignedURL(bucket, downloadKey(prefix, kind, name), ttl),
@@ -170,6 +209,16 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
     },
   };
   return store;
+}
+
+/**
+ * Waits for every upload (none is still being written when the caller goes on), then rejects with
+ * the first failure.
+ */
+async function allOrFirstError(step: 'artifacts', what: string, uploads: Promise<void>[]): Promise<void> {
+  const settled = await Promise.allSettled(uploads);
+  const failed = settled.find((u): u is PromiseRejectedResult => u.status === 'rejected');
+  if (failed !== undefined) throw new ArtifactWriteError(step, `${what}: ${errorMessage(failed.reason)}`, { cause: failed.reason });
 }
 
 function checkBackup(value: unknown, name: string): Backup {

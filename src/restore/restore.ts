@@ -207,15 +207,13 @@ async function runTiers(
   return undefined;
 }
 
-/** The result of the run, logged once: Failed with `failureReason`, else as the items and results say. */
+/** The result of the run: Failed with `failureReason`, else as the items and results say. */
 function finishRestore(
   req: RestoreRequest, log: winston.Logger, clock: Clock, began: { at: Date; t0: number }, stats: RestoreStats, failureReason?: string,
 ): RestoreResult {
   stats.durationMs = Math.round(performance.now() - began.t0);
-  if (failureReason !== undefined) {
-    addResult(req.results, 'errors', undefined, failureReason);
-    log.error(`restore failed: ${failureReason}`);
-  }
+  // The run's end line (with the reason) is the controller's: the run can still fail after this.
+  if (failureReason !== undefined) addResult(req.results, 'errors', undefined, failureReason);
   const { warnings, errors } = countResults(req.results);
   // A dry run's failed items are predictions (warnings): nothing failed, so it completes.
   const failedItems = req.dryRun ? 0 : req.summary.failed;
@@ -236,7 +234,7 @@ function finishRestore(
     stats,
   };
   if (failureReason !== undefined) result.failureReason = failureReason;
-  log.info(`restore ${phase}${req.dryRun ? ' (dry run)' : ''}`, { ...req.summary, warnings, errors, durationMs: stats.durationMs });
+  log.debug(`restore engine finished in ${stats.durationMs} ms`, { maxInFlight: stats.maxInFlight, tiers: stats.tiers });
   return result;
 }
 

@@ -149,7 +149,7 @@ const restoreSpec = keepUnknown(s.named(
   'RestoreSpec',
   s.object({
     backupName: s.string({ description: 'The backup to restore from.' }),
-    scheduleName: s.string({ description: 'Restore from the latest successful backup of this schedule.' }),
+    scheduleName: s.string({ description: 'Restore from the newest Completed backup of this schedule; the backup picked is recorded in backupName when the restore starts.' }),
     ...filters,
     namespaceMapping: stringMap('Source namespace -> target namespace.'),
     existingResourcePolicy: s.named('ExistingResourcePolicy', s.enum(EXISTING_RESOURCE_POLICIES), {

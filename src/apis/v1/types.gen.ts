@@ -272,7 +272,7 @@ export type BackupStorageLocationPhase = 'Available' | 'Unavailable';
 export type RestoreSpec = {
   /** The backup to restore from. */
   backupName?: string;
-  /** Restore from the latest successful backup of this schedule. */
+  /** Restore from the newest Completed backup of this schedule; the backup picked is recorded in backupName when the restore starts. */
   scheduleName?: string;
   /** Namespaces to include; empty or ["*"] means all. */
   includedNamespaces?: string[];

@@ -252,7 +252,12 @@ export async function describeRestoreText(ctx: CliContext, r: Restore, timeoutMs
   const dryRun = r.spec.dryRun === true;
   let s = metadataSection(r.metadata) + '\n';
   s += describeRunHeader(`${phase}${dryRun ? ' (dry run)' : ''}`, st.validationErrors, st.failureReason, st.errors, st.warnings);
-  s += formatFields([r.spec.backupName !== undefined ? ['Backup', r.spec.backupName] : ['Schedule', r.spec.scheduleName ?? '<none>']]) + '\n';
+  // A restore from a schedule records the backup it picked in spec.backupName when it starts.
+  const picked = r.spec.backupName ?? '';
+  const fromSchedule = (r.spec.scheduleName ?? '') !== '';
+  const source: Array<[string, string]> = fromSchedule ? [['Schedule', r.spec.scheduleName ?? '']] : [];
+  source.push(['Backup', picked !== '' ? picked : fromSchedule ? '<the newest Completed backup of the schedule, picked when the restore starts>' : '<none>']);
+  s += formatFields(source) + '\n';
   s += filtersSection(r.spec) + '\n';
   s += formatFields([
     ['Namespace mappings', mapOrNone(r.spec.namespaceMapping, ' -> ')],
@@ -325,7 +330,7 @@ export function restoreCommand(): Command {
         .argument('[name]', 'name of the restore (default: BACKUP-yyyyMMddHHmmss)')
         .usage('[NAME] --from-backup BACKUP [flags]')
         .option('--from-backup <backup>', 'the backup to restore')
-        .option('--from-schedule <schedule>', 'restore the newest successful backup of this schedule'),
+        .option('--from-schedule <schedule>', 'restore the newest Completed backup of this schedule (recorded as the restore\'s backup when it starts)'),
       'restore',
     ),
   )

@@ -1,0 +1,84 @@
+// A run whose log can be neither uploaded (the bucket is broken) nor spooled (the spool disk is
+// full) still ends Failed with its own reason, the server log says where the log was left, and
+// nothing stays InProgress.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { RESOURCES, newBackup, type Backup, type BackupStorageLocation } from '../../src/apis/v1/index.js';
+import type { DynamicClient } from '../../src/kube/index.js';
+import { uniqueName, waitUntil } from '../support/kube.js';
+import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+
+const CONFIGMAPS = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
+
+/** mount/umount need root (or passwordless sudo), which the test environment gives. */
+function asRoot(cmd: string, args: string[]): void {
+  if (process.getuid?.() === 0) execFileSync(cmd, args);
+  else execFileSync('sudo', ['-n', cmd, ...args]);
+}
+
+describe('a full spool disk', () => {
+  const ns = uniqueName('stowage-spool');
+  const app = uniqueName('spool-app');
+  const loc = filesystemLocation();
+  const spool = fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-spool-'));
+  let client: DynamicClient;
+  let server: RunningServer;
+
+  beforeAll(async () => {
+    const kubeconfig = inject('cluster').kubeconfigPath;
+    client = testClient(kubeconfig);
+    await ensureNamespace(client, app);
+    for (let i = 0; i < 4; i++) await client.create(CONFIGMAPS, app, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
+    asRoot('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', spool]);
+    const fd = fs.openSync(path.join(spool, 'filler'), 'w');
+    try {
+      for (;;) fs.writeSync(fd, Buffer.alloc(4096, 1));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+    } finally {
+      fs.closeSync(fd);
+    }
+    // Validated once, at start: the broken bucket is found by the run itself.
+    server = await startServer({
+      kubeconfigPath: kubeconfig, namespace: ns, args: ['--log-spool-dir', spool],
+      location: { name: loc.name, spec: { ...loc.spec, validationFrequency: '1h' } },
+    });
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+    client?.close();
+    asRoot('umount', ['-l', spool]);
+    fs.rmSync(spool, { recursive: true, force: true });
+    fs.rmSync(loc.root, { recursive: true, force: true });
+  });
+
+  it('ends the run Failed with the first reason, and the server log says the log stays in the run-log directory', async () => {
+    await waitAvailable();
+    // The bucket directory becomes a file: every write to the location fails.
+    const bucket = path.join(loc.root, 'backups');
+    fs.rmSync(bucket, { recursive: true, force: true });
+    fs.writeFileSync(bucket, 'not a directory');
+
+    await client.create(RESOURCES.Backup, ns, newBackup('unkept', ns, { includedNamespaces: [app] }));
+    const b = await waitFinished<Backup>(client, RESOURCES.Backup, ns, 'unkept', 60_000);
+    expect(b.status?.phase).toBe('Failed');
+    expect(b.status?.failureReason).toMatch(/^uploading the tarball failed: /);
+    const line = await server.waitForOutput(/backup \S+\/unkept: the run log could not be uploaded \(.*\) nor kept in the spool \(.*ENOSPC.*\); it stays at \S+/, 20_000);
+    const kept = /it stays at (\S+)/.exec(line)?.[1] ?? '';
+    expect(kept.startsWith(path.join(server.scratchDir, 'run-logs'))).toBe(true);
+    expect(fs.statSync(kept).size).toBeGreaterThan(0);
+    // Nothing half-copied is left in the spool.
+    expect(fs.readdirSync(spool)).toEqual(['filler']);
+  });
+
+  async function waitAvailable(): Promise<void> {
+    await waitUntil('the location Available', async () => {
+      const bsl = await client.get<BackupStorageLocation>(RESOURCES.BackupStorageLocation, ns, loc.name);
+      return bsl.status?.phase === 'Available' ? true : undefined;
+    }, 30_000);
+  }
+});
