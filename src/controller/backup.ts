@@ -2,7 +2,7 @@
 // engine into its location's object store, uploads the artifacts with stowage-backup.json last
 // and the run's own log (spooled when storage is down), and records phase, progress, counts,
 // timestamps, events and metrics. A Backup found InProgress that this server is not running was
-// left by a server that died: it is marked Failed, which is also the start-up sweep.
+// left by a server that died: staleRuns.ts settles it from the bucket (also the start-up sweep).
 import {
   ANNOTATION_SYNCED_FROM, RESOURCES, specFieldErrors, type Backup, type BackupStatus, type BackupStorageLocation,
 } from '../apis/v1/index.js';
@@ -16,8 +16,10 @@ import { parseDuration, validateTtl } from '../util/duration.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import { validateFilters } from '../util/filters.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
+import { crashPoint } from './faults.js';
 import { isReadOnly, locationProblem, openBackupStore, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
-import { failStaleRun, openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
+import { openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
+import { failStaleRun } from './staleRuns.js';
 
 const BACKUPS = RESOURCES.Backup;
 export const STALE_RUN_REASON = 'the Stowage server running this backup stopped before it finished (found InProgress at start-up or failover)';
@@ -104,12 +106,14 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
     let store: Awaited<ReturnType<typeof openBackupStore>> | undefined;
     try {
       store = await openBackupStore(ctx, handle, location);
+      crashPoint('before-tarball');
       result = await runBackup({
         client: ctx.client, store, log: log.logger,
         actions: handle.backupItemActions().map((a) => ({ name: a.name, action: a })),
         pageSize: ctx.config.clientPageSize, signal: abort.signal, startTime: started,
         onProgress: (p) => progress.push({ totalItems: p.totalItems, itemsBackedUp: p.itemsBackedUp }),
       }, { ...b, status: { ...b.status, phase: 'InProgress', startTimestamp: stamp(started), expiration } });
+      crashPoint('after-tarball');
       if (result.phase === 'Failed') failure = result.failureReason ?? 'the backup failed';
       else {
         // Everything but stowage-backup.json first: a failure here must leave no marker behind. The three
@@ -148,6 +152,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
     if (phase !== 'Failed' && store !== undefined) {
       try {
         await store.putBackupMetadata(name, { ...b, metadata: cleanMeta(b), status }); // written last: the backup is whole
+        crashPoint('after-marker');
       } catch (err) {
         phase = 'Failed';
         status.phase = 'Failed';
@@ -159,6 +164,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
     handle.release();
     try {
       await patchStatus(b, { ...status, failureReason: status.failureReason ?? null });
+      crashPoint('after-status');
     } finally {
       run.finish();
     }
@@ -184,8 +190,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         if (b === undefined) return;
         const phase = b.status?.phase ?? 'New';
         if (phase === 'InProgress') {
-          await failStaleRun(ctx, 'backup', b, (status, rv) => patchStatus(b, status, rv), STALE_RUN_REASON);
-          return;
+          return await failStaleRun(ctx, 'backup', b, (status, rv) => patchStatus(b, status, rv), STALE_RUN_REASON);
         }
         if (phase !== 'New') return;
         // Backup sync creates imported Backups first and sets their status right after: between the

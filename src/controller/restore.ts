@@ -16,7 +16,8 @@ import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import { validateFilters, validateNamespaceMapping } from '../util/filters.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
 import { locationProblem, openBackupStore, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
-import { failStaleRun, openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
+import { openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
+import { failStaleRun } from './staleRuns.js';
 
 const RESTORES = RESOURCES.Restore;
 /**
@@ -176,8 +177,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         if (r === undefined) return;
         const phase = r.status?.phase ?? 'New';
         if (phase === 'InProgress') {
-          await failStaleRun(ctx, 'restore', r, (status, rv) => patchStatus(r, status, rv), STALE_RESTORE_REASON);
-          return;
+          return await failStaleRun(ctx, 'restore', r, (status, rv) => patchStatus(r, status, rv), STALE_RESTORE_REASON);
         }
         if (phase !== 'New' || ctx.shutdown.aborted) return;
         const v = validateRestore(ctx, r);

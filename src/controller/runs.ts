@@ -2,7 +2,6 @@
 // spool when storage is down), throttled progress patches and timestamps.
 import fs from 'node:fs';
 import type { BackupStorageLocation } from '../apis/v1/index.js';
-import { isConflict, isNotFound, type KubeObject } from '../kube/index.js';
 import { createRunLogger, type RunKind, type RunLog } from '../logging/index.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import type { ActiveRun, ControllerContext } from './context.js';
@@ -42,13 +41,15 @@ export function registerRun(ctx: ControllerContext, kind: RunKind, namespace: st
  * Uploads a closed run log with `put`; when that fails the log goes to the spool, to be uploaded
  * once the location is reachable again, and the server log says where it is kept.
  */
-export async function uploadRunLog(ctx: ControllerContext, log: RunLog, location: string, key: string, put: (file: string) => Promise<void>): Promise<void> {
+export async function uploadRunLog(ctx: ControllerContext, log: Pick<RunLog, 'path'>, location: string, key: string, put: (file: string) => Promise<void>): Promise<'uploaded' | 'spooled'> {
   try {
     await put(log.path);
     fs.rmSync(log.path, { force: true });
+    return 'uploaded';
   } catch (err) {
     const kept = await ctx.spool.keep(log.path, { location, key });
     ctx.logger.warn(`could not upload the run log to location ${location} (${safeErrorMessage(err)}); kept it at ${kept.file} and will upload it when the location is available`, { location, key });
+    return 'spooled';
   }
 }
 
@@ -102,25 +103,4 @@ export function throttled<T>(everyMs: number, fn: (value: T) => Promise<void>): 
       await chain;
     },
   };
-}
-
-/**
- * A run found InProgress that this server is not running was left by a server that died (the
- * start-up sweep and failover both come through here): mark it Failed. The patch is conditional on
- * the cached version, so a run that just finished here, before the cache caught up, wins.
- */
-export async function failStaleRun(
-  ctx: ControllerContext, kind: RunKind, obj: KubeObject & { metadata: { name: string; namespace?: string; resourceVersion?: string } },
-  patch: (status: Record<string, unknown>, resourceVersion: string | undefined) => Promise<unknown>, reason: string,
-): Promise<void> {
-  const ns = obj.metadata.namespace ?? ctx.namespace;
-  if (ctx.runs.get(kind, ns, obj.metadata.name) !== undefined) return;
-  const marked = await patch({ phase: 'Failed', failureReason: reason, completionTimestamp: stamp(ctx.clock.now()) }, obj.metadata.resourceVersion)
-    .then(() => true, (err: unknown) => {
-      if (!isConflict(err) && !isNotFound(err)) throw err;
-      return false;
-    });
-  if (!marked) return;
-  void ctx.events.event(obj, 'Warning', 'Failed', reason);
-  ctx.logger.warn(`${kind} ${ns}/${obj.metadata.name} marked Failed: ${reason}`);
 }
