@@ -224,7 +224,15 @@ async function settleLog(s: Stale, where: Where, appendToUploaded: boolean, clos
   } catch (err) {
     return `whether its log was uploaded could not be checked: ${safeErrorMessage(err)}`;
   }
-  if (!uploaded) return "its log was lost with the server that ran it (another pod: the log is neither in this server's scratch directory nor in the bucket)";
+  if (!uploaded) {
+    // A log holding only the explanation, so `backup logs` says what happened instead of "not found".
+    const lost = 'its log was lost with the server that ran it (neither in this server\'s scratch directory nor in the bucket: it ran on another pod, or stopped before its log file was written)';
+    await salvageRunLog(noBytes(), salvaged, (n) => [renderJson(new Date().toISOString(), 'warn', `the earlier lines of this ${kind}'s log are gone: ${lost}`, [
+      [kind, `${namespace}/${name}`], ['logSource', 'server'],
+    ]), ...closingLines(n)]);
+    const landed = await uploadRunLog(ctx, { path: salvaged }, location, key, put);
+    return `${lost}; the log ${landed === 'uploaded' ? 'uploaded' : `kept in the log spool until location ${location} can be written`} says so`;
+  }
   if (!appendToUploaded) return '';
   try {
     await salvageRunLog(await where.objectStore.getObject(where.store.bucket, key), salvaged, closingLines);
@@ -234,6 +242,11 @@ async function settleLog(s: Stale, where: Where, appendToUploaded: boolean, clos
     fs.rmSync(salvaged, { force: true });
     return `its uploaded log could not be given its closing line: ${safeErrorMessage(err)}`;
   }
+}
+
+// eslint-disable-next-line require-yield -- an empty source: the log of a run whose lines are all lost
+async function* noBytes(): AsyncIterable<Uint8Array> {
+  return;
 }
 
 async function patchOrLose(s: Stale, status: Record<string, unknown>): Promise<boolean> {

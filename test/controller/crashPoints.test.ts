@@ -1,0 +1,141 @@
+// A SIGKILL of the real server at each commit point of a backup (the test-only fault hook
+// STOWAGE_FAULT_CRASH_AT, src/controller/faults.ts), then a restart on the same scratch directory:
+// the cluster and the bucket agree every time. The Backup is Completed exactly when its
+// stowage-backup.json is written, and then as that file records; a Completed backup restores; a
+// Failed one has no marker; backup sync neither brings a Failed one back nor changes a Completed
+// one's phase; and the run's log is in the bucket in every case. The four points run at once, each
+// with its own server namespace (and so its own lease) and location.
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { describe, inject, it } from 'vitest';
+import {
+  ANNOTATION_SYNCED_FROM, RESOURCES, newBackup, newRestore, type Backup, type BackupStorageLocation, type Restore,
+} from '../../src/apis/v1/index.js';
+import { CRASH_AT_ENV, CRASH_POINTS, type CrashPoint } from '../../src/controller/faults.js';
+import { isNotFound } from '../../src/kube/index.js';
+import { uniqueName, waitUntil } from '../support/kube.js';
+import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+
+const CM = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
+const SETTINGS = { a: { color: 'blue' }, b: { size: 'large' }, c: { shape: 'round' } };
+/** Whether a backup killed at the point is whole: only once stowage-backup.json is written. */
+const WHOLE: Record<CrashPoint, boolean> = { 'before-tarball': false, 'after-tarball': false, 'after-marker': true, 'after-status': true };
+
+const SLOW = ['--client-qps', '4', '--client-burst', '1'];
+
+type Cm = { metadata: { name: string }; data?: Record<string, string> };
+
+describe.concurrent('a server SIGKILLed at each commit point of a backup', () => {
+  const kubeconfigPath = inject('cluster').kubeconfigPath;
+  const c = testClient(kubeconfigPath);
+  const source = uniqueName('crash-src');
+  const seeded = (async () => {
+    await ensureNamespace(c, source);
+    for (const [name, data] of Object.entries(SETTINGS)) await c.create(CM, source, { metadata: { name, labels: { app: 'crash' } }, data });
+  })();
+
+  it.for([...CRASH_POINTS])('%s: cluster and bucket agree after the restart', { timeout: 180_000 }, async (point, { expect }) => {
+    await seeded;
+    const ns = uniqueName(`crash-${point.replace('-tarball', 'tar').replace('after-', 'a').replace('before-', 'b')}`);
+    const loc = filesystemLocation();
+    loc.spec.backupSyncPeriod = '2s';
+    const servers: RunningServer[] = [];
+    try {
+      // Killed after the tarball, a slowed run (throttled API client) has lines its log has flushed to disk to salvage.
+      const first = await startServer({ kubeconfigPath, namespace: ns, location: loc, env: { [CRASH_AT_ENV]: point }, args: point === 'after-tarball' ? SLOW : [] });
+      servers.push(first);
+      await waitUntil('location Available', async () => {
+        const l = await c.get<BackupStorageLocation>(RESOURCES.BackupStorageLocation, ns, 'default');
+        return l.status?.phase === 'Available' ? true : undefined;
+      }, 60_000);
+      await c.create(RESOURCES.Backup, ns, newBackup('b', ns, { includedNamespaces: [source], includedResources: ['configmaps'], labelSelector: { matchLabels: { app: 'crash' } } }));
+      await waitUntil('the server to kill itself', async () => (first.proc.signalCode !== null || first.proc.exitCode !== null ? true : undefined), 90_000);
+      expect(first.proc.signalCode).toBe('SIGKILL');
+      expect(first.output()).toContain(`fault hook ${CRASH_AT_ENV}=${point}: killing the server with SIGKILL`);
+
+      // A new process (its own identity) on the same scratch directory: it leads once the dead one's lease expires.
+      const restarted = Date.now();
+      const second = await startServer({ kubeconfigPath, namespace: ns, scratchDir: first.scratchDir });
+      servers.push(second);
+      const b = await waitFinished<Backup>(c, RESOURCES.Backup, ns, 'b', 60_000);
+      process.stderr.write(`[crash] ${point}: Backup ${b.status?.phase} ${Date.now() - restarted} ms after the restart (the dead server's lease expires first)\n`);
+      const dir = path.join(loc.root, 'backups', 'backups', 'b');
+      const markerFile = path.join(dir, 'stowage-backup.json');
+
+      // The bucket decides: Completed exactly when the marker is there, and as the marker says.
+      expect(fs.existsSync(markerFile)).toBe(WHOLE[point]);
+      expect(b.status?.phase, b.status?.failureReason).toBe(WHOLE[point] ? 'Completed' : 'Failed');
+      if (WHOLE[point]) {
+        const marker = JSON.parse(fs.readFileSync(markerFile, 'utf8')) as Backup;
+        expect(b.status).toMatchObject({
+          phase: marker.status?.phase, startTimestamp: marker.status?.startTimestamp, completionTimestamp: marker.status?.completionTimestamp,
+          expiration: marker.status?.expiration, progress: marker.status?.progress, warnings: marker.status?.warnings, errors: marker.status?.errors,
+        });
+        expect(b.status?.progress?.itemsBackedUp).toBe(3);
+        expect(b.status?.failureReason).toBeUndefined();
+        if (point === 'after-marker') {
+          await second.waitForOutput(/backup \S+\/b Completed: recovered from stowage-backup\.json in location default/, 10_000);
+        }
+      } else {
+        expect(b.status?.failureReason).toContain('stopped before it finished');
+        expect(b.status?.failureReason).toContain('holds no stowage-backup.json for it, so the backup is incomplete');
+        // Killed before the tarball, the server may die before its log file is even created.
+        expect(b.status?.failureReason).toMatch(point === 'before-tarball'
+          ? /its partial log \(\d+ lines\) was recovered from this server's scratch directory and uploaded|its log was lost with the server that ran it \(.*stopped before its log file was written\); the log uploaded says so/
+          : /its partial log \(\d+ lines\) was recovered from this server's scratch directory and uploaded/);
+      }
+
+      // The run's log is in the bucket in every case; a Failed run's ends with how it ended.
+      const lines = zlib.gunzipSync(fs.readFileSync(path.join(dir, 'b-logs.gz'))).toString('utf8').split('\n').filter((l) => l !== '');
+      const last = JSON.parse(lines.at(-1) ?? '{}') as { msg?: string; level?: string };
+      if (WHOLE[point]) expect(lines.some((l) => l.includes('backup completed: 3 items'))).toBe(true);
+      else {
+        expect(last).toMatchObject({ level: 'error', msg: expect.stringMatching(/^backup failed: the Stowage server running this backup stopped before it finished.*no stowage-backup\.json/) });
+        const recovered = (JSON.parse(lines.at(-1) ?? '{}') as { recoveredLines?: number }).recoveredLines;
+        expect(lines.length).toBeGreaterThanOrEqual(1 + (recovered ?? 0));
+        if (point === 'after-tarball') {
+          expect(recovered).toBeGreaterThan(0);
+          expect(b.status?.failureReason).toContain(`its partial log (${recovered} lines) was recovered`);
+          expect(lines.slice(0, recovered).every((l) => (JSON.parse(l) as { backup?: string }).backup === `${ns}/b`)).toBe(true);
+        }
+      }
+      // Nothing stays behind in the scratch directory.
+      expect(fs.readdirSync(path.join(first.scratchDir, 'run-logs'))).toEqual([]);
+
+      if (WHOLE[point]) {
+        // Completed means restorable.
+        const target = uniqueName('crash-dst');
+        await c.create(RESOURCES.Restore, ns, newRestore('r', ns, { backupName: 'b', namespaceMapping: { [source]: target } }));
+        const r = await waitFinished<Restore>(c, RESOURCES.Restore, ns, 'r', 60_000);
+        expect(r.status?.phase, r.status?.failureReason).toBe('Completed');
+        for (const [name, data] of Object.entries(SETTINGS)) expect((await c.get<Cm>(CM, target, name)).data).toEqual(data);
+      }
+
+      // Backup sync: with the resource gone, a whole backup comes back as the bucket records it; a
+      // Failed one (no marker) does not come back at all.
+      await c.delete(RESOURCES.Backup, ns, 'b');
+      const deletedAt = Date.now();
+      // lastSyncedTime is stamped in whole seconds as a sync ends; a sync of one backup takes far less than a second.
+      await waitUntil('a sync that began after the deletion', async () => {
+        const l = await c.get<BackupStorageLocation>(RESOURCES.BackupStorageLocation, ns, 'default');
+        return Date.parse(l.status?.lastSyncedTime ?? '') > deletedAt + 1000 ? true : undefined;
+      }, 30_000, 250);
+      const back = await waitUntil<Backup | null>('the synced Backup (or its absence) to settle', async () => {
+        try {
+          const x = await c.get<Backup>(RESOURCES.Backup, ns, 'b');
+          return x.status?.phase !== undefined ? x : undefined;
+        } catch (err) {
+          if (isNotFound(err)) return WHOLE[point] ? undefined : null;
+          throw err;
+        }
+      }, 30_000, 250);
+      if (WHOLE[point]) {
+        expect(back?.status?.phase).toBe('Completed');
+        expect(back?.metadata.annotations?.[ANNOTATION_SYNCED_FROM]).toBe('default');
+      } else expect(back).toBeNull();
+    } finally {
+      for (const s of servers) await s.stop();
+    }
+  });
+});
