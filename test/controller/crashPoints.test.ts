@@ -15,7 +15,11 @@ import {
 import { CRASH_AT_ENV, CRASH_POINTS, type CrashPoint } from '../../src/controller/faults.js';
 import { isNotFound } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { startS3Server, type S3Server } from '../../scripts/cluster/s3.js';
+import {
+  createS3CredentialsSecret, ensureNamespace, filesystemLocation, s3LocationSpec, startServer, testClient, waitFinished, type RunningServer,
+} from '../support/server.js';
 
 const CM = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
 const SETTINGS = { a: { color: 'blue' }, b: { size: 'large' }, c: { shape: 'round' } };
@@ -136,6 +140,89 @@ describe.concurrent('a server SIGKILLed at each commit point of a backup', () =>
       } else expect(back).toBeNull();
     } finally {
       for (const s of servers) await s.stop();
+    }
+  });
+});
+
+describe.concurrent('a stale backup whose location cannot be read at the restart', () => {
+  const kubeconfigPath = inject('cluster').kubeconfigPath;
+  const c = testClient(kubeconfigPath);
+
+  /** Whether `key` is in the bucket "vault" of `s3`. */
+  async function inBucket(s3: S3Server, key: string): Promise<boolean> {
+    const client = new S3Client({ endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey } });
+    try {
+      await client.send(new HeadObjectCommand({ Bucket: 'vault', Key: key }));
+      return true;
+    } catch (err) {
+      if ((err as { name?: string }).name === 'NotFound') return false;
+      throw err;
+    } finally {
+      client.destroy();
+    }
+  }
+
+  /** A server on its own S3 server, SIGKILLed at `point`, and the S3 server then stopped. */
+  async function killedWithStorageDown(point: CrashPoint, servers: RunningServer[], closers: (() => Promise<void>)[]) {
+    const ns = uniqueName('crash-s3');
+    const s3 = await startS3Server({ buckets: ['vault'] });
+    closers.push(() => s3.close());
+    await ensureNamespace(c, ns);
+    await createS3CredentialsSecret(c, ns, 'cloud-credentials', s3);
+    const spec = s3LocationSpec(s3, { bucket: 'vault', prefix: 'p', secret: 'cloud-credentials', validationFrequency: '2s' });
+    const first = await startServer({ kubeconfigPath, namespace: ns, location: { name: 'default', spec }, env: { [CRASH_AT_ENV]: point } });
+    servers.push(first);
+    await waitUntil('location Available', async () => {
+      const l = await c.get<BackupStorageLocation>(RESOURCES.BackupStorageLocation, ns, 'default');
+      return l.status?.phase === 'Available' ? true : undefined;
+    }, 60_000);
+    await c.create(RESOURCES.Backup, ns, newBackup('b', ns, { includedNamespaces: ['default'], includedResources: ['configmaps'] }));
+    await waitUntil('the server to kill itself', async () => (first.proc.signalCode !== null ? true : undefined), 90_000);
+    await s3.stop();
+    return { ns, s3, first };
+  }
+
+  it('waits, with backoff, while the location is down and then takes the marker it finds', { timeout: 180_000 }, async ({ expect }) => {
+    const servers: RunningServer[] = [];
+    const closers: (() => Promise<void>)[] = [];
+    try {
+      const { ns, s3, first } = await killedWithStorageDown('after-marker', servers, closers);
+      const second = await startServer({ kubeconfigPath, namespace: ns, scratchDir: first.scratchDir });
+      servers.push(second);
+      const retry = /backup \S+\/b was left InProgress by a server that stopped, and location default cannot be read to look for its stowage-backup\.json \(.+?\); trying again in (\S+) \(it is marked Failed once the location has been unreadable for 2m0s\)/g;
+      await waitUntil('two reads of the location to fail', async () => ((second.output().match(retry)?.length ?? 0) >= 2 ? true : undefined), 90_000, 250);
+      const waits = [...second.output().matchAll(retry)].map((m) => m[1]);
+      expect(waits.slice(0, 2)).toEqual(['1s', '2s']);
+      expect((await c.get<Backup>(RESOURCES.Backup, ns, 'b')).status?.phase).toBe('InProgress');
+
+      await s3.start();
+      const b = await waitFinished<Backup>(c, RESOURCES.Backup, ns, 'b', 60_000);
+      expect(b.status?.phase, b.status?.failureReason).toBe('Completed');
+      await second.waitForOutput(/backup \S+\/b Completed: recovered from stowage-backup\.json in location default/, 10_000);
+    } finally {
+      for (const s of servers) await s.stop();
+      for (const close of closers) await close();
+    }
+  });
+
+  it('fails with the read error once the location has been down for the outage window, and spools the log', { timeout: 180_000 }, async ({ expect }) => {
+    const servers: RunningServer[] = [];
+    const closers: (() => Promise<void>)[] = [];
+    try {
+      const { ns, s3, first } = await killedWithStorageDown('after-tarball', servers, closers);
+      const second = await startServer({ kubeconfigPath, namespace: ns, scratchDir: first.scratchDir, args: ['--object-store-outage-timeout', '4s'] });
+      servers.push(second);
+      const b = await waitFinished<Backup>(c, RESOURCES.Backup, ns, 'b', 60_000);
+      expect(b.status?.phase).toBe('Failed');
+      expect(b.status?.failureReason).toMatch(/stopped before it finished .*; location default cannot be read to look for its stowage-backup\.json \(.+\) for 4s, so whether it completed could not be checked; its partial log \(\d+ lines\) was recovered and is kept in the log spool until location default can be written/);
+
+      // Storage back: the spooled log lands at the backup's log key; no marker was ever written.
+      await s3.start();
+      await waitUntil('the spooled log to be uploaded', async () => ((await inBucket(s3, 'p/backups/b/b-logs.gz')) ? true : undefined), 60_000, 500);
+      expect(await inBucket(s3, 'p/backups/b/stowage-backup.json')).toBe(false);
+    } finally {
+      for (const s of servers) await s.stop();
+      for (const close of closers) await close();
     }
   });
 });
