@@ -3,8 +3,9 @@
 // the cluster and the bucket agree every time. The Backup is Completed exactly when its
 // stowage-backup.json is written, and then as that file records; a Completed backup restores; a
 // Failed one has no marker; backup sync neither brings a Failed one back nor changes a Completed
-// one's phase; and the run's log is in the bucket in every case. The four points run at once, each
-// with its own server namespace (and so its own lease) and location.
+// one's phase; and the run's log is in the bucket in every case. A stale backup whose location is
+// down at the restart waits for it; a restore killed mid-run fails with its salvaged log. All run
+// at once, each with its own server namespace (and so its own lease) and location.
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
@@ -223,6 +224,45 @@ describe.concurrent('a stale backup whose location cannot be read at the restart
     } finally {
       for (const s of servers) await s.stop();
       for (const close of closers) await close();
+    }
+  });
+});
+
+describe.concurrent('a server SIGKILLed mid-restore', () => {
+  it('fails the restore after the restart and uploads its partial log with a closing line', { timeout: 180_000 }, async ({ expect }) => {
+    const kubeconfigPath = inject('cluster').kubeconfigPath;
+    const c = testClient(kubeconfigPath);
+    const ns = uniqueName('crash-rst');
+    const source = uniqueName('crash-rsrc');
+    await ensureNamespace(c, source);
+    for (let i = 0; i < 20; i++) await c.create(CM, source, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
+    const loc = filesystemLocation();
+    const servers: RunningServer[] = [];
+    try {
+      // A throttled client keeps the restore going long enough for its log to reach the disk.
+      const first = await startServer({ kubeconfigPath, namespace: ns, location: loc, args: SLOW });
+      servers.push(first);
+      await c.create(RESOURCES.Backup, ns, newBackup('b', ns, { includedNamespaces: [source], includedResources: ['configmaps'] }));
+      expect((await waitFinished<Backup>(c, RESOURCES.Backup, ns, 'b', 120_000)).status?.phase).toBe('Completed');
+      await c.create(RESOURCES.Restore, ns, newRestore('r', ns, { backupName: 'b', namespaceMapping: { [source]: uniqueName('crash-rdst') } }));
+      await waitUntil('the restore to run', async () => ((await c.get<Restore>(RESOURCES.Restore, ns, 'r')).status?.phase === 'InProgress' ? true : undefined), 60_000, 100);
+      await new Promise((r) => setTimeout(r, 1500)); // past the run log's 1 s sync flush
+      expect((await c.get<Restore>(RESOURCES.Restore, ns, 'r')).status?.phase).toBe('InProgress');
+      await first.stop('SIGKILL');
+
+      const second = await startServer({ kubeconfigPath, namespace: ns, scratchDir: first.scratchDir });
+      servers.push(second);
+      const r = await waitFinished<Restore>(c, RESOURCES.Restore, ns, 'r', 60_000);
+      expect(r.status?.phase).toBe('Failed');
+      expect(r.status?.failureReason).toMatch(/^the Stowage server running this restore stopped before it finished .*; its partial log \(\d+ lines\) was recovered from this server's scratch directory and uploaded$/);
+      const lines = zlib.gunzipSync(fs.readFileSync(path.join(loc.root, 'backups', 'restores', 'r', 'restore-r-logs.gz'))).toString('utf8').split('\n').filter((l) => l !== '');
+      const last = JSON.parse(lines.at(-1) ?? '{}') as { msg?: string; recoveredLines?: number };
+      expect(last.msg).toMatch(/^restore failed: the Stowage server running this restore stopped before it finished/);
+      expect(last.recoveredLines).toBeGreaterThan(0);
+      expect(lines).toHaveLength((last.recoveredLines ?? 0) + 1);
+      expect(fs.readdirSync(path.join(first.scratchDir, 'run-logs'))).toEqual([]);
+    } finally {
+      for (const s of servers) await s.stop();
     }
   });
 });
