@@ -2,7 +2,7 @@
 // shared run lifecycle (lifecycle.ts) with the backup engine: the tarball, the other artifacts and
 // the run's own log (spooled when storage is down), stowage-backup.json last, and phase, progress,
 // counts, timestamps, events and metrics. A Backup found InProgress that this server is not running was
-// left by a server that died: it is marked Failed, which is also the start-up sweep.
+// left by a server that died: staleRuns.ts settles it from the bucket (also the start-up sweep).
 import {
   ANNOTATION_SYNCED_FROM, RESOURCES, specFieldErrors, type Backup, type BackupStatus, type BackupStorageLocation,
 } from '../apis/v1/index.js';
@@ -15,8 +15,10 @@ import { parseDuration, validateTtl } from '../util/duration.js';
 import { validateFilters } from '../util/filters.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
 import { isReadOnly, locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
+import { crashPoint } from './faults.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
-import { failStaleRun, stamp } from './runs.js';
+import { stamp } from './runs.js';
+import { failStaleRun } from './staleRuns.js';
 
 const BACKUPS = RESOURCES.Backup;
 export const STALE_RUN_REASON = 'the Stowage server running this backup stopped before it finished (found InProgress at start-up or failover)';
@@ -70,30 +72,39 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
       },
       startedMessage: `backup started, storing to location ${location.metadata.name}`,
       onStarted: () => ctx.metrics.backupAttemptTotal.inc({ schedule }),
-      engine: (env) => runBackup({
-        client: ctx.client, store: env.store, log: env.log,
-        actions: env.handle.backupItemActions().map((a) => ({ name: a.name, action: a })),
-        pageSize: ctx.config.clientPageSize, signal: env.signal, startTime: env.started,
-        onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsBackedUp: p.itemsBackedUp }),
-      }, { ...b, status: { ...b.status, phase: 'InProgress', startTimestamp: stamp(env.started), expiration } }),
+      engine: (env) => {
+        crashPoint('before-tarball');
+        return runBackup({
+          client: ctx.client, store: env.store, log: env.log,
+          actions: env.handle.backupItemActions().map((a) => ({ name: a.name, action: a })),
+          pageSize: ctx.config.clientPageSize, signal: env.signal, startTime: env.started,
+          onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsBackedUp: p.itemsBackedUp }),
+        }, { ...b, status: { ...b.status, phase: 'InProgress', startTimestamp: stamp(env.started), expiration } });
+      },
       // The tarball is in (the engine uploaded it). A Failed backup gets no other artifact, only its log.
       async commit(store, o, status, endLog) {
+        crashPoint('after-tarball');
         const result = o.result;
         if (o.phase === 'Failed' || result === undefined) return endLog();
         // The marker holds the final status (sync imports it): unset fields are left out, not null.
         const recorded = Object.fromEntries(Object.entries(status).filter(([, v]) => v !== null)) as BackupStatus;
         const artifacts = { resourceList: result.resourceList, results: result.results, backup: { ...b, metadata: cleanMeta(b), status: recorded } };
         await store.completeBackup(name, result.manifest !== undefined ? { ...artifacts, manifest: result.manifest } : artifacts, endLog);
+        crashPoint('after-marker');
       },
       logKey: (prefix) => backupKeys(prefix, name).log,
       putLog: (store, file) => store.putLog(name, file),
       finalStatus: (o) => ({ expiration, formatVersion: FORMAT_VERSION, progress: o.result?.progress ?? { totalItems: 0, itemsBackedUp: 0 } }),
       summary: (o) => `${o.result?.progress.itemsBackedUp ?? 0} items backed up`,
-      recordOutcome: (o) => recordBackupOutcome(ctx.metrics, {
-        schedule, phase: o.phase, durationSeconds: (o.finished.getTime() - o.started.getTime()) / 1000,
-        ...(o.result?.manifest?.tarball !== undefined ? { tarballBytes: o.result.manifest.tarball.bytes } : {}),
-        items: o.result?.progress.itemsBackedUp ?? 0, finishedAt: o.finished,
-      }),
+      // Called once the final status is patched.
+      recordOutcome: (o) => {
+        crashPoint('after-status');
+        recordBackupOutcome(ctx.metrics, {
+          schedule, phase: o.phase, durationSeconds: (o.finished.getTime() - o.started.getTime()) / 1000,
+          ...(o.result?.manifest?.tarball !== undefined ? { tarballBytes: o.result.manifest.tarball.bytes } : {}),
+          items: o.result?.progress.itemsBackedUp ?? 0, finishedAt: o.finished,
+        });
+      },
     });
   }
 

@@ -17,7 +17,7 @@ import type { ControllerContext, ControllerDefinition } from './context.js';
 import { locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { resolveBackupOf } from './resolveBackup.js';
-import { failStaleRun } from './runs.js';
+import { failStaleRun } from './staleRuns.js';
 
 const RESTORES = RESOURCES.Restore;
 /**
@@ -125,8 +125,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         if (r === undefined) return;
         const phase = r.status?.phase ?? 'New';
         if (phase === 'InProgress') {
-          await failStaleRun(ctx, 'restore', r, (status, rv) => patchStatus(r, status, rv), STALE_RESTORE_REASON);
-          return;
+          return await failStaleRun(ctx, 'restore', r, (status, rv) => patchStatus(r, status, rv), STALE_RESTORE_REASON);
         }
         if (phase !== 'New' || ctx.shutdown.aborted) return;
         const v = validateRestore(ctx, r);

@@ -2,7 +2,6 @@
 // spool when storage is down), throttled progress patches and timestamps.
 import fs from 'node:fs';
 import type { BackupStorageLocation } from '../apis/v1/index.js';
-import { isConflict, isNotFound, type KubeObject } from '../kube/index.js';
 import { createRunLogger, type RunKind, type RunLog } from '../logging/index.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import type { ActiveRun, ControllerContext } from './context.js';
@@ -43,7 +42,7 @@ export function registerRun(ctx: ControllerContext, kind: RunKind, namespace: st
  * once the location is reachable again, and the server log says where it is kept. Rejects when the
  * spool cannot take it either (a full disk): the file then stays at its run-log path.
  */
-export async function uploadRunLog(ctx: ControllerContext, log: RunLog, location: string, key: string, put: (file: string) => Promise<void>): Promise<void> {
+export async function uploadRunLog(ctx: ControllerContext, log: Pick<RunLog, 'path'>, location: string, key: string, put: (file: string) => Promise<void>): Promise<'uploaded' | 'spooled'> {
   try {
     await put(log.path);
   } catch (err) {
@@ -52,9 +51,10 @@ export async function uploadRunLog(ctx: ControllerContext, log: RunLog, location
       throw new Error(`the run log could not be uploaded (${why}) nor kept in the spool (${safeErrorMessage(spoolErr)}); it stays at ${log.path}`, { cause: spoolErr });
     });
     ctx.logger.warn(`could not upload the run log to location ${location} (${why}); kept it at ${kept.file} and will upload it when the location is available`, { location, key });
-    return;
+    return 'spooled';
   }
   fs.rmSync(log.path, { force: true });
+  return 'uploaded';
 }
 
 /** Uploads every spooled log that belongs to `bsl` (called when the location is Available). */
@@ -107,25 +107,4 @@ export function throttled<T>(everyMs: number, fn: (value: T) => Promise<void>): 
       await chain;
     },
   };
-}
-
-/**
- * A run found InProgress that this server is not running was left by a server that died (the
- * start-up sweep and failover both come through here): mark it Failed. The patch is conditional on
- * the cached version, so a run that just finished here, before the cache caught up, wins.
- */
-export async function failStaleRun(
-  ctx: ControllerContext, kind: RunKind, obj: KubeObject & { metadata: { name: string; namespace?: string; resourceVersion?: string } },
-  patch: (status: Record<string, unknown>, resourceVersion: string | undefined) => Promise<unknown>, reason: string,
-): Promise<void> {
-  const ns = obj.metadata.namespace ?? ctx.namespace;
-  if (ctx.runs.get(kind, ns, obj.metadata.name) !== undefined) return;
-  const marked = await patch({ phase: 'Failed', failureReason: reason, completionTimestamp: stamp(ctx.clock.now()) }, obj.metadata.resourceVersion)
-    .then(() => true, (err: unknown) => {
-      if (!isConflict(err) && !isNotFound(err)) throw err;
-      return false;
-    });
-  if (!marked) return;
-  void ctx.events.event(obj, 'Warning', 'Failed', reason);
-  ctx.logger.warn(`${kind} ${ns}/${obj.metadata.name} marked Failed: ${reason}`);
 }

@@ -78,6 +78,9 @@ const RUN_LEVELS: Record<string, number> = {
   silly: 6,
 };
 
+/** How long a written line may wait in zlib before it is flushed to the file. */
+const SYNC_FLUSH_MS = 1000;
+
 const NAME_RE = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
 /** The run log file's name for a run. */
@@ -131,6 +134,13 @@ export function createRunLogger(opts: RunLogOptions): RunLog {
   let pending: string[] = [];
   let pendingBytes = 0;
   let flushQueued = false;
+  // Lines written are sync-flushed to the file within SYNC_FLUSH_MS: zlib would otherwise hold
+  // them, and a server killed mid-run would leave a file with nothing to salvage (staleRuns.ts).
+  let syncTimer: NodeJS.Timeout | undefined;
+  const syncFlush = (): void => {
+    syncTimer = undefined;
+    if (!closing && writeError === undefined) gzip.flush(zlib.constants.Z_SYNC_FLUSH);
+  };
   const flushPending = (): void => {
     flushQueued = false;
     if (pending.length === 0) return;
@@ -138,6 +148,7 @@ export function createRunLogger(opts: RunLogOptions): RunLog {
     if (writeError === undefined) gzip.write(pending.join(''));
     pending = [];
     pendingBytes = 0;
+    syncTimer ??= setTimeout(syncFlush, SYNC_FLUSH_MS).unref();
   };
   const listeners = new Set<Listener>();
   const endListeners = new Set<() => void>();
@@ -228,6 +239,7 @@ export function createRunLogger(opts: RunLogOptions): RunLog {
       await drain();
       closing = true;
       flushPending();
+      clearTimeout(syncTimer);
       gzip.end();
       await outClosed;
       done = true;

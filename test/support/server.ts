@@ -23,6 +23,8 @@ export interface ServerOptions {
   env?: Record<string, string>;
   /** Wait until this server leads (default); false waits only until it serves metrics (a follower). */
   waitForLeader?: boolean;
+  /** Reuse this scratch directory (a restarted server finding what the previous one left); default a fresh one. */
+  scratchDir?: string;
 }
 
 export interface RunningServer {
@@ -93,7 +95,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   if (opts.location !== undefined) {
     await client.create(RESOURCES.BackupStorageLocation, opts.namespace, newBackupStorageLocation(opts.location.name, opts.namespace, opts.location.spec));
   }
-  const scratchDir = fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-scratch-'));
+  const scratchDir = opts.scratchDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-scratch-'));
   const proc = spawn(process.execPath, [
     BIN, 'server', '--kubeconfig', opts.kubeconfigPath, '--namespace', opts.namespace,
     '--metrics-address', '127.0.0.1:0', '--scratch-dir', scratchDir, '--plugin-idle-timeout', '10m',
