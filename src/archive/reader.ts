@@ -99,9 +99,6 @@ export interface ItemCopy {
  */
 export type KeepItem<T extends ItemIdentity> = (copy: ItemCopy) => T | Promise<T>;
 
-/** Bytes each inflating stage of the reader (gunzip, the size meter) buffers ahead of the tar parser. */
-const READ_AHEAD_BYTES = 16 * 1024;
-
 /** Reads and validates a gzipped tarball, keeping every parsed object; rejects with an ArchiveError naming the reason and entry. */
 export function readArchive(source: AsyncIterable<Uint8Array>, opts: ReadOptions = {}): Promise<ArchiveContents> {
   // A literal, not `{ ...id, object }`: V8 gave each spread copy a hidden class of its own.
@@ -128,14 +125,9 @@ export async function scanArchive<T extends ItemIdentity>(
     }
   }
   let inflated = 0;
-  // The inflating stages buffer a fixed amount rather than Node's default (16 KiB on Node 20, 64 KiB
-  // from Node 22), so a gzip bomb is refused after the same few compressed bytes on every runtime.
-  // (Readable.from already pulls one chunk at a time.)
-  const highWaterMark = READ_AHEAD_BYTES;
   const input = Readable.from(tap(), { objectMode: false });
-  const gunzip = createGunzip({ highWaterMark });
+  const gunzip = createGunzip();
   const meter = new Transform({
-    highWaterMark,
     transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback) {
       inflated += chunk.byteLength;
       cb(bombCheck(inflated, tarballBytes, limits), chunk);
