@@ -1,11 +1,14 @@
 #!/usr/bin/env node
-// `npm test`: installs npm packages when missing or stale, then lint, typecheck, drift checks,
-// unit and integration tests (integration provisions the local control plane and S3 server).
-// Extra arguments go to vitest: `npm test -- test/cluster.test.ts`.
+// `npm test`: installs npm packages when missing or stale, then lint, typecheck, drift checks and
+// build on the node running npm; the unit tests on that node too; then the unit and integration
+// tests on the image's Node (scripts/node-runtime.mjs; the integration tests start the local
+// control plane and S3 server). Extra arguments go to vitest, on the image's Node only:
+// `npm test -- test/cluster.test.ts`.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ensureDeps, root } from './ensure-deps.mjs';
+import { ensureRuntimeNode, runtimeEnv } from './node-runtime.mjs';
 
 process.chdir(root);
 
@@ -21,6 +24,30 @@ function run(label, cmd, args) {
   process.stderr.write(`=== ${label} ok (${secs}s)\n`);
 }
 
+const VITEST = path.join(root, 'node_modules', 'vitest', 'vitest.mjs');
+const reports = path.join(root, 'node_modules', '.cache');
+
+/** One vitest run on `node`; the JSON report gives CI a plain 'N passed, N failed' closing line. */
+function vitest(label, node, args) {
+  const report = path.join(reports, `vitest-report-${label.replace(/\W+/g, '-')}.json`);
+  fs.mkdirSync(reports, { recursive: true });
+  fs.rmSync(report, { force: true });
+  const t0 = Date.now();
+  const version = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
+  process.stderr.write(`\n=== ${label} on node ${version}: vitest run ${args.join(' ')}\n`);
+  const r = spawnSync(node, [VITEST, 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args], {
+    stdio: 'inherit',
+    env: runtimeEnv(node),
+  });
+  const result = { label: `${label} (node ${version})`, ok: r.status === 0, passed: 0, failed: 0, skipped: 0, written: false };
+  if (fs.existsSync(report)) {
+    const j = JSON.parse(fs.readFileSync(report, 'utf8'));
+    Object.assign(result, { passed: j.numPassedTests, failed: j.numFailedTests, skipped: j.numPendingTests + j.numTodoTests, written: true });
+  }
+  process.stderr.write(`=== ${label} finished in ${((Date.now() - t0) / 1000).toFixed(1)}s (exit ${r.status ?? r.signal})\n`);
+  return result;
+}
+
 ensureDeps();
 
 const extra = process.argv.slice(2);
@@ -31,19 +58,28 @@ if (extra.length === 0) {
   for (const check of ['gen:check', 'crds:check']) if (steps[check]) run(check, 'npm', ['run', '--silent', check]);
   run('build', 'npm', ['run', '--silent', 'build']);
 }
-// The JSON report gives CI a plain 'N passed, N failed' closing line.
-const report = path.join(root, 'node_modules', '.cache', 'vitest-report.json');
-fs.mkdirSync(path.dirname(report), { recursive: true });
-fs.rmSync(report, { force: true });
-const t0 = Date.now();
-process.stderr.write('\n=== tests: vitest run\n');
-const r = spawnSync('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...extra], { stdio: 'inherit' });
-let summary = 'no test report was written';
-if (fs.existsSync(report)) {
-  const j = JSON.parse(fs.readFileSync(report, 'utf8'));
-  summary = `${j.numPassedTests} passed, ${j.numFailedTests} failed`;
-  if (j.numPendingTests + j.numTodoTests > 0) summary += `, ${j.numPendingTests + j.numTodoTests} skipped`;
+
+let runtime;
+try {
+  runtime = ensureRuntimeNode();
+} catch (e) {
+  process.stderr.write(`\n=== tests FAILED before they started: ${e.message}\n`);
+  process.stdout.write('tests: not run (no Node.js runtime for the image)\n');
+  process.exit(1);
 }
-process.stderr.write(`=== tests finished in ${((Date.now() - t0) / 1000).toFixed(1)}s\n`);
+
+const results = [];
+// The unit tests are cheap (pure logic), so they also run on the node that runs npm and the CLI
+// on a developer's machine; the integration tests (about 7 minutes) run once, on the image's Node.
+if (extra.length === 0 && runtime !== process.execPath) results.push(vitest('unit tests', process.execPath, ['--project', 'unit']));
+results.push(vitest(extra.length === 0 ? 'unit and integration tests' : 'tests', runtime, extra));
+
+for (const r of results) {
+  const line = r.written ? `${r.passed} passed, ${r.failed} failed${r.skipped > 0 ? `, ${r.skipped} skipped` : ''}` : 'no test report was written';
+  process.stderr.write(`=== ${r.label}: ${line}\n`);
+}
+const sum = (k) => results.reduce((n, r) => n + r[k], 0);
+let summary = results.every((r) => r.written) ? `${sum('passed')} passed, ${sum('failed')} failed` : 'no test report was written';
+if (sum('skipped') > 0) summary += `, ${sum('skipped')} skipped`;
 process.stdout.write(`tests: ${summary}\n`);
-process.exit(r.status ?? 1);
+process.exit(results.every((r) => r.ok) ? 0 : 1);

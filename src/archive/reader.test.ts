@@ -169,22 +169,24 @@ describe('archive reader: refusals', () => {
   });
 
   it('stops a gzip bomb at the total inflated size cap without reading the whole stream', async () => {
-    // 64 MiB of zeros in one entry compresses to ~64 KiB.
-    const bomb = gzipSync(await rawTar([VERSION, { name: 'resources/configmaps/namespaces/n/zeros.json', body: Buffer.alloc(64 * 1024 * 1024) }]));
-    expect(bomb.length).toBeLessThan(200 * 1024);
+    // 256 MiB of zeros in 64 entries compresses to ~256 KiB: several times what Node's stream
+    // buffers read ahead (16 KiB a stage on Node 20, 64 KiB from Node 22), on every runtime.
+    const bomb = await gzTarStream(64, 4 * 1024 * 1024);
+    expect(bomb.length).toBeLessThan(400 * 1024);
     const { source, served } = metered(bomb);
     const err = await readArchive(source, { limits: { maxTotalBytes: 1024 * 1024, maxEntryBytes: 128 * 1024 * 1024 } }).then(() => undefined, (e: unknown) => e);
     expect(err).toBeInstanceOf(ArchiveError);
     expect((err as ArchiveError).reason).toBe('total-size-exceeded');
     expect((err as ArchiveError).message).toBe('the tarball inflates to more than 1048576 bytes (possible gzip bomb); refused');
-    // Read-ahead buffers ~16 KiB of input; the rest of the stream is never pulled.
+    // Read-ahead buffers a few stream buffers of input; the rest of the stream is never pulled.
     expect(served()).toBeLessThan(bomb.length / 2);
   });
 
   it('stops a real gzip bomb by its inflate ratio soon after the floor, with the default limits', async () => {
-    // 200 MiB of zeros in 50 entries of 4 MiB (each under the entry cap), gzipped as a stream to ~200 KiB.
-    const bomb = await gzTarStream(50, 4 * 1024 * 1024);
-    expect(bomb.length).toBeLessThan(400 * 1024);
+    // 400 MiB of zeros in 100 entries of 4 MiB (each under the entry cap), gzipped as a stream to
+    // ~400 KiB: refused after ~64 KiB of it plus the read-ahead (above).
+    const bomb = await gzTarStream(100, 4 * 1024 * 1024);
+    expect(bomb.length).toBeLessThan(800 * 1024);
     const { source, served } = metered(bomb);
     const started = performance.now();
     const err = await readArchive(source).then(() => undefined, (e: unknown) => e);

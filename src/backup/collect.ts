@@ -31,6 +31,15 @@ export class FatalBackupError extends Error {
 }
 
 /** One LIST to run: a resource, in one namespace or all of them, with one label selector. */
+/**
+ * Above this many namespaces named literally a backup lists each resource once, cluster-wide, and
+ * filters locally (inNamespaceScope): one paged LIST instead of one per namespace, which for 1,000
+ * names (the cap of includedNamespaces) and 60 resources would be 60,000 calls at the client's QPS.
+ * Below it the per-namespace LISTs read only what is taken, which wins when the names are a few
+ * of many namespaces.
+ */
+export const MAX_PER_NAMESPACE_LISTS = 32;
+
 export interface ListUnit {
   res: ApiResource;
   /** undefined: every namespace (filtered client-side), or a cluster-scoped resource. */

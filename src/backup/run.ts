@@ -13,7 +13,7 @@ import {
   builtinActions, clusterRoleBindingIndex, CRD_GROUP_RESOURCE, crdTable, GR, resolveActions,
   type ClusterRoleBindingIndex, type NamedBackupItemAction, type ResolvedBackupItemAction,
 } from './actions/index.js';
-import { backupItem, collectUnit, FatalBackupError, wantNamespace, type CollectContext, type ListUnit } from './collect.js';
+import { backupItem, collectUnit, FatalBackupError, MAX_PER_NAMESPACE_LISTS, wantNamespace, type CollectContext, type ListUnit } from './collect.js';
 import { newBackupRequest, recordOf, recordProblem, type BackupProgress, type BackupRequest } from './request.js';
 import { mayIncludeGroup, selectResources, unservedIncludes, type ResourceSelection } from './resources.js';
 import { collectOtherVersions } from './versions.js';
@@ -181,12 +181,13 @@ async function listClusterRoleBindings(deps: BackupDeps, req: BackupRequest, byG
   }
 }
 
-function listUnits(req: BackupRequest, selection: ResourceSelection): ListUnit[] {
+/** What the backup LISTs: each resource per listed namespace, or cluster-wide; once per label selector. */
+export function listUnits(req: BackupRequest, selection: ResourceSelection): ListUnit[] {
   const units: ListUnit[] = [];
-  // Literal namespace names: one LIST per namespace. Wildcards or "all": one cluster-wide LIST,
-  // filtered here, which is far fewer calls than one per namespace.
+  // A few literal namespace names: one LIST per namespace. Many, wildcards or "all": one
+  // cluster-wide LIST, filtered by collect.ts against the namespace filter.
   const literal = req.namespaces.literalIncludes();
-  const scopes: (string | undefined)[] = literal ?? [undefined];
+  const scopes: (string | undefined)[] = literal !== undefined && literal.length <= MAX_PER_NAMESPACE_LISTS ? literal : [undefined];
   for (const selector of req.selectors) {
     for (const res of selection.namespaced) for (const namespace of scopes) units.push({ res, namespace, selector });
     for (const res of selection.cluster) units.push({ res, namespace: undefined, selector });

@@ -4,7 +4,7 @@
 // never the items; the other versions are read page by page like the first.
 import { apiVersionOf, servedVersions, type ApiResource } from '../kube/index.js';
 import { errorMessage } from '../util/errors.js';
-import { FatalBackupError, prefetched, type CollectContext } from './collect.js';
+import { FatalBackupError, MAX_PER_NAMESPACE_LISTS, prefetched, type CollectContext } from './collect.js';
 import { recordOf, recordProblem, recordResourceError, type BackupRequest } from './request.js';
 
 /** The versions besides `res.version` that items of `res` are also stored at (none unless includeAllGroupVersions). */
@@ -33,11 +33,10 @@ export async function collectOtherVersions(ctx: CollectContext): Promise<void> {
 async function storeVersion(ctx: CollectContext, res: ApiResource, version: string, names: ReadonlySet<string>): Promise<void> {
   const { req } = ctx;
   const ref = { ...res, version, apiVersion: apiVersionOf({ group: res.group, version }) };
-  // One LIST per namespace when the backup names its namespaces, else one cluster-wide LIST.
+  // One LIST per namespace when the backup names a few namespaces, else one cluster-wide LIST.
   const literal = req.namespaces.literalIncludes();
-  const scopes: (string | undefined)[] = res.namespaced && literal !== undefined
-    ? [...new Set([...names].map((n) => n.slice(0, n.indexOf('/'))))]
-    : [undefined];
+  const namespaces = res.namespaced && literal !== undefined ? [...new Set([...names].map((n) => n.slice(0, n.indexOf('/'))))] : [];
+  const scopes: (string | undefined)[] = namespaces.length > 0 && namespaces.length <= MAX_PER_NAMESPACE_LISTS ? namespaces : [undefined];
   let stored = 0;
   try {
     for (const namespace of scopes) {

@@ -17,6 +17,7 @@ import type { KubeObject } from '../kube/index.js';
 import { newRestoreRequest } from '../restore/index.js';
 import type { Informer } from '../runtime/index.js';
 import { fixedClock } from '../util/clock.js';
+import { SPEC_LIST_CAPS } from '../util/filters.js';
 import { validateBackup } from './backup.js';
 import type { ControllerContext } from './context.js';
 import { validateRestore } from './restore.js';
@@ -336,4 +337,37 @@ describe('spec.restoreStatus.excludedResources of a Restore', () => {
     expect(req.restoreStatus?.shouldInclude('configmaps')).toBe(true);
     expect(req.restoreStatus?.shouldInclude('secrets')).toBe(false);
   });
+});
+
+describe('every list a spec may carry is capped at validation, for each kind', () => {
+  const list = (n: number, prefix: string): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+  /** A spec whose `field` holds `n` valid entries. */
+  const lists: Record<string, { cap: number; spec: (n: number) => Record<string, unknown> }> = {
+    includedNamespaces: { cap: SPEC_LIST_CAPS.includedNamespaces, spec: (n) => ({ includedNamespaces: list(n, 'ns') }) },
+    excludedNamespaces: { cap: SPEC_LIST_CAPS.excludedNamespaces, spec: (n) => ({ excludedNamespaces: list(n, 'ns') }) },
+    includedResources: { cap: SPEC_LIST_CAPS.includedResources, spec: (n) => ({ includedResources: list(n, 'things') }) },
+    excludedResources: { cap: SPEC_LIST_CAPS.excludedResources, spec: (n) => ({ excludedResources: list(n, 'things') }) },
+    orLabelSelectors: { cap: SPEC_LIST_CAPS.orLabelSelectors, spec: (n) => ({ orLabelSelectors: list(n, 'app').map((v) => ({ matchLabels: { app: v } })) }) },
+  };
+  const restoreLists: typeof lists = {
+    ...lists,
+    namespaceMapping: { cap: SPEC_LIST_CAPS.namespaceMapping, spec: (n) => ({ namespaceMapping: Object.fromEntries(list(n, 'ns').map((x) => [x, `${x}-copy`])) }) },
+    'restoreStatus.includedResources': { cap: SPEC_LIST_CAPS.includedResources, spec: (n) => ({ restoreStatus: { includedResources: list(n, 'things') } }) },
+    'restoreStatus.excludedResources': { cap: SPEC_LIST_CAPS.excludedResources, spec: (n) => ({ restoreStatus: { includedResources: ['*'], excludedResources: list(n, 'things') } }) },
+  };
+  const kinds = [
+    { kind: 'Backup', lists, errors: backupErrors, prefix: '' },
+    { kind: 'Restore', lists: restoreLists, errors: restoreErrors, prefix: '' },
+    { kind: 'Schedule', lists, errors: (spec: Record<string, unknown>) => scheduleErrors({ template: spec }), prefix: 'spec.template: ' },
+  ];
+  for (const { kind, lists: fields, errors, prefix } of kinds) {
+    for (const [field, { cap, spec }] of Object.entries(fields)) {
+      it(`${kind} ${field}: ${cap} entries pass, ${cap + 1} fail naming the field, its length and the cap`, () => {
+        expect(errors(spec(cap))).toEqual([]);
+        const errs = errors(spec(cap + 1));
+        expect(errs).toHaveLength(1);
+        expect(errs[0]).toMatch(new RegExp(`^${prefix.replace('.', '\\.')}${field.replace('.', '\\.')} has ${cap + 1} entries, more than the ${cap} allowed; `));
+      });
+    }
+  }
 });

@@ -8,7 +8,9 @@ import {
   parseGroupResource,
   resourceEntryMatches,
   resourceFilter,
+  SPEC_LIST_CAPS,
   validateFilters,
+  validateListCaps,
   validateNamespaceMapping,
   type ResourceLike,
 } from './filters.js';
@@ -324,5 +326,105 @@ describe('validateNamespaceMapping', () => {
       'namespaceMapping["good"] = "Not_OK" is not a valid namespace name',
       'namespaceMapping maps "skip", but the namespace filters exclude "skip"',
     ]);
+  });
+});
+
+function names(n: number, prefix = 'ns'): string[] {
+  return Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+}
+
+describe('list caps', () => {
+  it('caps namespace lists at 1,000, resource lists at 2,000, orLabelSelectors at 16 and namespaceMapping at 1,000', () => {
+    expect(SPEC_LIST_CAPS).toEqual({
+      includedNamespaces: 1000, excludedNamespaces: 1000, includedResources: 2000, excludedResources: 2000, orLabelSelectors: 16, namespaceMapping: 1000,
+    });
+  });
+
+  it('accepts every list at its cap', () => {
+    expect(validateFilters({ includedNamespaces: names(1000), excludedNamespaces: names(1000, 'x') })).toEqual([]);
+    expect(validateFilters({ includedResources: names(2000, 'r') })).toEqual([]);
+    expect(validateFilters({ includedResources: ['*'], excludedResources: names(2000, 'r') })).toEqual([]);
+    expect(validateFilters({ restoreStatus: { includedResources: names(2000, 'r'), excludedResources: names(2000, 's') } })).toEqual([]);
+    expect(validateFilters({ orLabelSelectors: names(16, 'app').map((v) => ({ matchLabels: { app: v } })) })).toEqual([]);
+    expect(validateNamespaceMapping(Object.fromEntries(names(1000).map((n) => [n, `${n}-copy`])))).toEqual([]);
+  });
+
+  it('refuses includedNamespaces over the cap, naming the field, its length and the cap (the 5,000 names of issue 18)', () => {
+    expect(validateFilters({ includedNamespaces: names(5000) })).toEqual([
+      'includedNamespaces has 5000 entries, more than the 1000 allowed; name a larger set with a pattern (e.g. "team-*") or a label selector',
+    ]);
+    expect(validateFilters({ includedNamespaces: names(1001) })[0]).toMatch(/^includedNamespaces has 1001 entries, more than the 1000 allowed;/);
+  });
+
+  it('refuses excludedNamespaces over the cap', () => {
+    expect(validateFilters({ excludedNamespaces: names(1001) })).toEqual([
+      'excludedNamespaces has 1001 entries, more than the 1000 allowed; name a larger set with a pattern (e.g. "team-*") or a label selector',
+    ]);
+  });
+
+  it('refuses includedResources and excludedResources over the cap', () => {
+    expect(validateFilters({ includedResources: names(2001, 'r') })).toEqual([
+      'includedResources has 2001 entries, more than the 2000 allowed; include "*" and exclude what to leave out instead',
+    ]);
+    expect(validateFilters({ excludedResources: names(2001, 'r') })).toEqual([
+      'excludedResources has 2001 entries, more than the 2000 allowed; include what to keep instead',
+    ]);
+  });
+
+  it("refuses a Restore's restoreStatus lists over the cap", () => {
+    expect(validateFilters({ restoreStatus: { includedResources: names(2001, 'r'), excludedResources: names(2002, 's') } })).toEqual([
+      'restoreStatus.includedResources has 2001 entries, more than the 2000 allowed; include "*" and exclude what to leave out instead',
+      'restoreStatus.excludedResources has 2002 entries, more than the 2000 allowed; include what to keep instead',
+    ]);
+  });
+
+  it('refuses more than 16 orLabelSelectors, each of which is one more LIST of every resource', () => {
+    expect(validateFilters({ orLabelSelectors: names(17, 'app').map((v) => ({ matchLabels: { app: v } })) })).toEqual([
+      'orLabelSelectors has 17 entries, more than the 16 allowed; each one is another LIST of every resource; combine them with "In" expressions',
+    ]);
+  });
+
+  it('refuses a namespaceMapping over the cap, alone', () => {
+    const mapping = Object.fromEntries(names(1001).map((n) => [n, 'Not_Valid']));
+    expect(validateNamespaceMapping(mapping)).toEqual([
+      'namespaceMapping has 1001 entries, more than the 1000 allowed; restore fewer namespaces per Restore',
+    ]);
+  });
+
+  it('reports every over-long list, and only those: no pairwise checks or one message per bad entry', () => {
+    const bad = names(1001).map((n) => `${n}_BAD`);
+    const problems = validateFilters({ includedNamespaces: bad, excludedNamespaces: bad, includedResources: names(2001, 'r'), excludedResources: ['*'] });
+    expect(problems).toEqual(validateListCaps({ includedNamespaces: bad, excludedNamespaces: bad, includedResources: names(2001, 'r') }));
+    expect(problems.map((p) => p.split(' ')[0])).toEqual(['includedNamespaces', 'excludedNamespaces', 'includedResources']);
+  });
+
+  it('counts entries as written, duplicates included', () => {
+    expect(validateListCaps({ includedNamespaces: Array.from({ length: 1001 }, () => 'same') })).toHaveLength(1);
+  });
+});
+
+describe('namespaceFilter with long lists', () => {
+  it('matches literal names by lookup and patterns one by one, exactly as the lists say', () => {
+    const f = namespaceFilter([...names(1000), 'app-*', 'x?'], ['ns-7', 'app-secret*', '?y']);
+    expect(f.shouldInclude('ns-0')).toBe(true);
+    expect(f.shouldInclude('ns-999')).toBe(true);
+    expect(f.shouldInclude('ns-7')).toBe(false);
+    expect(f.shouldInclude('ns-1000')).toBe(false);
+    expect(f.shouldInclude('app-web')).toBe(true);
+    expect(f.shouldInclude('app-secrets')).toBe(false);
+    expect(f.shouldInclude('x1')).toBe(true);
+    expect(f.shouldInclude('xy')).toBe(false);
+    expect(f.literalIncludes()).toBeUndefined();
+    const literal = namespaceFilter(names(1000), ['ns-7']);
+    expect(literal.literalIncludes()).toHaveLength(999);
+  });
+
+  it('checks 100,000 items against 1,000 names in well under a second', () => {
+    const f = namespaceFilter(names(1000), names(1000, 'x'));
+    const t0 = performance.now();
+    let n = 0;
+    for (let i = 0; i < 100_000; i++) if (f.shouldInclude(`ns-${i % 2000}`)) n++;
+    expect(n).toBe(50_000);
+    expect(performance.now() - t0).toBeLessThan(1000);
   });
 });

@@ -71,17 +71,34 @@ export interface NamespaceFilter extends IncludesExcludes<string> {
   literalIncludes(): string[] | undefined;
 }
 
+const isPattern = (p: string): boolean => p.includes('*') || p.includes('?');
+
 export function namespaceFilter(
   includes: readonly string[] | null | undefined,
   excludes: readonly string[] | null | undefined,
 ): NamespaceFilter {
   const inc = normaliseList(includes, false);
   const exc = normaliseList(excludes, false);
-  const base = makeIncludesExcludes<string>(inc, exc, globMatches);
+  // Literal names are looked up in a set and only patterns are tried one by one: a backup that
+  // names hundreds of namespaces checks every listed item against them.
+  const split = (list: string[]): { names: Set<string>; patterns: string[] } => ({
+    names: new Set(list.filter((p) => !isPattern(p))),
+    patterns: list.filter(isPattern),
+  });
+  const i = split(inc);
+  const e = split(exc);
+  const matches = (set: { names: Set<string>; patterns: string[] }, name: string): boolean => set.names.has(name) || set.patterns.some((p) => globMatches(p, name));
+  const base: IncludesExcludes<string> = {
+    ...makeIncludesExcludes<string>(inc, exc, globMatches),
+    shouldInclude(name: string): boolean {
+      if (matches(e, name)) return false;
+      return inc.length === 0 || matches(i, name);
+    },
+  };
   return {
     ...base,
     literalIncludes(): string[] | undefined {
-      if (inc.length === 0 || inc.some((p) => p.includes('*') || p.includes('?'))) return undefined;
+      if (inc.length === 0 || inc.some(isPattern)) return undefined;
       return inc.filter((n) => base.shouldInclude(n));
     },
   };
@@ -164,6 +181,54 @@ export interface FilterSpec {
   includeClusterResources?: boolean | null;
   labelSelector?: UncheckedLabelSelector | null;
   orLabelSelectors?: UncheckedLabelSelector[] | null;
+  /** A Restore's: which resources get their status restored (resource lists, capped like the filters). */
+  restoreStatus?: { includedResources?: string[] | null; excludedResources?: string[] | null } | null;
+}
+
+/**
+ * The longest lists a Backup, Restore or Schedule spec may carry, checked before anything else.
+ * Each bounds work a run would otherwise do without limit, far above anything written by hand:
+ * - namespace lists: a run checks every listed item against them, and a long literal list is one
+ *   cluster-wide LIST per resource (backup/run.ts listUnits); 1,000 names is a fifth of the
+ *   largest clusters Kubernetes' own scalability limits describe (10,000 namespaces), and a set
+ *   that large is better named by a pattern ("team-*") or a label selector;
+ * - resource lists: matched against every resource discovery returns (and, on restore, every
+ *   item); a cluster serves about 60 resources of its own, and even operators that install
+ *   close to a thousand CRDs stay well under 2,000;
+ * - orLabelSelectors: every selector is one more LIST of each resource in each scope, so 16
+ *   selectors already multiply a backup's LISTs sixteenfold;
+ * - namespaceMapping: one entry per source namespace, so the namespace cap.
+ */
+export const SPEC_LIST_CAPS = {
+  includedNamespaces: 1000,
+  excludedNamespaces: 1000,
+  includedResources: 2000,
+  excludedResources: 2000,
+  orLabelSelectors: 16,
+  namespaceMapping: 1000,
+} as const;
+
+function overCap(field: string, length: number, cap: number, hint: string): string {
+  return `${field} has ${length} entries, more than the ${cap} allowed; ${hint}`;
+}
+
+/** The lists of a spec longer than SPEC_LIST_CAPS allows, each naming the field, its length and the cap. */
+export function validateListCaps(spec: FilterSpec): string[] {
+  const problems: string[] = [];
+  const check = (field: string, list: readonly unknown[] | null | undefined, cap: number, hint: string): void => {
+    if ((list ?? []).length > cap) problems.push(overCap(field, (list ?? []).length, cap, hint));
+  };
+  const nsHint = 'name a larger set with a pattern (e.g. "team-*") or a label selector';
+  const incHint = 'include "*" and exclude what to leave out instead';
+  const excHint = 'include what to keep instead';
+  check('includedNamespaces', spec.includedNamespaces, SPEC_LIST_CAPS.includedNamespaces, nsHint);
+  check('excludedNamespaces', spec.excludedNamespaces, SPEC_LIST_CAPS.excludedNamespaces, nsHint);
+  check('includedResources', spec.includedResources, SPEC_LIST_CAPS.includedResources, incHint);
+  check('excludedResources', spec.excludedResources, SPEC_LIST_CAPS.excludedResources, excHint);
+  check('restoreStatus.includedResources', spec.restoreStatus?.includedResources, SPEC_LIST_CAPS.includedResources, incHint);
+  check('restoreStatus.excludedResources', spec.restoreStatus?.excludedResources, SPEC_LIST_CAPS.excludedResources, excHint);
+  check('orLabelSelectors', spec.orLabelSelectors, SPEC_LIST_CAPS.orLabelSelectors, 'each one is another LIST of every resource; combine them with "In" expressions');
+  return problems;
 }
 
 export type ResourceScope = 'Namespaced' | 'Cluster';
@@ -220,6 +285,10 @@ const quoteList = (xs: readonly string[]): string => xs.map((x) => `"${x}"`).joi
  */
 export function validateFilters(spec: FilterSpec, opts: ValidateFiltersOptions = {}): string[] {
   const scopeOf = opts.scopeOf ?? builtinScopeOf;
+  // An over-long list is reported alone: the checks below compare entries pairwise, and one
+  // message per bad entry of 5,000 would not fit in the status either.
+  const capped = validateListCaps(spec);
+  if (capped.length > 0) return capped;
   const problems: string[] = [];
 
   // Entry syntax.
@@ -312,6 +381,9 @@ export function validateNamespaceMapping(
   mapping: Record<string, string> | null | undefined,
   filters: Pick<FilterSpec, 'includedNamespaces' | 'excludedNamespaces'> = {},
 ): string[] {
+  const entries = Object.keys(mapping ?? {}).length;
+  if (entries > SPEC_LIST_CAPS.namespaceMapping)
+    return [overCap('namespaceMapping', entries, SPEC_LIST_CAPS.namespaceMapping, 'restore fewer namespaces per Restore')];
   const problems: string[] = [];
   const ns = namespaceFilter(filters.includedNamespaces, filters.excludedNamespaces);
   const nameRe = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;

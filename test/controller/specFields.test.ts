@@ -109,6 +109,45 @@ describe('spec fields Stowage does not implement', () => {
     ]);
   });
 
+  it('lists over their caps fail validation at once, naming the field, its length and the cap, before any LIST', async () => {
+    const names = (n: number, prefix: string): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+    // The 5,000 names of issue 18: one LIST per namespace and resource would have taken about 27 minutes.
+    const b = await backup('five-thousand', { includedNamespaces: names(5000, 'team') });
+    expect(b.status?.phase).toBe('FailedValidation');
+    expect(b.status?.startTimestamp).toBeUndefined();
+    expect(b.status?.validationErrors).toEqual([
+      'includedNamespaces has 5000 entries, more than the 1000 allowed; name a larger set with a pattern (e.g. "team-*") or a label selector',
+    ]);
+
+    await client.create(RESOURCES.Restore, ns, {
+      ...newRestore('many-mappings', ns, { backupName: 'velero-defaults' }),
+      spec: {
+        backupName: 'velero-defaults',
+        namespaceMapping: Object.fromEntries(names(1001, 'src').map((n) => [n, `${n}-copy`])),
+        orLabelSelectors: names(17, 'app').map((v) => ({ matchLabels: { app: v } })),
+      },
+    });
+    const r = await waitFinished<Restore>(client, RESOURCES.Restore, ns, 'many-mappings');
+    expect(r.status?.phase).toBe('FailedValidation');
+    expect(r.status?.validationErrors).toEqual([
+      'orLabelSelectors has 17 entries, more than the 16 allowed; each one is another LIST of every resource; combine them with "In" expressions',
+      'namespaceMapping has 1001 entries, more than the 1000 allowed; restore fewer namespaces per Restore',
+    ]);
+
+    await client.create(RESOURCES.Schedule, ns, {
+      ...newSchedule('many-resources', ns, { schedule: '0 3 * * *', template: {} }),
+      spec: { schedule: '0 3 * * *', template: { includedResources: names(2001, 'things') } },
+    });
+    const s = await waitUntil('schedule many-resources validated', async () => {
+      const cur = await client.get<Schedule>(RESOURCES.Schedule, ns, 'many-resources');
+      return cur.status?.phase !== undefined ? cur : undefined;
+    });
+    expect(s.status?.phase).toBe('FailedValidation');
+    expect(s.status?.validationErrors).toEqual([
+      'spec.template: includedResources has 2001 entries, more than the 2000 allowed; include "*" and exclude what to leave out instead',
+    ]);
+  });
+
   it('a Schedule whose template sets one fails validation naming spec.template.<field>, and creates no backup', async () => {
     await client.create(RESOURCES.Schedule, ns, {
       ...newSchedule('fs-nightly', ns, { schedule: '0 3 * * *', template: {} }),

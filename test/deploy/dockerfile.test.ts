@@ -89,6 +89,20 @@ describe('Dockerfile', () => {
     expect(fs.statSync(path.join(runtime.root, 'plugins')).isDirectory()).toBe(true);
   });
 
+  it("runs the integration tests, and the processes they spawn, on the image's Node major", () => {
+    // scripts/test.mjs runs this suite on the node of scripts/node-runtime.mjs; the unit test
+    // scripts/node-runtime.test.ts ties that pin to the same ARG.
+    const imageMajor = /^node:(\d+)/.exec(runtime.from)?.[1];
+    expect(imageMajor).toBeDefined();
+    expect(`v${process.versions.node}`).toMatch(new RegExp(`^v${imageMajor}\\.`));
+    // Spawned servers use process.execPath; `node`, npm and npx found on PATH (the image's
+    // entrypoint script, `#!/usr/bin/env node`) must resolve to the same binary.
+    const onPath = spawnSync('node', ['-p', 'process.version + " " + process.execPath'], { encoding: 'utf8' });
+    const [version, exec] = onPath.stdout.trim().split(' ');
+    expect(version).toBe(process.version);
+    expect(fs.realpathSync(exec ?? '')).toBe(fs.realpathSync(process.execPath));
+  });
+
   it('builds dist/ in the build stage from what the build context holds', () => {
     const build = [...built.values()].find((s) => s.runs.some((r) => r.startsWith('npm run build')));
     expect(build, 'a stage runs npm run build').toBeDefined();

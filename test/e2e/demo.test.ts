@@ -46,6 +46,10 @@ function expectWholeRun(out: string): void {
     expect(out).toMatch(new RegExp(`^ {4}ok +${obj}$`, 'm'));
   }
   expect(out).not.toContain('s3cr3t-demo');
+  // No process warnings, the AWS SDK's NodeVersionSupportWarning (on Node < 22) included: the demo,
+  // its server and the plugin processes (whose stderr the server logs) run on the image's Node.
+  const serverLog = /server log: +(\S+)/.exec(out)?.[1] ?? '';
+  for (const text of [out, fs.readFileSync(serverLog, 'utf8')]) expect(text).not.toMatch(/\(node:\d+\) \w*Warning|NodeVersionSupportWarning/);
   expect(out).toMatch(/Demo finished in \d+\.\ds\./);
 }
 

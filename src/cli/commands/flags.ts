@@ -4,6 +4,7 @@ import { Option, type Command } from 'commander';
 import type { LabelSelector } from '../../apis/v1/index.js';
 import { parseDuration } from '../../util/duration.js';
 import { errorMessage } from '../../util/errors.js';
+import { SPEC_LIST_CAPS as CAPS } from '../../util/filters.js';
 import { LabelSelectorParseError, parseLabelSelector } from '../../util/labels.js';
 import { UsageError } from './errors.js';
 
@@ -30,10 +31,10 @@ export function parseBool(flag: string, value: string | boolean | undefined): bo
 export function addFilterFlags(cmd: Command, what: 'backup' | 'restore'): Command {
   const scope = what === 'backup' ? 'back up' : 'restore';
   return cmd
-    .option('--include-namespaces <namespaces>', `namespaces to ${scope}, comma-separated; * means all (default: all)`, commaList)
-    .option('--exclude-namespaces <namespaces>', `namespaces not to ${scope}, comma-separated`, commaList)
-    .option('--include-resources <resources>', `resources to ${scope}, e.g. deployments.apps,configmaps; * means all (default: all)`, commaList)
-    .option('--exclude-resources <resources>', `resources not to ${scope}, comma-separated`, commaList)
+    .option('--include-namespaces <namespaces>', `namespaces to ${scope}, comma-separated, at most ${CAPS.includedNamespaces}; * means all (default: all)`, commaList)
+    .option('--exclude-namespaces <namespaces>', `namespaces not to ${scope}, comma-separated, at most ${CAPS.excludedNamespaces}`, commaList)
+    .option('--include-resources <resources>', `resources to ${scope}, e.g. deployments.apps,configmaps, at most ${CAPS.includedResources}; * means all (default: all)`, commaList)
+    .option('--exclude-resources <resources>', `resources not to ${scope}, comma-separated, at most ${CAPS.excludedResources}`, commaList)
     .addOption(
       new Option(
         '--include-cluster-resources [bool]',
@@ -41,7 +42,7 @@ export function addFilterFlags(cmd: Command, what: 'backup' | 'restore'): Comman
       ),
     )
     .option('-l, --selector <selector>', `only ${scope} items whose labels match, e.g. app=web,tier!=db`)
-    .option('--or-selector <selectors>', `only ${scope} items matching any of these selectors, separated by " or " (e.g. "app=a or app=b")`);
+    .option('--or-selector <selectors>', `only ${scope} items matching any of these selectors (at most ${CAPS.orLabelSelectors}), separated by " or " (e.g. "app=a or app=b")`);
 }
 
 export interface FilterFlags {

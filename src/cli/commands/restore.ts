@@ -13,6 +13,7 @@ import {
 } from '../../apis/v1/index.js';
 import { isAlreadyExists, isNotFound } from '../../kube/index.js';
 import { errorMessage } from '../../util/errors.js';
+import { SPEC_LIST_CAPS } from '../../util/filters.js';
 import { labelKeyProblem, labelValueProblem } from '../../util/labels.js';
 import { action, type Session } from './action.js';
 import { failMissing, fetchNamed, getBackup, printObjects, runLogs } from './backup.js';
@@ -334,7 +335,7 @@ export function restoreCommand(): Command {
       'restore',
     ),
   )
-    .option('--namespace-mappings <mappings>', 'restore namespaces under other names, e.g. prod:staging,a:b', keyValueList('namespace-mappings', ':'))
+    .option('--namespace-mappings <mappings>', `restore namespaces under other names, e.g. prod:staging,a:b (at most ${SPEC_LIST_CAPS.namespaceMapping})`, keyValueList('namespace-mappings', ':'))
     .addOption(
       new Option('--existing-resource-policy <policy>', 'what to do with objects that already exist: leave them and warn, or update them to match the backup').choices([
         ...EXISTING_RESOURCE_POLICIES,
