@@ -16,7 +16,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  LABEL_SCHEDULE_NAME, type Backup, type BackupStatus, type BackupStorageLocation, type Restore,
+  LABEL_SCHEDULE_NAME, RESOURCES, type Backup, type BackupStatus, type BackupStorageLocation, type Restore,
 } from '../apis/v1/index.js';
 import { isConflict, isNotFound, type KubeObject } from '../kube/index.js';
 import { renderJson, runLogFileName, type RunKind } from '../logging/index.js';
@@ -90,12 +90,13 @@ async function settleBackup(s: Stale, b: Backup, reason: string): Promise<Result
   let verdict: BackupVerdict;
   if ('gone' in where) verdict = { phase: 'Failed', why: `${where.gone}, so whether it completed cannot be checked` };
   else {
+    const attemptStarted = performance.now();
     try {
       verdict = judgeMarker(b, await where.store.getBackupMetadata(s.name), where.bsl.metadata.name);
     } catch (err) {
       const window = formatDuration(ctx.config.objectStoreOutageTimeout);
       const read = `location ${where.bsl.metadata.name} cannot be read to look for its stowage-backup.json (${safeErrorMessage(err)})`;
-      const retry = nextRetry(s);
+      const retry = nextRetry(s, attemptStarted);
       if (retry !== undefined) {
         ctx.logger.warn(`backup ${s.namespace}/${s.name} was left InProgress by a server that stopped, and ${read}; trying again in ${formatDuration(retry)} (it is marked Failed once the location has been unreadable for ${window})`);
         return { requeueAfter: retry };
@@ -132,7 +133,7 @@ async function settleBackup(s: Stale, b: Backup, reason: string): Promise<Result
 
 /** A restore has no commit point to recover: it is Failed, once its log is settled. */
 async function settleRestore(s: Stale, r: Restore, reason: string): Promise<Result> {
-  const backup = restoredBackup(s.ctx, r);
+  const backup = await restoredBackup(s.ctx, r);
   const where: Where = backup === undefined
     ? { gone: `its backup ${r.spec.backupName !== undefined && r.spec.backupName !== '' ? `"${r.spec.backupName}"` : `of schedule "${r.spec.scheduleName ?? ''}"`} no longer exists` }
     : await open(s, backup.spec.storageLocation);
@@ -160,10 +161,21 @@ export function judgeMarker(b: Backup, marker: Backup | undefined, location: str
   return { phase: st.phase, status: st, location };
 }
 
-/** The Backup a stale Restore read: the one it names, or its schedule's newest finished one. */
-/** The restore's backup: the one it recorded in spec.backupName when it started (see resolveBackup). */
-function restoredBackup(ctx: ControllerContext, r: Restore): Backup | undefined {
-  return resolveBackupOf(ctx, r).backup;
+/**
+ * The Backup a stale Restore read: the one it recorded in spec.backupName when it started (see
+ * resolveBackup). At start-up the restore's sweep can run before the Backup cache has caught up,
+ * so a name the cache lacks is read from the API server.
+ */
+async function restoredBackup(ctx: ControllerContext, r: Restore): Promise<Backup | undefined> {
+  const cached = resolveBackupOf(ctx, r).backup;
+  const name = r.spec.backupName ?? '';
+  if (cached !== undefined || name === '') return cached;
+  try {
+    return await ctx.client.get<Backup>(RESOURCES.Backup, r.metadata.namespace ?? ctx.namespace, name);
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
 }
 
 /**
@@ -257,14 +269,18 @@ async function patchOrLose(s: Stale, status: Record<string, unknown>): Promise<b
 /** Stale backups whose location failed to read: since when (elapsed-time clock) and how often. */
 const outages = new WeakMap<ControllerContext, Map<string, { since: number; attempts: number }>>();
 
-/** The wait before the next read of an unreadable location, or undefined once the window is spent. */
-function nextRetry(s: Stale): number | undefined {
+/**
+ * The wait before the next read of an unreadable location, or undefined once the window is spent.
+ * `attemptStarted` is when the failed read began: the built-in stores ride out an outage inside the
+ * read itself (for the same window), so the window counts from there, not from the failure.
+ */
+function nextRetry(s: Stale, attemptStarted: number): number | undefined {
   const { ctx } = s;
   let runs = outages.get(ctx);
   if (runs === undefined) outages.set(ctx, (runs = new Map()));
   const key = `${s.kind}/${s.namespace}/${s.name}`;
   const now = performance.now();
-  const o = runs.get(key) ?? { since: now, attempts: 0 };
+  const o = runs.get(key) ?? { since: attemptStarted, attempts: 0 };
   runs.set(key, o);
   const left = ctx.config.objectStoreOutageTimeout - (now - o.since);
   if (left <= 0) return undefined;

@@ -183,17 +183,17 @@ describe.concurrent('a stale backup whose location cannot be read at the restart
     return { ns, s3, first };
   }
 
-  it('waits, with backoff, while the location is down and then takes the marker it finds', { timeout: 180_000 }, async ({ expect }) => {
+  it('waits while the location is down and then takes the marker it finds', { timeout: 180_000 }, async ({ expect }) => {
     const servers: RunningServer[] = [];
     const closers: (() => Promise<void>)[] = [];
     try {
       const { ns, s3, first } = await killedWithStorageDown('after-marker', servers, closers);
       const second = await startServer({ kubeconfigPath, namespace: ns, scratchDir: first.scratchDir });
       servers.push(second);
-      const retry = /backup \S+\/b was left InProgress by a server that stopped, and location default cannot be read to look for its stowage-backup\.json \(.+?\); trying again in (\S+) \(it is marked Failed once the location has been unreadable for 2m0s\)/g;
-      await waitUntil('two reads of the location to fail', async () => ((second.output().match(retry)?.length ?? 0) >= 2 ? true : undefined), 90_000, 250);
-      const waits = [...second.output().matchAll(retry)].map((m) => m[1]);
-      expect(waits.slice(0, 2)).toEqual(['1s', '2s']);
+      // The read of stowage-backup.json rides out the outage (inside the store, for up to
+      // --object-store-outage-timeout, 2m): meanwhile the backup is neither Failed nor guessed.
+      const leading = Date.now();
+      await waitUntil('the sweep to be waiting for the location', async () => (Date.now() - leading > 5000 ? true : undefined), 10_000, 250);
       expect((await c.get<Backup>(RESOURCES.Backup, ns, 'b')).status?.phase).toBe('InProgress');
 
       await s3.start();

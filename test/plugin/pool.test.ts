@@ -152,8 +152,10 @@ describe('handles on a shared pool', () => {
       process.env.STOWAGE_TEST_SECRET = 'must-not-leak';
       const out = await h.backupItemAction('test.stowage.dev/env').execute({ item: configMap('e'), backup });
       const env = JSON.parse(out.item.metadata.annotations?.env ?? '{}') as Record<string, string>;
-      expect(Object.keys(env).sort()).toEqual(['PATH', 'PLUGIN_PROTOCOL_VERSIONS', 'STOWAGE_PLUGIN', 'STOWAGE_PLUGIN_LOG_LEVEL']);
+      expect(Object.keys(env).sort()).toEqual(['PATH', 'PLUGIN_PROTOCOL_VERSIONS', 'STOWAGE_PLUGIN', 'STOWAGE_PLUGIN_LOG_LEVEL', 'STOWAGE_PLUGIN_OBJECT_STORE_OUTAGE_TIMEOUT_MS']);
       expect(env.PLUGIN_PROTOCOL_VERSIONS).toBe('1');
+      // The object-store outage window (--object-store-outage-timeout, default 2m) reaches every plugin.
+      expect(env.STOWAGE_PLUGIN_OBJECT_STORE_OUTAGE_TIMEOUT_MS).toBe('120000');
       expect(env.STOWAGE_PLUGIN_LOG_LEVEL).toBe('debug');
     } finally {
       delete process.env.STOWAGE_TEST_SECRET;

@@ -248,8 +248,10 @@ describe('runRestore against the real cluster', () => {
     await createNs(client, target);
     // The target already holds a differing ConfigMap, and a quota that admits no more ConfigMaps.
     await client.create(CORE.configMaps, target, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings' }, data: { mode: 'other' } });
-    await waitUntil('default service account and root CA', async () =>
-      (await getOrUndefined(client, CORE.serviceAccounts, target, 'default')) !== undefined &&
+    // With its token Secret: the token controller adds it (and updates the account) a moment later,
+    // which would change the snapshot the dry run is compared against.
+    await waitUntil('default service account with its token, and root CA', async () =>
+      (((await getOrUndefined(client, CORE.serviceAccounts, target, 'default')) as (KubeObject & { secrets?: unknown[] }) | undefined)?.secrets?.length ?? 0) > 0 &&
       (await getOrUndefined(client, CORE.configMaps, target, 'kube-root-ca.crt')) !== undefined ? true : undefined);
     await client.create(RESOURCE_QUOTAS, target, { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q' }, spec: { hard: { configmaps: '2' } } });
     await waitUntil('the quota to be computed', async () => {
