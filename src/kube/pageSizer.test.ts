@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PageSizer, UNKNOWN_ITEM_BYTES } from './pageSizer.js';
+import { FIRST_GUESS_ITEM_BYTES, PageSizer } from './pageSizer.js';
 
 const MiB = 1024 * 1024;
 
@@ -10,10 +10,11 @@ describe('PageSizer', () => {
     expect(s.cutoff).toBe(Infinity);
   });
 
-  it('starts a resource of unknown size at the budget over etcd\'s largest object, then fits pages to what it saw', () => {
+  it('starts a resource of unknown size at a full page of typical objects, then fits pages to what it saw', () => {
     const s = new PageSizer(16 * MiB);
     const l = s.listing('configmaps', 500);
-    expect(l.limit()).toBe(Math.floor((16 * MiB) / (UNKNOWN_ITEM_BYTES * 1.25)));
+    expect(l.limit()).toBe(500);
+    expect(new PageSizer(4 * MiB).listing('configmaps', 500).limit()).toBe(Math.floor((4 * MiB) / (FIRST_GUESS_ITEM_BYTES * 1.25)));
     l.observe(8 * MiB, 8); // 1 MiB items
     expect(l.limit()).toBe(12);
     expect(s.cutoff).toBe(32 * MiB);
@@ -26,7 +27,7 @@ describe('PageSizer', () => {
     l.observe(1024 * 10, 10); // small items after large ones do not undo the caution
     expect(l.limit()).toBe(12);
     expect(s.listing('secrets', 500).limit()).toBe(12);
-    expect(s.listing('pods', 500).limit()).toBe(8);
+    expect(s.listing('pods', 500).limit()).toBe(500);
     const tiny = s.listing('leases', 500);
     tiny.observe(500 * 400, 500);
     expect(tiny.limit()).toBe(500);

@@ -1,12 +1,15 @@
 // LIST pages sized by bytes as well as by items. The apiserver bounds a page by item count only, so
 // the limit of each page is worked out from the bytes per item seen before: the previous pages of the
-// same listing, else the last listing of the same resource, else the largest object etcd stores
-// (its 1.5 MiB request limit), so a first page of unknown objects is ~10 items under a 16 MiB budget
-// and the next one grows to fit. A page that still runs far past the budget (objects much larger
-// than their predecessors) is cut off while it is read and asked again at the unknown-size limit:
-// a response of more than one item never grows past twice the budget.
+// same listing, else the last listing of the same resource, else a typical object's size (so the
+// first page of a resource is a full --client-page-size page, as without a budget: guessing etcd's
+// largest object instead cost every resource of more than ~10 items an extra LIST). A page that runs
+// far past the budget (objects much larger than guessed) is cut off while it is read and asked again
+// as if each item were etcd's largest object: a response of more than one item never grows past
+// twice the budget.
 
-/** The largest object etcd accepts by default (--max-request-bytes 1.5 MiB): the size assumed when none is known. */
+/** The size assumed for the objects of a resource never listed before. */
+export const FIRST_GUESS_ITEM_BYTES = 16 * 1024;
+/** The largest object etcd accepts by default (--max-request-bytes 1.5 MiB): the size assumed after a page overflowed. */
 export const UNKNOWN_ITEM_BYTES = 1.5 * 1024 * 1024;
 /** Pages aim this much below the budget, so an average item a little larger than the last does not overshoot. */
 const HEADROOM = 1.25;
@@ -51,7 +54,7 @@ export class PageListing {
   /** The limit of the next page. */
   limit(): number {
     if (!this.sizer.enabled) return this.maxItems;
-    const per = Math.max(1, this.perItem ?? UNKNOWN_ITEM_BYTES);
+    const per = Math.max(1, this.perItem ?? FIRST_GUESS_ITEM_BYTES);
     return Math.max(1, Math.min(this.maxItems, this.ceiling, Math.floor(this.sizer.budget / (per * HEADROOM))));
   }
 
