@@ -2,7 +2,7 @@
 // item actions, the tarball write, and the additional items actions name.
 import type winston from 'winston';
 import type { TarballWriter } from '../archive/index.js';
-import { isNotFound, type ApiResource, type DynamicClient, type KubeObject as ListedObject } from '../kube/index.js';
+import { isApiUnreachable, isNotFound, type ApiResource, type DynamicClient, type KubeObject as ListedObject } from '../kube/index.js';
 import { executeItems, type BackupItemActionBatchResult, type KubeObject, type ResourceIdentifier } from '../plugin/api/index.js';
 import { sleep } from '../util/backoff.js';
 import { errorMessage } from '../util/errors.js';
@@ -86,6 +86,8 @@ export async function collectUnit(ctx: CollectContext, unit: ListUnit, retried =
   } catch (err) {
     if (err instanceof FatalBackupError) throw err;
     if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+    // An outage that outlasted --api-outage-timeout ends the run: every other LIST would wait it out again.
+    if (isApiUnreachable(err)) throw new FatalBackupError(errorMessage(err), { cause: err });
     if (isNotFound(err) && count === 0) {
       const served = await stillServed(ctx, res);
       // A CRD being created or deleted answers 404 while discovery still lists it: look again once, a
@@ -339,6 +341,7 @@ async function backupAdditional(ctx: CollectContext, add: AdditionalItem, parent
     obj = await ctx.client.get(res, ref.namespace === '' ? undefined : ref.namespace, ref.name, { signal: ctx.signal });
   } catch (err) {
     if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+    if (isApiUnreachable(err)) throw new FatalBackupError(errorMessage(err), { cause: err });
     const missing = isNotFound(err);
     if (missing && dep?.mayBeAbsent === true) {
       if (!req.notTaken.has(key)) ctx.log.info(`${describeItem(ref)}, named by ${parent}, does not exist; nothing to back up`, meta(ref));

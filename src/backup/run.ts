@@ -4,7 +4,7 @@
 import type winston from 'winston';
 import type { Backup } from '../apis/v1/index.js';
 import { createTarballWriter, FORMAT_VERSION, manifestFromDigest, type ArchiveDigest, type BackupManifest } from '../archive/index.js';
-import type { ApiResource, DynamicClient, KubeObject as ListedObject } from '../kube/index.js';
+import { isApiUnreachable, type ApiResource, type DynamicClient, type KubeObject as ListedObject } from '../kube/index.js';
 import type { BackupStore } from '../persistence/backupStore.js';
 import { countResults, resourceListOf, type ResourceList, type RunResults } from '../persistence/results.js';
 import { mapLimit } from '../util/concurrency.js';
@@ -94,8 +94,14 @@ async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> 
   const { client, log } = deps;
   let discovered: ApiResource[];
   try {
+    let unreachable: unknown;
     discovered = await client.discover({
       onGroupError: (gv, err) => {
+        // The API gave up on an outage: it is gone, not this group; the run fails below.
+        if (isApiUnreachable(err)) {
+          unreachable ??= err;
+          return;
+        }
         // Whatever that group version serves is left out: an error, unless the filter cannot include any of it.
         const group = gv.includes('/') ? gv.slice(0, gv.indexOf('/')) : '';
         if (!mayIncludeGroup(req, group)) {
@@ -105,6 +111,7 @@ async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> 
         log.error(recordProblem(req, 'errors', '', `API group version ${gv} could not be discovered, so its resources are not backed up: ${err.message}`));
       },
     });
+    if (unreachable !== undefined) throw unreachable;
   } catch (err) {
     throw new Error(`discovering the cluster's resources failed: ${errorMessage(err)}`, { cause: err });
   }

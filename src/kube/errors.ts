@@ -93,4 +93,6 @@ export const isForbidden = (err: unknown): boolean => hasStatus(err, 403);
 export const isGone = (err: unknown): boolean => hasStatus(err, 410);
 export const isInvalid = (err: unknown): boolean => hasStatus(err, 422);
 /** Connection-level failures (no HTTP response) and server-side 5xx/429 that a retry may cure. */
-export const isTransient = (err: unknown): boolean => err instanceof KubeError && (err.status === 0 || err.status === 429 || err.status >= 500);
+// Not a request that already waited out an outage for --api-outage-timeout (APIUnreachable): retrying that waits it out again.
+export const isTransient = (err: unknown): boolean =>
+  err instanceof KubeError && err.reason !== 'APIUnreachable' && (err.status === 0 || err.status === 429 || err.status >= 500);

@@ -35,4 +35,5 @@ export { apiVersionOf, groupResourceOf, resolveResource, resourcePath, servedVer
 export { chooseVersion, compareVersionPriority } from './versions.js';
 export { createEventRecorder, recordEvent, type EventRecorder, type EventRecorderOptions, type EventType, type InvolvedObject } from './events.js';
 export { ensureCrds } from './crds.js';
+export { isApiUnreachable } from './outage.js';
 export { CORE, CUSTOM_RESOURCE_DEFINITIONS, LEASES } from './wellKnown.js';

@@ -32,3 +32,8 @@ export function outageError(last: KubeError, timeoutMs: number): KubeError {
   // No cause: the last error's text is in the message already, and error printers append causes.
   return new KubeError(last.target, 0, 'APIUnreachable', `the Kubernetes API was unreachable for ${formatDuration(timeoutMs)}: ${last.apiMessage}`);
 }
+
+/** Whether `err` is a request that gave up on an outage (outageError): the API is gone, not one object. */
+export function isApiUnreachable(err: unknown): boolean {
+  return err instanceof KubeError && err.reason === 'APIUnreachable';
+}

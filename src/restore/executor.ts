@@ -3,7 +3,7 @@
 // to what must exist first (its namespace, its CRD), then writes it or, in a dry run, predicts the
 // write. Outcomes, ordering, serving checks, writes and predictions live in modules of their own.
 import type winston from 'winston';
-import { CORE, isNotFound, type DynamicClient } from '../kube/index.js';
+import { CORE, isApiUnreachable, isNotFound, type DynamicClient } from '../kube/index.js';
 import type { KubeObject } from '../plugin/api/index.js';
 import type { ActionMatcher } from './actions/selector.js';
 import { predictItem } from './dryRun.js';
@@ -31,6 +31,8 @@ export interface ExecutorContext {
   /** How long to wait for a restored CRD to be served, or a terminating namespace to go. */
   waitTimeoutMs: number;
   signal: AbortSignal | undefined;
+  /** Stops the whole run (the API gave up on an outage: every other item would wait it out again). */
+  stop(reason: unknown): void;
   /** Told how many items are being restored at once, after each start. */
   onInFlight(n: number): void;
 }
@@ -54,7 +56,11 @@ export function newExecutor(ctx: ExecutorContext): Executor {
     outcomes: ctx.outcomes,
     load: ctx.load,
     // Called only once the tiers run, when `parts` is set.
-    restoreOne: (p, original) => restoreOne(parts, p, original),
+    restoreOne: (p, original) => restoreOne(parts, p, original).catch((err: unknown) => {
+      // The API gave up on an outage (not this item's fault): end the run rather than let every item wait it out.
+      if (isApiUnreachable(err)) ctx.stop(err);
+      throw err;
+    }),
     onInFlight: ctx.onInFlight,
   });
   const serving = newServing({
@@ -63,7 +69,7 @@ export function newExecutor(ctx: ExecutorContext): Executor {
   });
   const writes: WriteContext = {
     client: ctx.client, log: ctx.log, req: ctx.req, outcomes: ctx.outcomes, waitTimeoutMs: ctx.waitTimeoutMs, signal: ctx.signal,
-    onExisting: (p) => order.noteExisting(p),
+    stop: ctx.stop, onExisting: (p) => order.noteExisting(p),
   };
   const parts: Parts = { ctx, order, serving, writes };
   return { restoreItem: order.restoreItem };

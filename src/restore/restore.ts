@@ -19,7 +19,7 @@ import {
   type ReadLimits,
   type SpillFile,
 } from '../archive/index.js';
-import type { ApiResource, DynamicClient } from '../kube/index.js';
+import { isApiUnreachable, type ApiResource, type DynamicClient } from '../kube/index.js';
 import { addResult, countResults, resourceListOf, type ResourceList, type RunResults } from '../persistence/results.js';
 import type { KubeObject } from '../plugin/api/index.js';
 import { systemClock, type Clock } from '../util/clock.js';
@@ -121,13 +121,26 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
     concurrency,
   });
 
+  // The run's own stop: the caller's signal, or an item that found the API gone for good.
+  const stop = new AbortController();
+  const onOuterAbort = (): void => stop.abort(deps.signal?.reason);
+  if (deps.signal?.aborted === true) onOuterAbort();
+  deps.signal?.addEventListener('abort', onOuterAbort, { once: true });
   let spill: SpillFile | undefined;
   try {
     let ready: Ready;
     try {
+      // A group the API gave up on for an outage is not "not served": the whole API is gone, so the run fails.
+      let unreachable: unknown;
       const discovered =
         deps.discovered ??
-        (await deps.client.discover({ onGroupError: (gv, err) => log.warn(`discovery of ${gv} failed; its resources are treated as not served: ${err.message}`) }));
+        (await deps.client.discover({
+          onGroupError: (gv, err) => {
+            if (isApiUnreachable(err)) unreachable ??= err;
+            else log.warn(`discovery of ${gv} failed; its resources are treated as not served: ${err.message}`);
+          },
+        }));
+      if (unreachable !== undefined) throw unreachable;
       spill = await createSpillFile(deps.spillDir);
       ready = await readAndPlan(deps, req, spill, discovered);
     } catch (err) {
@@ -144,14 +157,16 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
       outcomes,
       servedNow: new Set(ready.discovered.map((r) => r.groupResource)),
       waitTimeoutMs: deps.waitTimeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS,
-      signal: deps.signal,
+      signal: stop.signal,
+      stop: (reason) => stop.abort(reason),
       onInFlight: (n) => {
         stats.maxInFlight = Math.max(stats.maxInFlight, n);
       },
     });
-    const stopped = await runTiers(deps, ready.plan, exec, concurrency, stats, req);
+    const stopped = await runTiers(deps, ready.plan, exec, concurrency, stats, req, stop.signal);
     return finish(stopped);
   } finally {
+    deps.signal?.removeEventListener('abort', onOuterAbort);
     await spill?.close().catch((err: unknown) => log.warn(`could not remove the restore's spill file: ${errorMessage(err)}`));
   }
 }
@@ -189,7 +204,7 @@ function announcePlan(deps: RestoreDeps, req: RestoreRequest, { plan, oversized 
 
 /** Runs the tiers one after another, `concurrency` items at a time within a tier. Returns why the restore was stopped, if it was. */
 async function runTiers(
-  deps: RestoreDeps, plan: RestorePlan, exec: Executor, concurrency: number, stats: RestoreStats, req: RestoreRequest,
+  deps: RestoreDeps, plan: RestorePlan, exec: Executor, concurrency: number, stats: RestoreStats, req: RestoreRequest, signal: AbortSignal,
 ): Promise<string | undefined> {
   const tExec = performance.now();
   for (const { tier, items } of plan.tiers) {
@@ -197,7 +212,7 @@ async function runTiers(
     stats.tiers++;
     deps.log.info(`restoring ${items.length} items of ${tier.groupResources.join(', ')}`);
     try {
-      await mapLimitSettled(items, concurrency, (p) => exec.restoreItem(p), deps.signal === undefined ? {} : { signal: deps.signal });
+      await mapLimitSettled(items, concurrency, (p) => exec.restoreItem(p), { signal });
     } catch (err) {
       return `the restore was stopped: ${errorMessage(err)}`;
     }

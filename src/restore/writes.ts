@@ -3,7 +3,7 @@
 // merge patch to match the backup, and the status subresource where the restore keeps status.
 import type winston from 'winston';
 import { LABEL_RESTORE_NAME, labelValue } from '../apis/v1/index.js';
-import { KubeError, isAlreadyExists, isConflict, isNotFound, isTransient, type DynamicClient, type KubeObject as LooseObject } from '../kube/index.js';
+import { KubeError, isAlreadyExists, isApiUnreachable, isConflict, isNotFound, isTransient, type DynamicClient, type KubeObject as LooseObject } from '../kube/index.js';
 import type { KubeObject } from '../plugin/api/index.js';
 import { backoff, sleep } from '../util/backoff.js';
 import { patchToMatch } from './compare.js';
@@ -28,6 +28,8 @@ export interface WriteContext {
   /** How long to wait for a namespace being deleted to go. */
   waitTimeoutMs: number;
   signal: AbortSignal | undefined;
+  /** Stops the whole run, with `reason`. */
+  stop(reason: unknown): void;
   /** Told when an object with the item's name is found in the cluster (its owned items need to know). */
   onExisting(p: PlannedItem): void;
 }
@@ -67,6 +69,8 @@ export async function writeItem(w: WriteContext, p: PlannedItem, t: Target, d: D
       ? outcomes.record(p, t, 'created', 'created')
       : outcomes.record(p, t, 'created', `created, but ${statusProblem}`, { warn: true });
   } catch (err) {
+    // An outage that outlasted --api-outage-timeout: the API is gone, not this item; end the run.
+    if (isApiUnreachable(err)) w.stop(err);
     if (!isAlreadyExists(err)) {
       // Admission (a quota, a webhook) may refuse the create of an object that exists anyway;
       // then it is an existing object like any other, as a dry run (which reads first) sees it.

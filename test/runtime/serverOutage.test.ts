@@ -46,28 +46,30 @@ describe('an API server outage under a running server', () => {
     expect(s.output().match(/became the leader/g)?.length).toBe(1);
   }
 
-  // One outage for all three runs (a backup and a restore on one server, a backup on a server with
-  // a short --api-outage-timeout): each outage costs a minute of the suite.
+  // One outage for all four runs (a backup and a restore on one server, and on a server with a short
+  // --api-outage-timeout): each outage costs a minute of the suite.
   it('pauses a backup and a restore through a 60 s outage (both complete with every object) and fails a run whose outage outlasts --api-outage-timeout; no process exits', async () => {
     const server = await startServer({ kubeconfigPath: cp.kubeconfigPath, namespace: 'stowage', location: filesystemLocation(), args: SLOW });
     servers.push(server);
     const short = await startServer({ kubeconfigPath: cp.kubeconfigPath, namespace: 'stowage-short', location: filesystemLocation(), args: [...SLOW, '--api-outage-timeout', '10s'] });
     servers.push(short);
 
-    // The restore's backup, taken before the outage.
-    await c.create(RESOURCES.Backup, 'stowage', newBackup('seed', 'stowage', { includedNamespaces: ['app'] }));
-    expect((await waitFinished<Backup>(c, RESOURCES.Backup, 'stowage', 'seed', 120_000)).status?.phase).toBe('Completed');
+    // The restores' backups, taken before the outage.
+    for (const ns of ['stowage', 'stowage-short']) await c.create(RESOURCES.Backup, ns, newBackup('seed', ns, { includedNamespaces: ['app'] }));
+    for (const ns of ['stowage', 'stowage-short']) expect((await waitFinished<Backup>(c, RESOURCES.Backup, ns, 'seed', 120_000)).status?.phase).toBe('Completed');
 
     const t0 = Date.now();
     await c.create(RESOURCES.Backup, 'stowage', newBackup('through', 'stowage', { includedNamespaces: ['app'] }));
     await c.create(RESOURCES.Restore, 'stowage', newRestore('through', 'stowage', { backupName: 'seed', namespaceMapping: { app: 'app-copy' } }));
     await c.create(RESOURCES.Backup, 'stowage-short', newBackup('cut', 'stowage-short', { includedNamespaces: ['app'] }));
+    await c.create(RESOURCES.Restore, 'stowage-short', newRestore('cut', 'stowage-short', { backupName: 'seed', namespaceMapping: { app: 'app-cut' } }));
     const phases = async (): Promise<(string | undefined)[]> => [
       (await c.get<Backup>(RESOURCES.Backup, 'stowage', 'through')).status?.phase,
       (await c.get<Restore>(RESOURCES.Restore, 'stowage', 'through')).status?.phase,
       (await c.get<Backup>(RESOURCES.Backup, 'stowage-short', 'cut')).status?.phase,
+      (await c.get<Restore>(RESOURCES.Restore, 'stowage-short', 'cut')).status?.phase,
     ];
-    await waitUntil('all three runs in progress', async () => ((await phases()).every((p) => p === 'InProgress') ? true : undefined), 60_000, 50);
+    await waitUntil('all four runs in progress', async () => ((await phases()).every((p) => p === 'InProgress') ? true : undefined), 60_000, 50);
     await cp.stopApiserver();
     const stoppedAt = Date.now();
     await new Promise((r) => setTimeout(r, OUTAGE_MS));
@@ -79,12 +81,16 @@ describe('an API server outage under a running server', () => {
     const r = await waitFinished<Restore>(c, RESOURCES.Restore, 'stowage', 'through', 180_000);
     const restoreMs = Date.now() - t0;
     const cut = await waitFinished<Backup>(c, RESOURCES.Backup, 'stowage-short', 'cut', 60_000);
+    const rcut = await waitFinished<Restore>(c, RESOURCES.Restore, 'stowage-short', 'cut', 60_000);
     expect(b.status?.phase, b.status?.failureReason).toBe('Completed');
     expect(b.status?.progress?.itemsBackedUp).toBeGreaterThanOrEqual(OBJECTS);
     expect(r.status?.phase, r.status?.failureReason).toBe('Completed');
     expect(server.output()).toMatch(/cannot reach the API to renew .*still leading/);
     expect(cut.status?.phase).toBe('Failed');
     expect(cut.status?.failureReason).toContain('the Kubernetes API was unreachable for 10s');
+    // The restore fails as a whole, naming the outage (not each item as "not served", nor each waiting it out again).
+    expect(rcut.status?.phase, JSON.stringify(rcut.status)).toBe('Failed');
+    expect(rcut.status?.failureReason).toContain('the Kubernetes API was unreachable for 10s');
     await short.waitForOutput(/the Kubernetes API was unreachable for 10s/, 10_000);
     alive(server, server.proc.pid);
     alive(short, short.proc.pid);
@@ -94,6 +100,6 @@ describe('an API server outage under a running server', () => {
     expect(original.length).toBe(OBJECTS);
     for (const o of original) expect(copy.get(o.metadata?.name), o.metadata?.name).toEqual(o.data);
     process.stderr.write(`[outage] API down ${backAt - stoppedAt} ms (${OUTAGE_MS} ms stopped, then start-up); backup Completed ${t0 + backupMs - backAt} ms and restore Completed ${t0 + restoreMs - backAt} ms after the API was ready; ` +
-      `with --api-outage-timeout 10s the backup Failed: ${cut.status?.failureReason ?? ''}\n`);
+      `with --api-outage-timeout 10s the backup Failed: ${cut.status?.failureReason ?? ''}; the restore Failed: ${rcut.status?.failureReason ?? ''}\n`);
   }, 420_000);
 });
