@@ -462,20 +462,22 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
       // pageSize 0 asks for everything at once (paging disabled), and so does no byte budget then.
       const pages = maxItems > 0 ? sizer.listing(groupResourceOf(res), maxItems) : undefined;
       let cont = o.continue;
-      do {
+      for (;;) {
         const limit = pages?.limit() ?? maxItems;
         let sized: { page: ListPage<T>; bytes: number };
         try {
           sized = await listSized<T>(res, { ...o, limit, continue: cont }, limit > 1 ? sizer.cutoff : Infinity);
         } catch (err) {
           if (!(err instanceof ResponseTooLarge) || pages === undefined) throw err;
+          // The same page again, smaller (also the first page, whose `cont` is undefined).
           pages.overflowed(limit);
           continue;
         }
         pages?.observe(sized.bytes, sized.page.items.length);
         yield sized.page;
         cont = sized.page.continue;
-      } while (cont !== undefined);
+        if (cont === undefined) return;
+      }
     }
 
     async function* watch<T>(res: ResourceRef, o: WatchOptions = {}): AsyncGenerator<WatchEvent<T>> {

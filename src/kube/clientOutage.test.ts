@@ -170,4 +170,25 @@ describe('byte-sized pages', () => {
     expect(limits.some((l, i) => i > 0 && l < (limits[i - 1] ?? 0))).toBe(true);
     expect(Math.max(...limits.slice(-3))).toBeLessThanOrEqual(2);
   });
+
+  it('asks the first page again, smaller, when it runs past the cutoff, and loses no item', async () => {
+    const limits: number[] = [];
+    // 30 items of ~100 kB: the first page (typical objects: 19 of them under 400 kB) runs far past 800 kB.
+    const count = 30;
+    const port = await fakeApiserver((req, _body, res) => {
+      const q = new URL(req.url ?? '', 'http://x').searchParams;
+      const limit = Number(q.get('limit'));
+      const from = Number(q.get('continue') ?? 0);
+      limits.push(limit);
+      const to = Math.min(count, from + limit);
+      const items = Array.from({ length: to - from }, (_, i) => ({ metadata: { name: `o${from + i}` }, data: { v: 'x'.repeat(100_000) } }));
+      json(res, 200, { kind: 'ConfigMapList', apiVersion: 'v1', metadata: { continue: to < count ? String(to) : '' }, items });
+    });
+    const c = clientFor(port, { pageBytes: 400_000 });
+    const names: string[] = [];
+    for await (const page of c.listPages<{ metadata: { name: string } }>(CORE.configMaps, { pageSize: 500 })) names.push(...page.items.map((o) => o.metadata.name));
+    expect(names).toEqual(Array.from({ length: count }, (_, i) => `o${i}`));
+    expect(limits[0]).toBe(19);
+    expect(limits[1]).toBeLessThan(19);
+  });
 });

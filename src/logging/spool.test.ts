@@ -48,7 +48,7 @@ describe('LogSpool', () => {
     const kept = await spool.keep(file, target('b1'));
     expect(existsSync(file)).toBe(false);
     expect(path.dirname(kept.file)).toBe(spoolDir);
-    expect(path.basename(kept.file)).toMatch(/^\d{15}-[0-9a-f]{8}-backup-stowage-b1\.log\.gz$/);
+    expect(path.basename(kept.file)).toMatch(/^\d{15}-\d{6}-[0-9a-f]{8}-backup-stowage-b1\.log\.gz$/);
     expect(readFileSync(kept.file, 'utf8')).toBe('log one');
     const sidecar = JSON.parse(readFileSync(`${kept.file}.spool.json`, 'utf8')) as Rec;
     expect(sidecar).toMatchObject({ version: 1, target: target('b1'), attempts: 0 });

@@ -60,6 +60,8 @@ function isSidecar(v: unknown): v is Sidecar {
   );
 }
 
+let spoolSequence = 0;
+
 async function writeFileAtomic(file: string, data: string): Promise<void> {
   const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
   try {
@@ -102,7 +104,8 @@ export class LogSpool {
    */
   async keep(file: string, target: SpoolTarget): Promise<SpooledLog> {
     await mkdir(this.dir, { recursive: true });
-    const id = `${Date.now().toString().padStart(15, '0')}-${randomBytes(4).toString('hex')}`;
+    // Sorted by name, entries flush in the order kept: the sequence orders two kept in the same millisecond.
+    const id = `${Date.now().toString().padStart(15, '0')}-${(spoolSequence++).toString().padStart(6, '0')}-${randomBytes(4).toString('hex')}`;
     const dataFile = `${id}-${path.basename(file)}`;
     const dest = path.join(this.dir, dataFile);
     await moveFile(file, dest);
