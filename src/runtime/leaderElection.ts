@@ -254,15 +254,21 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
   /** Hands the lease back so the next candidate need not wait for it to expire. */
   async function release(): Promise<void> {
     if (lastLease === undefined || lastLease.spec.holderIdentity !== identity) return;
-    try {
+    const signal = AbortSignal.timeout(renewDeadlineMs);
+    const clear = (lease: Lease): Promise<Lease> => {
       const now = microTime(Date.now());
-      await client.replace(
-        LEASES,
-        namespace,
-        name,
-        { ...lastLease, spec: { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: lastLease.spec.leaseTransitions ?? 0 } },
-        { signal: AbortSignal.timeout(renewDeadlineMs) },
-      );
+      return client.replace<Lease>(LEASES, namespace, name,
+        { ...lease, spec: { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: lease.spec.leaseTransitions ?? 0 } },
+        { signal });
+    };
+    try {
+      await clear(lastLease).catch(async (err: unknown) => {
+        // A renewal cut short by stop() may still have landed, moving the version on: read it again,
+        // and release it if it is still ours (else the next leader would wait out the whole lease).
+        if (!isConflict(err)) throw err;
+        const fresh = await client.get<Lease>(LEASES, namespace, name, { signal });
+        if (fresh.spec?.holderIdentity === identity) await clear(fresh);
+      });
     } catch (err) {
       logger.warn(`${where}: could not release: ${errorMessage(err)}`);
     }
