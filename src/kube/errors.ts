@@ -93,6 +93,9 @@ export const isForbidden = (err: unknown): boolean => hasStatus(err, 403);
 export const isGone = (err: unknown): boolean => hasStatus(err, 410);
 export const isInvalid = (err: unknown): boolean => hasStatus(err, 422);
 /** Connection-level failures (no HTTP response) and server-side 5xx/429 that a retry may cure. */
-// Not a request that already waited out an outage for --api-outage-timeout (APIUnreachable): retrying that waits it out again.
+/** The reason of a request that gave up on an outage after --api-outage-timeout (outage.ts). */
+export const API_UNREACHABLE = 'APIUnreachable';
+
+// Not a request that already waited out an outage: retrying that waits it out again.
 export const isTransient = (err: unknown): boolean =>
-  err instanceof KubeError && err.reason !== 'APIUnreachable' && (err.status === 0 || err.status === 429 || err.status >= 500);
+  err instanceof KubeError && err.reason !== API_UNREACHABLE && (err.status === 0 || err.status === 429 || err.status >= 500);

@@ -5,7 +5,7 @@
 // run that failed for an outage still gets its final status patch through once the API returns
 // within another timeout (a clock shared by the client would fail that patch at once).
 import { formatDuration } from '../util/duration.js';
-import { KubeError } from './errors.js';
+import { API_UNREACHABLE, KubeError } from './errors.js';
 
 /** Socket errors raised before any byte of the request could reach the server. */
 const UNSENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
@@ -30,10 +30,10 @@ export function classifyFailure(err: unknown): OutageFailure | undefined {
 /** The error a request ends with when the outage outlasted the timeout. */
 export function outageError(last: KubeError, timeoutMs: number): KubeError {
   // No cause: the last error's text is in the message already, and error printers append causes.
-  return new KubeError(last.target, 0, 'APIUnreachable', `the Kubernetes API was unreachable for ${formatDuration(timeoutMs)}: ${last.apiMessage}`);
+  return new KubeError(last.target, 0, API_UNREACHABLE, `the Kubernetes API was unreachable for ${formatDuration(timeoutMs)}: ${last.apiMessage}`);
 }
 
 /** Whether `err` is a request that gave up on an outage (outageError): the API is gone, not one object. */
 export function isApiUnreachable(err: unknown): boolean {
-  return err instanceof KubeError && err.reason === 'APIUnreachable';
+  return err instanceof KubeError && err.reason === API_UNREACHABLE;
 }

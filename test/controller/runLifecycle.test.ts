@@ -2,7 +2,6 @@
 // process and a real apiserver: one set of counts everywhere, a full run-log disk that ends the run
 // Failed (not InProgress) without stopping the server, and restores from a schedule whose name is
 // over 63 characters, which record the backup they picked.
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
@@ -15,6 +14,7 @@ import type { DynamicClient } from '../../src/kube/index.js';
 import { runCli } from '../cli/helpers.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+import { fillUp, mountTmpfs, unmount } from '../support/tmpfs.js';
 
 const CONFIGMAPS = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
 const EVENTS = { group: '', version: 'v1', resource: 'events', namespaced: true };
@@ -183,29 +183,3 @@ describe('run lifecycle', () => {
     return body.loc === loc2.name ? loc2.root : body.loc === loc.name ? loc.root : url;
   }
 });
-
-/** Mounts a tmpfs of `size`: needs root (or passwordless sudo), which the test environment gives. */
-function mountTmpfs(dir: string, size: string): void {
-  const args = ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir];
-  if (process.getuid?.() === 0) execFileSync('mount', args);
-  else execFileSync('sudo', ['-n', 'mount', ...args]);
-}
-
-function unmount(dir: string): void {
-  const args = ['-l', dir];
-  if (process.getuid?.() === 0) execFileSync('umount', args);
-  else execFileSync('sudo', ['-n', 'umount', ...args]);
-}
-
-/** Writes `file` until the file system is full. */
-function fillUp(file: string): void {
-  const fd = fs.openSync(file, 'w');
-  try {
-    const chunk = Buffer.alloc(4096, 1);
-    for (;;) fs.writeSync(fd, chunk);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-  } finally {
-    fs.closeSync(fd);
-  }
-}

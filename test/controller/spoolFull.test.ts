@@ -1,7 +1,6 @@
 // A run whose log can be neither uploaded (the bucket is broken) nor spooled (the spool disk is
 // full) still ends Failed with its own reason, the server log says where the log was left, and
 // nothing stays InProgress.
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,14 +9,9 @@ import { RESOURCES, newBackup, type Backup, type BackupStorageLocation } from '.
 import type { DynamicClient } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+import { fillUp, mountTmpfs, unmount } from '../support/tmpfs.js';
 
 const CONFIGMAPS = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
-
-/** mount/umount need root (or passwordless sudo), which the test environment gives. */
-function asRoot(cmd: string, args: string[]): void {
-  if (process.getuid?.() === 0) execFileSync(cmd, args);
-  else execFileSync('sudo', ['-n', cmd, ...args]);
-}
 
 describe('a full spool disk', () => {
   const ns = uniqueName('stowage-spool');
@@ -32,15 +26,8 @@ describe('a full spool disk', () => {
     client = testClient(kubeconfig);
     await ensureNamespace(client, app);
     for (let i = 0; i < 4; i++) await client.create(CONFIGMAPS, app, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
-    asRoot('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', spool]);
-    const fd = fs.openSync(path.join(spool, 'filler'), 'w');
-    try {
-      for (;;) fs.writeSync(fd, Buffer.alloc(4096, 1));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-    } finally {
-      fs.closeSync(fd);
-    }
+    mountTmpfs(spool, '64k');
+    fillUp(path.join(spool, 'filler'));
     // Validated once, at start: the broken bucket is found by the run itself.
     server = await startServer({
       kubeconfigPath: kubeconfig, namespace: ns, args: ['--log-spool-dir', spool],
@@ -51,7 +38,7 @@ describe('a full spool disk', () => {
   afterAll(async () => {
     await server?.stop();
     client?.close();
-    asRoot('umount', ['-l', spool]);
+    unmount(spool);
     fs.rmSync(spool, { recursive: true, force: true });
     fs.rmSync(loc.root, { recursive: true, force: true });
   });
