@@ -24,6 +24,11 @@ import { createPluginPool } from './plugin/host/index.js';
 import { createInformer, startController, startLeaderElection, type Controller, type Informer } from './runtime/index.js';
 import { systemClock } from './util/clock.js';
 import { errorMessage } from './util/errors.js';
+import { authorityFor } from './auth/index.js';
+import type { ServerVersion } from './kube/index.js';
+
+/** The minor version as a number ("22+" on some providers counts as 22). */
+const minorOf = (v: ServerVersion): number => Number.parseInt(v.minor, 10) || 0;
 
 export const SERVER_VERSION = '0.1.0';
 
@@ -63,6 +68,14 @@ export async function runServer(opts: ServerOptions): Promise<number> {
       logger.error(`cannot reach the Kubernetes API: ${errorMessage(err)}`);
       return 1;
     }
+  }
+
+  // Impersonate-Uid is known from Kubernetes 1.22 (auth/authority.ts).
+  const impersonateUid = await client.withOutageTimeout(0).version().then((v) => minorOf(v) >= 22, () => false);
+  if (config.trustMode === 'cluster-admin') {
+    logger.warn('trust mode cluster-admin: every backup and restore runs with the server\'s own rights, whoever created it; anyone who may create Backups, Restores or DownloadRequests in this namespace can read and write whatever the server can (use --trust-mode requester to give each run its creator\'s rights)');
+  } else {
+    logger.info('trust mode requester: each backup, restore and download acts with the rights of the user who created it (recorded by the admission webhook)');
   }
 
   const scratchDir = config.scratchDir;
@@ -112,6 +125,7 @@ export async function runServer(opts: ServerOptions): Promise<number> {
     // Events are best effort: one that cannot be sent now is dropped, not held through an outage.
     events: createEventRecorder(client.withOutageTimeout(0), { onError: (err) => logger.debug(`could not record an event: ${errorMessage(err)}`) }),
     informer, shutdown: shutdown.signal, runs: createRunRegistry(),
+    authority: (obj) => authorityFor(config.trustMode, client, obj, { impersonateUid }),
   };
   const factories: ControllerFactory[] = [
     backupStorageLocationController, backupController, restoreController,

@@ -18,6 +18,11 @@ export interface ControlPlane {
   server: string;
   adminToken: string;
   userToken: string;
+  /**
+   * Team users for requester-rights tests, with no RBAC grants of their own (tests bind them):
+   * alice in group team-a, bob in group team-b.
+   */
+  teamUsers: TeamUser[];
   /** Directory holding the service-account key, certificates and process logs. */
   workDir: string;
   /** Stops kube-apiserver only (etcd keeps the data); see startApiserver. */
@@ -26,6 +31,19 @@ export interface ControlPlane {
   startApiserver(): Promise<void>;
   stop(): Promise<void>;
 }
+
+export interface TeamUser {
+  name: string;
+  uid: string;
+  groups: string[];
+  token: string;
+  kubeconfigPath: string;
+}
+
+const TEAM_USERS: readonly { name: string; groups: string[] }[] = [
+  { name: 'alice', groups: ['team-a'] },
+  { name: 'bob', groups: ['team-b'] },
+];
 
 export interface StartOptions {
   /** Run kube-controller-manager (namespace deletion, GC, Deployments). Default true. */
@@ -137,7 +155,10 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
     execFileSync('openssl', ['genrsa', '-out', saKey, '2048'], { stdio: 'ignore' });
     const adminToken = crypto.randomBytes(24).toString('hex');
     const userToken = crypto.randomBytes(24).toString('hex');
-    fs.writeFileSync(path.join(workDir, 'tokens.csv'), `${adminToken},admin,admin,system:masters\n${userToken},tester,tester\n`, { mode: 0o600 });
+    const team = TEAM_USERS.map((u) => ({ ...u, uid: `${u.name}-uid`, token: crypto.randomBytes(24).toString('hex'), kubeconfigPath: path.join(workDir, `${u.name}.kubeconfig`) }));
+    // token,user,uid,"group1,group2"
+    fs.writeFileSync(path.join(workDir, 'tokens.csv'),
+      `${adminToken},admin,admin,system:masters\n${userToken},tester,tester\n${team.map((u) => `${u.token},${u.name},${u.uid},"${u.groups.join(',')}"\n`).join('')}`, { mode: 0o600 });
     const certDir = path.join(workDir, 'certs');
     const server = `https://127.0.0.1:${apiPort}`;
     const apiLog = path.join(workDir, 'kube-apiserver.log');
@@ -172,6 +193,7 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
     const userKubeconfigPath = path.join(workDir, 'user.kubeconfig');
     fs.writeFileSync(kubeconfigPath, kubeconfig(server, 'admin', adminToken, fs.existsSync(caFile) ? caFile : undefined), { mode: 0o600 });
     fs.writeFileSync(userKubeconfigPath, kubeconfig(server, 'tester', userToken, fs.existsSync(caFile) ? caFile : undefined), { mode: 0o600 });
+    for (const u of team) fs.writeFileSync(u.kubeconfigPath, kubeconfig(server, u.name, u.token, fs.existsSync(caFile) ? caFile : undefined), { mode: 0o600 });
 
     if (opts.controllerManager !== false) {
       const kcmLog = path.join(workDir, 'kube-controller-manager.log');
@@ -198,6 +220,7 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
       server,
       adminToken,
       userToken,
+      teamUsers: team,
       workDir,
       stopApiserver: async () => {
         await apiserver?.stop();

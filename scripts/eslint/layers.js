@@ -13,15 +13,19 @@ export const ALLOWED = {
   metrics: ['util'],
   kube: ['apis', 'util', 'logging', 'config'],
   runtime: ['apis', 'util', 'logging', 'kube', 'metrics', 'config'],
+  // Whose rights a run uses (requester stamps, SubjectAccessReviews, impersonating clients).
+  auth: ['apis', 'util', 'config', 'kube'],
+  // The admission webhook that stamps requesters, its certificate and its configuration.
+  webhook: ['apis', 'util', 'config', 'logging', 'kube', 'auth'],
   archive: ['apis', 'util'],
   'plugin/grpc': ['gen', 'plugin/api', 'util'],
   'plugin/sdk': ['plugin/grpc', 'plugin/api', 'util'],
   'plugin/host': ['plugin/grpc', 'plugin/api', 'util', 'logging', 'config', 'metrics'],
   'plugin/builtin': ['plugin/sdk', 'plugin/api', 'util', 'apis', 'archive'],
   persistence: ['apis', 'util', 'plugin/api', 'archive', 'logging'],
-  backup: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'archive', 'plugin/api', 'plugin/host', 'persistence'],
-  restore: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'archive', 'plugin/api', 'plugin/host', 'persistence'],
-  controller: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'backup', 'restore'],
+  backup: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'auth', 'archive', 'plugin/api', 'plugin/host', 'persistence'],
+  restore: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'auth', 'archive', 'plugin/api', 'plugin/host', 'persistence'],
+  controller: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'backup', 'restore'],
   cli: ['*'],
   main: ['*'],
 };

@@ -135,6 +135,11 @@ describe('configFromEnv', () => {
       STOWAGE_OBJECT_STORE_OUTAGE_TIMEOUT: '0s',
       STOWAGE_CLIENT_PAGE_BYTES: '1048576',
       STOWAGE_MAX_ITEM_BYTES: '67108864',
+      STOWAGE_TRUST_MODE: 'cluster-admin',
+      STOWAGE_WEBHOOK_ADDRESS: '127.0.0.1:0',
+      STOWAGE_WEBHOOK_URL: 'https://127.0.0.1:9443',
+      STOWAGE_WEBHOOK_CONFIGURATION_NAME: 'stowage-test',
+      STOWAGE_DOWNLOAD_URL_TTL: '2m',
       UNRELATED: 'x',
     };
     const expected: ServerConfig = {
@@ -166,6 +171,11 @@ describe('configFromEnv', () => {
       objectStoreOutageTimeout: 0,
       clientPageBytes: 1_048_576,
       maxItemBytes: 67_108_864,
+      trustMode: 'cluster-admin',
+      webhookAddress: '127.0.0.1:0',
+      webhookUrl: 'https://127.0.0.1:9443',
+      webhookConfigurationName: 'stowage-test',
+      downloadUrlTtl: 120_000,
     };
     expect(configFromEnv(env)).toEqual(expected);
     // The test above covers every flag.

@@ -57,7 +57,20 @@ export interface ServerConfig {
   clientPageBytes: number;
   /** Largest single item the archive reader accepts; a bigger one fails alone, named. */
   maxItemBytes: number;
+  /** `requester`: every run acts with the rights of the user who created it; `cluster-admin`: with the server's own. */
+  trustMode: TrustMode;
+  /** Address of the admission webhook (TLS); '' serves none (only valid in cluster-admin mode). */
+  webhookAddress: string;
+  /** URL the API server calls the webhook at, for a server outside the cluster; '' uses the Service in the configuration. */
+  webhookUrl: string;
+  /** Name of the MutatingWebhookConfiguration this server publishes its CA bundle into. */
+  webhookConfigurationName: string;
+  /** How long a download link stays valid. */
+  downloadUrlTtl: number;
 }
+
+export type TrustMode = 'requester' | 'cluster-admin';
+export const TRUST_MODES: readonly TrustMode[] = ['requester', 'cluster-admin'];
 
 // Facts from Velero's defaults (pkg/cmd/server/config), minus Velero-only kinds (datauploads):
 // dependencies first (CRDs before their CRs, namespaces before namespaced objects, storage before
@@ -128,10 +141,15 @@ export const DEFAULT_CONFIG: Readonly<ServerConfig> = Object.freeze({
   objectStoreOutageTimeout: 120_000,
   clientPageBytes: 16 * 1024 * 1024,
   maxItemBytes: 8 * 1024 * 1024,
+  trustMode: 'requester',
+  webhookAddress: ':9443',
+  webhookUrl: '',
+  webhookConfigurationName: 'stowage',
+  downloadUrlTtl: 300_000,
 } satisfies ServerConfig);
 
 export type ConfigKey = keyof ServerConfig;
-type ValueKind = 'string' | 'path' | 'level' | 'format' | 'float' | 'int' | 'duration' | 'priorities' | 'address' | 'name';
+type ValueKind = 'string' | 'path' | 'level' | 'format' | 'float' | 'int' | 'duration' | 'priorities' | 'address' | 'name' | 'trust-mode';
 
 export interface ConfigFlag {
   key: ConfigKey;
@@ -181,6 +199,11 @@ export const CONFIG_FLAGS: readonly ConfigFlag[] = [
   flag('objectStoreOutageTimeout', 'object-store-outage-timeout', 'duration', 'How long uploads and downloads ride out an unreachable object store (retrying with backoff) before failing', 0),
   flag('clientPageBytes', 'client-page-bytes', 'int', 'Byte budget of one LIST page during a backup: pages stop short of it as well as of --client-page-size items; 0 disables', 0),
   flag('maxItemBytes', 'max-item-bytes', 'int', 'Largest single item read from a backup archive; a bigger item fails alone, named', 1024),
+  flag('trustMode', 'trust-mode', 'trust-mode', 'Whose rights runs use: requester (the user who created the Backup/Restore, recorded by the admission webhook) or cluster-admin (the server\'s own, for single-operator clusters)'),
+  flag('webhookAddress', 'webhook-address', 'string', 'Address of the admission webhook that records who created each run (TLS); empty serves none (cluster-admin mode only)'),
+  flag('webhookUrl', 'webhook-url', 'string', 'URL the API server reaches the webhook at, for a server running outside the cluster (default: the Service in the webhook configuration)'),
+  flag('webhookConfigurationName', 'webhook-configuration-name', 'name', 'MutatingWebhookConfiguration the server publishes its CA bundle into'),
+  flag('downloadUrlTtl', 'download-url-ttl', 'duration', 'How long a download link stays valid', 1000),
 ];
 
 export class ConfigError extends Error {
@@ -270,6 +293,9 @@ function parseValue(f: ConfigFlag, raw: string, source: string): { value: Server
       case 'address':
         parseListenAddress(v, source);
         return { value: v };
+      case 'trust-mode':
+        if (!(TRUST_MODES as readonly string[]).includes(v)) return { error: `${where} is not a trust mode (use ${TRUST_MODES.join(' or ')})` };
+        return { value: v as TrustMode };
     }
   } catch (err) {
     if (err instanceof ConfigError) return { error: err.problems.join('; ') };

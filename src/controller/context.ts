@@ -3,6 +3,7 @@
 // starts each definition's reconciler with runtime/startController once this replica leads.
 import type winston from 'winston';
 import type { StowageKind } from '../apis/v1/index.js';
+import type { Authority } from '../auth/index.js';
 import type { ServerConfig } from '../config/index.js';
 import type { DynamicClient, EventRecorder, KubeObject } from '../kube/index.js';
 import type { LogSpool } from '../logging/index.js';
@@ -34,6 +35,12 @@ export interface ControllerContext {
   shutdown: AbortSignal;
   /** Runs in progress on this server (backups and restores), for live logs and shutdown. */
   runs: RunRegistry;
+  /**
+   * The rights a run or request on `obj` acts with (auth/authority.ts): its requester's, through an
+   * impersonating client, in trust mode `requester`; the server's own in `cluster-admin`. An error
+   * when it has none (no stamp from the admission webhook).
+   */
+  authority(obj: Pick<KubeObject, 'metadata'>): Authority | { error: string };
 }
 
 export interface ControllerDefinition {

@@ -127,6 +127,24 @@ export interface RawRequest {
   accept?: string;
   target?: RequestTarget;
   signal?: AbortSignal | undefined;
+  /** Extra request headers (impersonation). */
+  headers?: Record<string, string | string[]>;
+}
+
+/** A user to act as: the API server authorizes and admits each request as this user (and groups). */
+export interface Impersonation {
+  username: string;
+  groups: readonly string[];
+  /** Sent as Impersonate-Uid only when non-empty (API servers before 1.22 do not know the header). */
+  uid?: string;
+}
+
+/** The Impersonate-* headers for `who`. */
+export function impersonationHeaders(who: Impersonation): Record<string, string | string[]> {
+  const h: Record<string, string | string[]> = { 'Impersonate-User': who.username };
+  if (who.groups.length > 0) h['Impersonate-Group'] = [...who.groups];
+  if (who.uid !== undefined && who.uid !== '') h['Impersonate-Uid'] = who.uid;
+  return h;
 }
 
 export interface DynamicClient {
@@ -160,6 +178,13 @@ export interface DynamicClient {
    * 0 for calls that must fail at once when the API is down (a start-up check, events).
    */
   withOutageTimeout(ms: number): DynamicClient;
+  /**
+   * The same client (transport, rate limit, page sizer, outage timeout) acting as `who`: every
+   * request carries Impersonate-* headers, so the API server's RBAC and admission decide as for that user.
+   */
+  impersonating(who: Impersonation): DynamicClient;
+  /** The user this view acts as, if it impersonates one. */
+  readonly impersonated: Impersonation | undefined;
   /** Closes idle keep-alive sockets. The client stays usable. */
   close(): void;
 }
@@ -267,7 +292,7 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
     return headers;
   }
 
-  async function send(req: RawRequest, headers: Record<string, string>, body: string | undefined, maxBytes: number): Promise<RawResponse> {
+  async function send(req: RawRequest, headers: Record<string, string | string[]>, body: string | undefined, maxBytes: number): Promise<RawResponse> {
     const transport = await getTransport();
     return new Promise((resolve, reject) => {
       const r = transport.mod.request(
@@ -314,8 +339,9 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
     let refreshed = false;
     for (let attempt = 0; ; attempt++) {
       await bucket.take(req.signal);
-      const headers: Record<string, string> = {
+      const headers: Record<string, string | string[]> = {
         ...(await authHeaders()),
+        ...req.headers,
         Accept: req.accept ?? 'application/json',
         'User-Agent': userAgent,
       };
@@ -417,17 +443,20 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
     return fields === undefined || fields.some((f) => f.operation === 'Create' && f.manager === manager);
   }
 
-  function makeClient(outageMs: number): DynamicClient {
-    return buildClient(outageMs, <T>(req: RawRequest, rules?: RequestRules<T>) => request<T>(req, outageMs, rules));
+  function makeClient(outageMs: number, who?: Impersonation): DynamicClient {
+    const extra = who === undefined ? undefined : impersonationHeaders(who);
+    const withHeaders = (req: RawRequest): RawRequest => (extra === undefined ? req : { ...req, headers: { ...req.headers, ...extra } });
+    return buildClient(outageMs, <T>(req: RawRequest, rules?: RequestRules<T>) => request<T>(withHeaders(req), outageMs, rules), who, withHeaders);
   }
 
   type Call = <T>(req: RawRequest, rules?: RequestRules<T>) => Promise<T>;
 
   // The methods, over `call` (request() under this view's outage timeout).
-  function buildClient(outageMs: number, call: Call): DynamicClient {
+  function buildClient(outageMs: number, call: Call, who: Impersonation | undefined, withHeaders: (req: RawRequest) => RawRequest): DynamicClient {
     const recordGroups = new Set(opts.recordGroups ?? []);
     const isRecord = (res: ResourceRef): boolean => outageMs > 0 && recordGroups.has(res.group);
-    const recordCall: Call = <T>(req: RawRequest, rules?: RequestRules<T>) => request<T>(req, Infinity, rules);
+    const recordCall: Call = <T>(req: RawRequest, rules?: RequestRules<T>) => request<T>(withHeaders(req), Infinity, rules);
+    const watchHeaders = who === undefined ? {} : impersonationHeaders(who);
     function writeQuery(o: WriteOptions | undefined): Record<string, string | undefined> {
       return { dryRun: o?.dryRun === true ? 'All' : undefined, fieldManager: o?.fieldManager };
     }
@@ -483,7 +512,7 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
     async function* watch<T>(res: ResourceRef, o: WatchOptions = {}): AsyncGenerator<WatchEvent<T>> {
       const target = targetOf('watch', res, o.namespace);
       await limiter.take(o.signal);
-      const headers = { ...(await authHeaders()), Accept: 'application/json', 'User-Agent': userAgent };
+      const headers = { ...(await authHeaders()), ...watchHeaders, Accept: 'application/json', 'User-Agent': userAgent };
       const timeoutSeconds = o.timeoutSeconds ?? Math.floor(300 + Math.random() * 300);
       const query = {
         watch: 'true',
@@ -658,7 +687,7 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
           once: !named && o?.dryRun !== true,
           settled: async (err) => {
             if (!named || o?.dryRun === true || !isAlreadyExists(err)) return undefined;
-            const found = await requestOnce<KubeObject>({ method: 'GET', path: resourcePath(res, ns, name), target: targetOf('get', res, ns, name), signal: o?.signal }).catch(() => undefined);
+            const found = await requestOnce<KubeObject>(withHeaders({ method: 'GET', path: resourcePath(res, ns, name), target: targetOf('get', res, ns, name), signal: o?.signal })).catch(() => undefined);
             return found !== undefined && madeByUs(found, manager, since) ? { value: found as T } : undefined;
           },
         });
@@ -720,7 +749,11 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
 
       version: () => call<ServerVersion>({ method: 'GET', path: '/version', target: { verb: 'get', resource: '/version' } }),
 
-      withOutageTimeout: (ms: number) => (ms === outageMs ? client : makeClient(ms)),
+      withOutageTimeout: (ms: number) => (ms === outageMs ? client : makeClient(ms, who)),
+
+      impersonating: (next: Impersonation) => makeClient(outageMs, next),
+
+      impersonated: who,
 
       close(): void {
         transportNow?.agent.destroy();

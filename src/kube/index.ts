@@ -6,6 +6,8 @@ export {
   type DeleteOptions,
   type DiscoverOptions,
   type DynamicClient,
+  type Impersonation,
+  impersonationHeaders,
   type ListOptions,
   type ListPage,
   type PatchOptions,
@@ -36,4 +38,4 @@ export { chooseVersion, compareVersionPriority } from './versions.js';
 export { createEventRecorder, recordEvent, type EventRecorder, type EventRecorderOptions, type EventType, type InvolvedObject } from './events.js';
 export { ensureCrds } from './crds.js';
 export { isApiUnreachable } from './outage.js';
-export { CORE, CUSTOM_RESOURCE_DEFINITIONS, LEASES } from './wellKnown.js';
+export { CORE, CUSTOM_RESOURCE_DEFINITIONS, LEASES, SUBJECT_ACCESS_REVIEWS } from './wellKnown.js';

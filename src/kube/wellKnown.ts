@@ -21,3 +21,5 @@ export const CUSTOM_RESOURCE_DEFINITIONS = {
   resource: 'customresourcedefinitions',
   namespaced: false,
 } as const satisfies ResourceRef;
+
+export const SUBJECT_ACCESS_REVIEWS = { group: 'authorization.k8s.io', version: 'v1', resource: 'subjectaccessreviews', namespaced: false } as const satisfies ResourceRef;

@@ -23,6 +23,7 @@ import { createMetrics } from '../../src/metrics/index.js';
 import { createPluginPool, type PluginPool } from '../../src/plugin/host/index.js';
 import { createInformer, startController, type Controller, type Informer } from '../../src/runtime/index.js';
 import { fixedClock } from '../../src/util/clock.js';
+import { authorityFor } from '../../src/auth/index.js';
 import { waitUntil } from '../support/kube.js';
 import { BIN, ensureNamespace, testClient } from '../support/server.js';
 
@@ -72,7 +73,9 @@ export async function startLifecycle(opts: LifecycleOptions): Promise<Lifecycle>
   const stream = new PassThrough();
   stream.on('data', (c: Buffer) => lines.push(...c.toString('utf8').split('\n').filter((l) => l !== '')));
   const logger = createServerLogger({ level: 'debug', format: 'json', stream });
-  const config: ServerConfig = { ...DEFAULT_CONFIG, namespace: opts.namespace, scratchDir, logSpoolDir: path.join(scratchDir, 'spool'), ...opts.config };
+  // In-process controllers have no admission webhook in front of them unless a test adds one, so
+  // they keep the server's own rights unless the test asks for requester mode.
+  const config: ServerConfig = { ...DEFAULT_CONFIG, trustMode: 'cluster-admin', namespace: opts.namespace, scratchDir, logSpoolDir: path.join(scratchDir, 'spool'), ...opts.config };
   const plugins: PluginPool = await createPluginPool({ pluginDirs: opts.pluginDirs ?? [], selfCommand: [process.execPath, BIN, 'run-plugins'], logger, idleTimeoutMs: 600_000, startupTimeoutMs: 60_000 });
   const informers = new Map<StowageKind, Informer<KubeObject>>();
   const informer = <T extends KubeObject>(kind: StowageKind): Informer<T> => {
@@ -98,6 +101,7 @@ export async function startLifecycle(opts: LifecycleOptions): Promise<Lifecycle>
     runLogDir,
     scratchDir,
     serverVersion: 'test',
+    authority: (obj) => authorityFor(config.trustMode, client, obj, { impersonateUid: false }),
     informer,
     shutdown: shutdown.signal,
     runs: createRunRegistry(),

@@ -6,7 +6,11 @@ import { startS3Server, type S3Server } from '../../scripts/cluster/s3.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    cluster: { kubeconfigPath: string; userKubeconfigPath: string; server: string; adminToken: string; userToken: string };
+    cluster: {
+      kubeconfigPath: string; userKubeconfigPath: string; server: string; adminToken: string; userToken: string;
+      /** alice (group team-a) and bob (group team-b): no RBAC grants until a test binds them. */
+      teamUsers: { name: string; uid: string; groups: string[]; token: string; kubeconfigPath: string }[];
+    };
     s3: { endpoint: string; region: string; accessKeyId: string; secretAccessKey: string; directory: string };
   }
 }
@@ -25,6 +29,7 @@ export async function setup(project: TestProject): Promise<void> {
     server: cp.server,
     adminToken: cp.adminToken,
     userToken: cp.userToken,
+    teamUsers: cp.teamUsers,
   });
   project.provide('s3', {
     endpoint: s3.endpoint,

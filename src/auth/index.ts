@@ -1,0 +1,5 @@
+// Public surface of auth/: who asked for a run (requester.ts), what they may do (access.ts), and
+// the client a run acts with (authority.ts).
+export { REQUESTER_ANNOTATION, describeRequester, formatRequester, isRequester, parseRequester, requesterOf, sameRequester, type Requester } from './requester.js';
+export { createAccessReviewer, describeAccess, type AccessAnswer, type AccessReviewer, type NamespaceAccess, type ResourceAccess } from './access.js';
+export { authorityFor, type Authority } from './authority.js';
