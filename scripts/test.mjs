@@ -55,7 +55,7 @@ const steps = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'
 if (extra.length === 0) {
   run('lint', 'npm', ['run', '--silent', 'lint']);
   run('typecheck', 'npm', ['run', '--silent', 'typecheck']);
-  for (const check of ['gen:check', 'crds:check']) if (steps[check]) run(check, 'npm', ['run', '--silent', check]);
+  for (const check of ['gen:check', 'crds:check', 'rbac:check']) if (steps[check]) run(check, 'npm', ['run', '--silent', check]);
   run('build', 'npm', ['run', '--silent', 'build']);
 }
 

@@ -10,6 +10,8 @@ export const ALLOWED = {
   util: ['apis'],
   config: ['apis', 'util'],
   logging: ['apis', 'util', 'config'],
+  // The server's own RBAC rules per trust mode (rendered into deploy/ and the chart).
+  rbac: ['config'],
   metrics: ['util'],
   kube: ['apis', 'util', 'logging', 'config'],
   runtime: ['apis', 'util', 'logging', 'kube', 'metrics', 'config'],

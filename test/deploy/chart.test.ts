@@ -6,6 +6,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CORE, createDynamicClient, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import { helmTemplate, type TemplateOptions } from '../../scripts/helm/render.js';
+import { renderAll as renderRbac } from '../../scripts/gen-rbac.js';
+import { TRUST_MODES } from '../../src/config/index.js';
+import { policyRule, ruleNames, rulesFor } from '../../src/rbac/rules.js';
 import { adminConfig, uniqueName } from '../support/kube.js';
 import { applyObjects, deployRuleIds, ensureDeployCrds, loadDeployManifests, parseManifestText, REPO, type PolicyRule } from './manifests.js';
 
@@ -59,7 +62,7 @@ interface PodSpec {
     readinessProbe?: Json;
     resources?: Json;
     securityContext?: Json;
-    volumeMounts?: { name: string; mountPath: string }[];
+    volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
   }[];
 }
 
@@ -123,7 +126,7 @@ describe('charts/stowage', () => {
     const objs = await render({ releaseName: release, namespace: ns });
     // Hooks (the upgradeCRDs Job and its RBAC) come last, as in `helm template`.
     expect(objs.map((o) => o.object.kind)).toEqual([
-      'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Service', 'Deployment',
+      'NetworkPolicy', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Service', 'Service', 'Deployment', 'MutatingWebhookConfiguration',
       'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Job',
     ]);
     await dryRunInstall(objs, ns);
@@ -192,7 +195,7 @@ describe('charts/stowage', () => {
     expect(env.find((e) => e.name === 'STOWAGE_NAMESPACE')?.valueFrom).toEqual({ fieldRef: { fieldPath: 'metadata.namespace' } });
     const role = find(objs, 'Role');
     expect(role.metadata?.namespace).toBe('backup-system');
-    expect(role.rules).toEqual([{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] }]);
+    expect((role.rules as PolicyRule[])[0]).toEqual({ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] });
     const binding = find(objs, 'RoleBinding') as KubeObject & { subjects: Json; roleRef: { name: string } };
     expect(binding.roleRef.name).toBe(role.metadata?.name);
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'stowage', namespace: 'backup-system' }]);
@@ -201,12 +204,83 @@ describe('charts/stowage', () => {
     expect(single.affinity).toBeUndefined();
   });
 
-  it('renders the RBAC rules of deploy/20-rbac.yaml, rule for rule', async () => {
+  it('renders the RBAC rules of deploy/ for each trust mode, rule for rule, as src/rbac/rules.ts gives them', async () => {
+    for (const mode of TRUST_MODES) {
+      const objs = await render({ releaseName: 'stowage', namespace: 'stowage', set: [`trustMode=${mode}`] });
+      const fromDeploy = deployRuleIds(mode);
+      const release = objs.filter((o) => o.object.metadata?.annotations?.['helm.sh/hook'] === undefined);
+      const fromChart = release.flatMap((o) => o.ruleIds.map((id, i) => ({ id, kind: String(o.object.kind), rule: (o.object.rules as PolicyRule[])[i] })));
+      expect(fromChart, mode).toEqual(fromDeploy.map(({ id, kind, rule }) => ({ id, kind, rule })));
+      // Both come from the one source: same ids in the same order, same rules, in the role of their scope.
+      const names = ruleNames('stowage');
+      expect(fromDeploy.map(({ id, kind, rule }) => ({ id, kind, rule })), mode).toEqual(
+        rulesFor(mode).map((r) => ({ id: r.id, kind: r.scope === 'cluster' ? 'ClusterRole' : 'Role', rule: policyRule(r, names) })),
+      );
+    }
+    // A release with another name restricts the rules to its own webhook configuration and Secret.
+    const other = await render({ releaseName: 'backups', namespace: 'ops' });
+    const webhook = find(other, 'MutatingWebhookConfiguration');
+    const byId = new Map(other.flatMap((o) => o.ruleIds.map((id, i) => [id, (o.object.rules as PolicyRule[])[i]] as const)));
+    expect(byId.get('webhook-configuration')?.resourceNames).toEqual([webhook.metadata?.name]);
+    expect(byId.get('webhook-tls-secret')?.resourceNames).toEqual([`${webhook.metadata?.name}-webhook-tls`]);
+    const env = new Map((podSpec(find(other, 'Deployment')).containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+    expect(env.get('STOWAGE_WEBHOOK_CONFIGURATION_NAME')).toBe(webhook.metadata?.name);
+  });
+
+  it('deploy/ and the chart hold what scripts/gen-rbac.ts generates (npm run rbac)', () => {
+    for (const [file, text] of renderRbac()) expect(fs.readFileSync(file, 'utf8'), `${path.relative(REPO, file)}; run: npm run rbac`).toBe(text);
+  });
+
+  it('requester mode: webhook configuration, its Service and port; NetworkPolicy ports; /plugins read-only', async () => {
     const objs = await render({ releaseName: 'stowage', namespace: 'stowage' });
-    const fromDeploy = deployRuleIds();
-    const release = objs.filter((o) => o.object.metadata?.annotations?.['helm.sh/hook'] === undefined);
-    const fromChart = release.flatMap((o) => o.ruleIds.map((id, i) => ({ id, kind: String(o.object.kind), rule: (o.object.rules as PolicyRule[])[i] })));
-    expect(fromChart).toEqual(fromDeploy.map(({ id, kind, rule }) => ({ id, kind, rule })));
+    const webhook = find(objs, 'MutatingWebhookConfiguration') as KubeObject & { webhooks: Json[] };
+    // The same shape as deploy/50-webhook.yaml (labels differ: Helm's).
+    const plainWebhook = loadDeployManifests({ webhookConfiguration: true }).find((m) => m.object.kind === 'MutatingWebhookConfiguration')?.object as KubeObject & { webhooks: Json[] };
+    expect(webhook.webhooks).toEqual(plainWebhook.webhooks);
+    expect(webhook.metadata?.name).toBe(plainWebhook.metadata?.name);
+    const service = find(objs, 'Service', 'stowage-webhook') as KubeObject & { spec: { ports: { port: number; targetPort: string }[]; selector: Record<string, string> } };
+    expect(service.spec.ports).toEqual([{ name: 'webhook', port: 443, targetPort: 'webhook', protocol: 'TCP' }]);
+    const dep = find(objs, 'Deployment') as KubeObject & { spec: { template: { metadata: { labels: Record<string, string> } } } };
+    expect(dep.spec.template.metadata.labels).toMatchObject(service.spec.selector);
+    const c = podSpec(dep).containers[0];
+    expect(c?.ports).toContainEqual({ name: 'webhook', containerPort: 9443, protocol: 'TCP' });
+    expect(c?.ports).toContainEqual({ name: 'download', containerPort: 8086, protocol: 'TCP' });
+    expect(c?.volumeMounts?.find((m) => m.mountPath === '/plugins')).toEqual({ name: 'plugins', mountPath: '/plugins', readOnly: true });
+    expect(new Map((c?.env ?? []).map((e) => [e.name, e.value])).get('STOWAGE_TRUST_MODE')).toBe('requester');
+    const policy = find(objs, 'NetworkPolicy') as KubeObject & { spec: { podSelector: { matchLabels: Json }; ingress: Json[] } };
+    expect(dep.spec.template.metadata.labels).toMatchObject(policy.spec.podSelector.matchLabels as Record<string, string>);
+    // Each port from any source by default; the same policy as deploy/60-networkpolicy.yaml.
+    const plainPolicy = loadDeployManifests().find((m) => m.object.kind === 'NetworkPolicy')?.object as KubeObject & { spec: { ingress: Json[] } };
+    expect(policy.spec.ingress).toEqual(plainPolicy.spec.ingress);
+    expect(policy.spec.ingress).toEqual(['webhook', 'download', 'metrics'].map((port) => ({ ports: [{ port, protocol: 'TCP' }] })));
+
+    // ci/all-values.yaml narrows download and metrics to the peers it names.
+    const all = find(await render({ releaseName: 'stowage', namespace: 'stowage', valuesFiles: [ALL_VALUES], apiVersions: ['monitoring.coreos.com/v1'] }), 'NetworkPolicy') as KubeObject & { spec: { ingress: { ports: Json; from?: Json[] }[] } };
+    expect(all.spec.ingress.map((r) => r.from?.length ?? 0)).toEqual([0, 1, 1]);
+    // Another download port moves the container port and the policy with it.
+    const moved = await render({ releaseName: 'stowage', namespace: 'stowage', set: ['configuration.downloadAddress=0.0.0.0:9000', 'networkPolicy.enabled=false'] });
+    expect(podSpec(find(moved, 'Deployment')).containers[0]?.ports).toContainEqual({ name: 'download', containerPort: 9000, protocol: 'TCP' });
+    expect(moved.some((o) => o.object.kind === 'NetworkPolicy')).toBe(false);
+  });
+
+  it('cluster-admin mode: no webhook, the server serves none, and the cluster-admin rules', async () => {
+    const ns = await releaseNamespace();
+    const objs = await render({ releaseName: uniqueName('stw'), namespace: ns, set: ['trustMode=cluster-admin'] });
+    const kinds = objs.map((o) => o.object.kind);
+    expect(kinds).not.toContain('MutatingWebhookConfiguration');
+    expect(objs.filter((o) => o.object.kind === 'Service').map((o) => o.object.metadata?.name)).toEqual([expect.stringMatching(/-metrics$/)]);
+    const c = podSpec(find(objs, 'Deployment')).containers[0];
+    expect(c?.args).toContain('--webhook-address=');
+    expect(JSON.stringify(c?.ports)).not.toContain('webhook');
+    expect(new Map((c?.env ?? []).map((e) => [e.name, e.value])).get('STOWAGE_TRUST_MODE')).toBe('cluster-admin');
+    const policy = find(objs, 'NetworkPolicy') as KubeObject & { spec: { ingress: Json[] } };
+    expect(policy.spec.ingress).toEqual(['download', 'metrics'].map((port) => ({ ports: [{ port, protocol: 'TCP' }] })));
+    expect(objs.flatMap((o) => o.ruleIds)).toEqual(expect.arrayContaining(['restore-write', 'restore-rbac']));
+    await dryRunInstall(objs, ns);
+  });
+
+  it('refuses an unknown trust mode', async () => {
+    await expect(render({ releaseName: 'stowage', namespace: 'stowage', set: ['trustMode=admin'] })).rejects.toThrow(/trustMode must be requester or cluster-admin, not "admin"/);
   });
 
   it('renders the pod of deploy/30-deployment.yaml with default values', async () => {
@@ -240,6 +314,8 @@ describe('deploy/30-deployment.yaml', () => {
     for (const p of writable) expect(emptyDirs.has(mounts.get(p) ?? ''), `${p} is an emptyDir mount`).toBe(true);
     expect(env.get('STOWAGE_PLUGIN_DIR')).toBe('/plugins');
     expect(emptyDirs.has(mounts.get('/plugins') ?? '')).toBe(true);
+    // Only init containers write plugins; the server cannot replace one.
+    expect(c?.volumeMounts?.find((m) => m.mountPath === '/plugins')).toEqual({ name: 'plugins', mountPath: '/plugins', readOnly: true });
     // The image sets the same paths (Dockerfile ENV), so `docker run` and the manifests agree.
     const dockerfile = fs.readFileSync(path.join(REPO, 'Dockerfile'), 'utf8');
     for (const k of ['STOWAGE_SCRATCH_DIR', 'STOWAGE_LOG_SPOOL_DIR', 'STOWAGE_PLUGIN_DIR', 'HOME', 'TMPDIR', 'NODE_OPTIONS']) {

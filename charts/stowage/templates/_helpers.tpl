@@ -128,3 +128,26 @@ credential:
 {}
 {{- end -}}
 {{- end -}}
+
+{{/* The trust mode (requester or cluster-admin); anything else fails the render. */}}
+{{- define "stowage.trustMode" -}}
+{{- $mode := .Values.trustMode | default "requester" -}}
+{{- if not (has $mode (list "requester" "cluster-admin")) -}}
+{{- fail (printf "trustMode must be requester or cluster-admin, not %q" $mode) -}}
+{{- end -}}
+{{- $mode -}}
+{{- end -}}
+
+{{/* The MutatingWebhookConfiguration the server publishes its CA bundle into (requester mode). */}}
+{{- define "stowage.webhookConfigurationName" -}}
+{{- include "stowage.fullname" . -}}
+{{- end -}}
+
+{{/* The download server's port: the one of configuration.downloadAddress (default :8086). */}}
+{{- define "stowage.downloadPort" -}}
+{{- $port := .Values.configuration.downloadAddress | default ":8086" | toString | splitList ":" | last -}}
+{{- if not (regexMatch "^[0-9]+$" $port) -}}
+{{- fail (printf "configuration.downloadAddress %q has no port number" .Values.configuration.downloadAddress) -}}
+{{- end -}}
+{{- int $port -}}
+{{- end -}}
