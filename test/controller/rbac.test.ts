@@ -1,14 +1,14 @@
-// The server running as the deploy/ ServiceAccount, with a token from the TokenRequest API:
-// backup and restore work with exactly the granted rules, and dropping one needed rule makes the
-// run fail with an error that names the missing permission.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+// The server running as the deploy/ ServiceAccount, with a token from the TokenRequest API and
+// exactly the generated rules of its trust mode (installServerIdentity): in cluster-admin mode
+// backup and restore work with the server's own rights, and dropping one needed rule makes the run
+// fail with an error that names the missing permission; in requester mode the server runs and
+// backs up with the smaller rule set (its restores run as the requester, tested with the webhook).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { RESOURCES, newBackup, newRestore, type Backup, type Restore } from '../../src/apis/v1/index.js';
-import { isNotFound, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
-import { applyObjects, deleteObjects, ensureDeployCrds, loadDeployManifests, writeServiceAccountKubeconfig } from '../deploy/manifests.js';
+import { isNotFound, type DynamicClient } from '../../src/kube/index.js';
+import type { TrustMode } from '../../src/config/index.js';
+import { ensureDeployCrds, installServerIdentity, type ServerIdentity } from '../deploy/manifests.js';
 import { adminConfig, uniqueName, waitUntil } from '../support/kube.js';
 import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 
@@ -16,7 +16,7 @@ const CM = { group: '', version: 'v1', resource: 'configmaps', namespaced: true 
 const NS = { group: '', version: 'v1', resource: 'namespaces', namespaced: false };
 
 let admin: DynamicClient;
-const installed: KubeObject[][] = [];
+const installed: ServerIdentity[] = [];
 const servers: RunningServer[] = [];
 
 beforeAll(async () => {
@@ -26,17 +26,20 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const s of servers) await s.stop();
-  for (const objs of installed) await deleteObjects(admin, objs).catch(() => undefined);
+  for (const identity of installed) await identity.remove().catch(() => undefined);
 });
 
-/** Installs deploy/ (without the Deployment: there is no kubelet) into `ns` and starts the server as its ServiceAccount. */
-async function serverAs(ns: string, withoutRules: string[] = []): Promise<RunningServer> {
-  const objects = loadDeployManifests({ namespace: ns, withoutRules }).map((m) => m.object).filter((o) => o.kind !== 'Deployment');
-  installed.push(objects);
-  await applyObjects(admin, objects);
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-sa-')), 'kubeconfig');
-  await writeServiceAccountKubeconfig(adminConfig(), ns, 'stowage', file);
-  const server = await startServer({ kubeconfigPath: file, adminKubeconfigPath: inject('cluster').kubeconfigPath, namespace: ns, location: filesystemLocation() });
+/** Gives `ns` the deploy/ ServiceAccount with `mode`'s rules (there is no kubelet: no Deployment) and starts the server as it. */
+async function serverAs(ns: string, mode: TrustMode, withoutRules: string[] = []): Promise<RunningServer> {
+  const identity = await installServerIdentity(admin, adminConfig(), { namespace: ns, trustMode: mode, withoutRules });
+  installed.push(identity);
+  const server = await startServer({
+    kubeconfigPath: identity.kubeconfigPath,
+    adminKubeconfigPath: inject('cluster').kubeconfigPath,
+    namespace: ns,
+    location: filesystemLocation(),
+    args: ['--trust-mode', mode, '--webhook-configuration-name', identity.webhookConfigurationName],
+  });
   servers.push(server);
   return server;
 }
@@ -52,9 +55,9 @@ async function seed(): Promise<string> {
 }
 
 describe('server with the deploy/ ServiceAccount token', () => {
-  it('backs up and restores with exactly the granted permissions', async () => {
+  it('cluster-admin mode: backs up and restores with exactly the granted permissions', async () => {
     const ns = uniqueName('stowage-sa');
-    await serverAs(ns);
+    await serverAs(ns, 'cluster-admin');
     const app = await seed();
     await admin.create(RESOURCES.Backup, ns, newBackup('b', ns, { includedNamespaces: [app] }));
     expect((await finished<Backup>(RESOURCES.Backup, ns, 'b')).status?.phase).toBe('Completed');
@@ -66,9 +69,9 @@ describe('server with the deploy/ ServiceAccount token', () => {
     expect((await admin.get<{ data?: Record<string, string> }>(CM, app, 'settings')).data).toEqual({ k: 'v' });
   });
 
-  it('fails the restore, naming the missing permission, when the restore-write rule is removed', async () => {
+  it('cluster-admin mode: fails the restore, naming the missing permission, when the restore-write rule is removed', async () => {
     const ns = uniqueName('stowage-sa');
-    const server = await serverAs(ns, ['restore-write']);
+    const server = await serverAs(ns, 'cluster-admin', ['restore-write']);
     const app = await seed();
     await admin.create(RESOURCES.Backup, ns, newBackup('b', ns, { includedNamespaces: [app] }));
     expect((await finished<Backup>(RESOURCES.Backup, ns, 'b')).status?.phase).toBe('Completed');
@@ -77,5 +80,16 @@ describe('server with the deploy/ ServiceAccount token', () => {
     expect(['PartiallyFailed', 'Failed']).toContain(r.status?.phase);
     expect(r.status?.errors ?? 0).toBeGreaterThan(0);
     expect(server.output()).toMatch(new RegExp(`system:serviceaccount:${ns}:stowage" cannot create resource "(namespaces|configmaps)"`));
+  });
+
+  it('requester mode: runs, leads and backs up with the requester rule set only', async () => {
+    const ns = uniqueName('stowage-sa');
+    const server = await serverAs(ns, 'requester');
+    const app = await seed();
+    await admin.create(RESOURCES.Backup, ns, newBackup('b', ns, { includedNamespaces: [app] }));
+    const b = await finished<Backup>(RESOURCES.Backup, ns, 'b');
+    expect(b.status?.phase, b.status?.failureReason).toBe('Completed');
+    expect(b.status?.progress?.itemsBackedUp ?? 0).toBeGreaterThan(0);
+    expect(server.output()).not.toMatch(/forbidden/i);
   });
 });
