@@ -132,6 +132,9 @@ describe('charts/stowage', () => {
     await dryRunInstall(objs, ns);
     const notes = await helmTemplate({ chartDir: CHART, releaseName: release, namespace: ns, notes: true });
     expect(notes).toContain('No BackupStorageLocation was configured');
+    expect(notes).toContain(`Trust mode requester: every Backup, Restore and request acts with the rights of whoever created it,\nrecorded by the admission webhook ${release}-stowage.`);
+    const adminNotes = await helmTemplate({ chartDir: CHART, releaseName: release, namespace: ns, notes: true, set: ['trustMode=cluster-admin'] });
+    expect(adminNotes).toContain('Trust mode cluster-admin: runs use the server\'s own rights');
   });
 
   it('renders every option (ci/all-values.yaml) and passes server-side dry run', async () => {
