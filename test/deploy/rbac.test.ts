@@ -268,6 +268,15 @@ describe('deploy/ RBAC in requester mode with the ServiceAccount token', () => {
     expect(await allowed(sa, { verb: 'get', resource: 'pods', subresource: 'exec', namespace: other })).toBe(true);
   });
 
+  it('residual: impersonate on any group includes system:masters, so the token itself stays cluster-admin in effect', async () => {
+    // A requester may be in any group, and RBAC has no deny rule, so impersonate on groups cannot
+    // leave system:masters out. What requester mode narrows is what a run's creator can make the
+    // server do, not what a stolen server token can do.
+    const root = sa.impersonating({ username: 'stowage-test-nobody', groups: ['system:masters'] });
+    const created = await root.create<KubeObject>(CORE.configMaps, other, { metadata: { name: 'as-masters' } }, { dryRun: true });
+    expect(created.metadata?.name).toBe('as-masters');
+  });
+
   it('has exactly the access the rules document', async () => {
     const own = webhookConfigurationNameFor(ns);
     const yes: Access[] = [
