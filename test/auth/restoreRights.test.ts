@@ -6,7 +6,7 @@
 // The admission webhook that stamps Restores is another part of the issue: here the admin creates
 // them with the stamp already set (the admin may impersonate anyone, so this stays legal with it).
 import zlib from 'node:zlib';
-import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RESOURCES, newBackup, newRestore, type Backup, type BackupSpec, type Restore, type RestoreSpec } from '../../src/apis/v1/index.js';
 import { REQUESTER_ANNOTATION, formatRequester, type Requester } from '../../src/auth/index.js';
@@ -166,6 +166,24 @@ describe('restores act with their requester\'s rights', () => {
     expect(r.status?.validationErrors).toEqual([
       `alice may not create objects in namespace kube-system (mapped from ${hostile}): not allowed to create deployments.apps, rolebindings.rbac.authorization.k8s.io, serviceaccounts`,
     ]);
+  });
+
+  it('a backup without a resource list is checked from the plan, before anything is written: the restore fails naming kube-system', async () => {
+    await backup('hostile-unlisted', { includedNamespaces: [hostile], includedResources: HOSTILE_KINDS });
+    const s3 = testS3();
+    try {
+      await s3.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'cluster/backups/hostile-unlisted/hostile-unlisted-resource-list.json.gz' }));
+    } finally {
+      s3.close();
+    }
+    const r = await restore('alice-unlisted', { backupName: 'hostile-unlisted', namespaceMapping: { [hostile]: 'kube-system' } }, ALICE);
+    expect(r.status?.phase).toBe('Failed');
+    expect(r.status?.failureReason).toBe(`the restore was refused (not-allowed): alice may not create objects in namespace kube-system (mapped from ${hostile}): ` +
+      'not allowed to create deployments.apps, rolebindings.rbac.authorization.k8s.io, serviceaccounts');
+    expect(r.status?.summary).toEqual({ created: 0, updated: 0, skipped: 0, failed: 0 });
+    expect(await getOrUndefined(client, DEPLOYMENTS, 'kube-system', 'miner')).toBeUndefined();
+    expect(await readGzip('restores/alice-unlisted/restore-alice-unlisted-logs.gz'))
+      .toContain('the backup has no resource list, so the target namespaces are checked from the plan before anything is written');
   });
 
   // The API's own messages, as the restore's item outcomes carry them (the request, then the API's words and status).
