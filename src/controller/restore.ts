@@ -17,7 +17,7 @@ import type { Authority } from '../auth/index.js';
 import {
   checkTargetNamespaces, newRestoreRequest, resolveRestoreItemActions, runRestore, targetsOfResourceList, type RestoreResult, type TargetNamespace,
 } from '../restore/index.js';
-import { errorMessage } from '../util/errors.js';
+import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { validateFilters, validateNamespaceMapping } from '../util/filters.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
@@ -95,7 +95,7 @@ export async function restoreRights(
     if (list === undefined) why = 'the backup has no resource list';
     else targets = targetsOfResourceList(list, req);
   } catch (err) {
-    why = `the backup's resource list could not be read (${errorMessage(err)})`;
+    why = `the backup's resource list could not be read (${safeErrorMessage(err)})`;
   } finally {
     handle.release();
   }
