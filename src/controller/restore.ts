@@ -3,18 +3,25 @@
 // backup through its location: the restore's results (with every item's outcome, which is what a
 // dry run reports), resource list and log under restores/<r>/, and phase, progress, summary,
 // counts and events. A Restore left InProgress by a dead server
-// is marked Failed.
+// is marked Failed. The engine acts with the Restore's authority (auth/authority.ts): in trust mode
+// "requester" every request it makes goes out impersonating the user who created the Restore, so
+// the API server's RBAC and admission decide each item, and a target namespace where that user may
+// create nothing fails validation (restoreRights). The Restore's own status stays the server's.
 import path from 'node:path';
 import {
   LABEL_SCHEDULE_NAME, RESOURCES, specFieldErrors, type Backup, type BackupStorageLocation, type Restore, type RestoreStatus,
 } from '../apis/v1/index.js';
 import { recordRestoreOutcome } from '../metrics/index.js';
 import { restoreKeys } from '../persistence/layout.js';
-import { newRestoreRequest, resolveRestoreItemActions, runRestore, type RestoreResult } from '../restore/index.js';
+import type { Authority } from '../auth/index.js';
+import {
+  checkTargetNamespaces, newRestoreRequest, resolveRestoreItemActions, runRestore, targetsOfResourceList, type RestoreResult, type TargetNamespace,
+} from '../restore/index.js';
+import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { validateFilters, validateNamespaceMapping } from '../util/filters.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
-import { locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
+import { locationProblem, openBackupStore, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { resolveBackupOf } from './resolveBackup.js';
 import { failStaleRun } from './staleRuns.js';
@@ -59,6 +66,51 @@ export function validateRestore(ctx: ControllerContext, r: Restore): Validation 
   return { errors, backup, ...(location !== undefined ? { location } : {}) };
 }
 
+/** Whose rights a validated restore runs with, the run log's line saying so, and the engine's own check when validation could not make it. */
+interface Rights {
+  authority: Authority;
+  logLine: string;
+  authorizeTargets?: (targets: TargetNamespace[]) => Promise<string[]>;
+}
+
+/**
+ * The restore's rights, or the validation errors refusing it. In trust mode "requester" every
+ * target namespace (rights.ts) must be one the requester may create objects in, checked with
+ * SubjectAccessReviews against the backup's resource list before anything runs; a backup without
+ * a resource list in Stowage's form is checked by the engine from its plan, still before any write.
+ */
+export async function restoreRights(
+  ctx: ControllerContext, r: Restore, backup: Backup, location: BackupStorageLocation, authority: Authority,
+): Promise<Rights | { errors: string[] }> {
+  if (authority.mode === 'cluster-admin') return { authority, logLine: `acting with ${authority.describe}` };
+  const reviewer = authority.reviewer;
+  const acting = `acting with the rights of ${authority.describe} (trust mode requester): every read and write of the cluster is made as them`;
+  const req = newRestoreRequest(r, backup, { priorities: ctx.config.restoreResourcePriorities });
+  let targets: TargetNamespace[] | undefined;
+  let why = "the backup's resource list is not in Stowage's form";
+  // A handle of its own: the run's handle is the lifecycle's, taken once the run is InProgress.
+  const handle = ctx.plugins.handle({ kind: 'restore-validation', namespace: r.metadata.namespace ?? ctx.namespace, name: r.metadata.name }, ctx.logger);
+  try {
+    const list = await (await openBackupStore(ctx, handle, location)).getResourceList(backup.metadata.name);
+    if (list === undefined) why = 'the backup has no resource list';
+    else targets = targetsOfResourceList(list, req);
+  } catch (err) {
+    why = `the backup's resource list could not be read (${safeErrorMessage(err)})`;
+  } finally {
+    handle.release();
+  }
+  if (targets === undefined) {
+    return {
+      authority, logLine: `${acting}; ${why}, so the target namespaces are checked from the plan before anything is written`,
+      authorizeTargets: async (t) => (await checkTargetNamespaces(reviewer, t)).refused,
+    };
+  }
+  const verdict = await checkTargetNamespaces(reviewer, targets);
+  if (verdict.refused.length > 0) return { errors: verdict.refused };
+  const n = targets.length;
+  return { authority, logLine: `${acting}; ${verdict.reviews} SubjectAccessReviews allowed its ${n} target namespace${n === 1 ? '' : 's'}` };
+}
+
 export function restoreController(ctx: ControllerContext): ControllerDefinition {
   const informer = ctx.informer<Restore>('Restore');
   ctx.informer<Backup>('Backup'); // validation reads backups from the shared cache
@@ -67,7 +119,10 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
     ctx.client.patchStatus<Restore>(RESTORES, r.metadata.namespace, r.metadata.name,
       resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status });
 
-  function execute(r: Restore, backup: Backup, location: BackupStorageLocation, signal: AbortSignal): Promise<void> {
+  const refuse = (r: Restore, errors: string[]): Promise<void> =>
+    failValidation(ctx, 'restore', RESTORES, r, errors, () => recordRestoreOutcome(ctx.metrics, { schedule: '', phase: 'FailedValidation' }));
+
+  function execute(r: Restore, backup: Backup, location: BackupStorageLocation, rights: Rights, signal: AbortSignal): Promise<void> {
     const name = r.metadata.name;
     const schedule = backup.metadata.labels?.[LABEL_SCHEDULE_NAME] ?? '';
     const dryRun = r.spec.dryRun === true;
@@ -80,10 +135,13 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
       startedMessage: `${dryRun ? 'dry run' : 'restore'} of backup ${backup.metadata.name} started`,
       onStarted: () => ctx.metrics.restoreAttemptTotal.inc({ schedule }),
       engine: async (env) => {
+        env.log.info(rights.logLine);
         const actions = await resolveRestoreItemActions(env.handle.restoreItemActions().map((a) => ({ name: a.name, action: a })));
         const req = newRestoreRequest(r, backup, { priorities: ctx.config.restoreResourcePriorities });
         return runRestore({
-          client: ctx.client, source: env.store, actions, log: env.log, clock: ctx.clock, signal: env.signal,
+          // The requester's impersonating client in trust mode "requester": the API server's RBAC and admission decide each item.
+          client: rights.authority.client, source: env.store,
+          ...(rights.authorizeTargets !== undefined ? { authorizeTargets: rights.authorizeTargets } : {}), actions, log: env.log, clock: ctx.clock, signal: env.signal,
           spillDir: spillDirOf(ctx),
           maxItemBytes: ctx.config.maxItemBytes,
           onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsRestored: p.itemsRestored }),
@@ -129,12 +187,23 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         }
         if (phase !== 'New' || ctx.shutdown.aborted) return;
         const v = validateRestore(ctx, r);
-        if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) return { requeueAfter: 1000 };
-        if (v.errors.length > 0 || v.backup === undefined || v.location === undefined) {
-          await failValidation(ctx, 'restore', RESTORES, r, v.errors, () => recordRestoreOutcome(ctx.metrics, { schedule: '', phase: 'FailedValidation' }));
+        const authority = ctx.authority(r);
+        if ('error' in authority) {
+          // Listed with the other reasons; a location that may yet clear is not one (it is waited for when the stamp is there).
+          await refuse(r, [...(v.pending === undefined ? v.errors : []), authority.error]);
           return;
         }
-        await execute(r, v.backup, v.location, rc.signal);
+        if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) return { requeueAfter: 1000 };
+        if (v.errors.length > 0 || v.backup === undefined || v.location === undefined) {
+          await refuse(r, v.errors);
+          return;
+        }
+        const rights = await restoreRights(ctx, r, v.backup, v.location, authority);
+        if ('errors' in rights) {
+          await refuse(r, rights.errors);
+          return;
+        }
+        await execute(r, v.backup, v.location, rights, rc.signal);
       },
     },
   };

@@ -14,3 +14,4 @@ export { NEVER_RESTORED, neverRestoredReason } from './kinds.js';
 export { STRIPPED_METADATA, prepareItem, mapNamespaces, stripMetadata, addRestoreLabels } from './transform.js';
 export { patchToMatch, containedIn } from './compare.js';
 export { BUILTIN_RESTORE_ITEM_ACTIONS, resolveRestoreItemActions, actionMatcher, type ResolvedRestoreItemAction } from './actions/index.js';
+export { checkTargetNamespaces, targetsOfPlan, targetsOfResourceList, type RightsVerdict, type TargetNamespace } from './rights.js';

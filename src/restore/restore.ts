@@ -32,6 +32,7 @@ import { newOutcomes } from './outcomes.js';
 import { oversizedVerdict, type OversizedVerdict } from './oversized.js';
 import { bareNamespace, buildPlan, itemFacts, RestoreRefusedError, type ArchivedItem, type PlannedItem, type RestorePlan } from './plan.js';
 import type { ItemOutcome, RestoreRequest } from './request.js';
+import { targetsOfPlan, type TargetNamespace } from './rights.js';
 
 /** Where the backup's tarball (and its manifest, when there is one) come from. A BackupStore is one. */
 export interface RestoreSource {
@@ -71,6 +72,12 @@ export interface RestoreDeps {
   signal?: AbortSignal;
   /** Discovery results, when the caller already has them. */
   discovered?: readonly ApiResource[];
+  /**
+   * Asked after planning, before anything is written, with the plan's target namespaces: the
+   * refusals it returns (rights.ts) fail the restore. The controller passes it in trust mode
+   * "requester" when validation could not check the namespaces from the backup's resource list.
+   */
+  authorizeTargets?: (targets: TargetNamespace[]) => Promise<string[]>;
 }
 
 export interface RestoreStats {
@@ -184,6 +191,10 @@ async function readAndPlan(deps: RestoreDeps, req: RestoreRequest, spill: SpillF
   const withLabels = req.selectors.length > 0;
   const { items, alternates, oversized } = await readBackup(deps, spill, req.backup.metadata.name, discovered, (obj, id) => itemFacts(obj, id, withLabels));
   const plan = buildPlan(items, req, discovered, alternates);
+  if (deps.authorizeTargets !== undefined) {
+    const refused = await deps.authorizeTargets(targetsOfPlan(plan.items.values(), req));
+    if (refused.length > 0) throw new RestoreRefusedError('not-allowed', refused.join('; '));
+  }
   const builtins = await resolveRestoreItemActions(BUILTIN_RESTORE_ITEM_ACTIONS);
   const matchers = [...builtins, ...(deps.actions ?? [])].map(actionMatcher);
   return { discovered, plan, matchers, oversized: oversizedVerdict(oversized, items, req, discovered) };
