@@ -383,7 +383,8 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
       return;
     }
     const ttl = ctx.config.downloadUrlTtl;
-    const exp = now + ttl;
+    // Whole seconds, as status.expiration is stamped: the link dies exactly when the status says.
+    const exp = Math.floor((now + ttl) / 1000) * 1000;
     let result: { sealedURL: SealedDownloadURL } | { refused: string };
     try {
       result = await answer(dr, namespace, exp);
@@ -402,7 +403,7 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
       if (isNotFound(err)) return; // the client gave up and deleted it
       throw err;
     }
-    return { requeueAfter: ttl };
+    return { requeueAfter: Math.max(exp - now, 1000) };
   }
 
   return {
