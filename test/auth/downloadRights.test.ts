@@ -230,6 +230,18 @@ describe('download and delete rights', () => {
     expect(res.body.toString('utf8').trim()).toBe(EXPIRED);
   });
 
+  it('refuses a link (410) once its location points at another bucket, where the same key may be something else', async () => {
+    const link = await requestLink(ns, { kind: 'BackupLog', name: 'a1' }, ADMIN);
+    expect((await fetchBytes(link.url ?? '')).status).toBe(200);
+    await client.patch(RESOURCES.BackupStorageLocation, ns, 'default', { spec: { objectStorage: { bucket: 'elsewhere' } } }, 'merge');
+    const res = await waitUntil('the server to see the moved location', async () => {
+      const r = await fetchBytes(link.url ?? '');
+      return r.status === 200 ? undefined : r;
+    }, 30_000);
+    expect(res.status).toBe(410);
+    expect(res.body.toString('utf8').trim()).toBe('backup storage location "default" has moved to another bucket or prefix since this link was made; run the command again');
+  });
+
   it('never writes a plain URL into a DownloadRequest status', () => {
     expect(statuses.length).toBeGreaterThanOrEqual(10);
     for (const s of statuses) expect(JSON.stringify(s)).not.toMatch(/http/i);
