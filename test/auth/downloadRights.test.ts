@@ -167,6 +167,18 @@ describe('download and delete rights', () => {
     expect((await fetchBytes(restoreLog.url ?? '')).status).toBe(200);
   });
 
+  it('lets only its requester use a backup that stored no resource list to check rights against', async () => {
+    await client.create(RESOURCES.Backup, ns, stamped(newBackup('v1', ns, { includedNamespaces: [teamA], storageLocation: 'no-such-location' }), ADMIN));
+    const failed = await waitFinished<Backup>(client, RESOURCES.Backup, ns, 'v1');
+    expect(failed.status?.phase).toBe('FailedValidation');
+    expect((await requestLink(ns, { kind: 'BackupLog', name: 'v1' }, ALICE)).message).toBe(
+      'alice may not download the log of backup "v1": backup "v1" has no resource list in its location yet (it is still running, or failed before writing one), ' +
+        "so there is nothing to check alice's rights against, and only its requester, admin (groups: system:masters), may",
+    );
+    // Its requester gets past the rights check, to the real reason there is nothing to download.
+    expect((await requestLink(ns, { kind: 'BackupLog', name: 'v1' }, ADMIN)).message).toBe('backup storage location "no-such-location" does not exist');
+  });
+
   it('refuses a request without a public key with the fix', async () => {
     expect((await requestLink(ns, { kind: 'BackupContents', name: 'a1' }, ALICE, false)).message).toBe(NO_PUBLIC_KEY);
     expect(NO_PUBLIC_KEY).toContain('use stowage backup download/logs, or set spec.publicKey');
