@@ -1,8 +1,10 @@
 // DeleteBackupRequest controller: deletes a backup completely.
 //
 // Order, so that whatever fails leaves something that can be retried:
-//   1. refuse (Processed with the reason, nothing touched) when the backup does not exist, is still
-//      running, or its location is missing, ReadOnly or Unavailable;
+//   1. refuse (Processed with the reason, nothing touched) when the request has no requester (trust
+//      mode requester), the backup does not exist, the requester could neither have made it nor
+//      restore everything in it (controller/backupRights.ts), it is still running, or its location
+//      is missing, ReadOnly or Unavailable;
 //   2. mark the Backup Deleting (GC and sync leave it alone);
 //   3. run the DeleteItemAction plugins on the backup's items (read from its tarball);
 //   4. delete every object of the backup from storage (stowage-backup.json first, so a half-deleted
@@ -34,6 +36,7 @@ import { namespaceFilter, resourceFilter } from '../util/filters.js';
 import { labelSelectorMatches, parseLabelSelector } from '../util/labels.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
 import { hasStoredData, locationBlocksDeletion } from './gc.js';
+import { backupRefusal } from './backupRights.js';
 import { openBackupStore, resolveLocation } from './locations.js';
 import { spillDirOf } from './restore.js';
 
@@ -201,6 +204,9 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
   async function attempt(d: DeleteBackupRequest): Promise<string[]> {
     const { namespace = ctx.namespace } = d.metadata;
     const backupName = d.spec.backupName;
+    // Who asked comes first: a request without a requester is refused before anything is looked up.
+    const authority = ctx.authority(d);
+    if ('error' in authority) return [`this DeleteBackupRequest is refused: ${authority.error}`];
     let backup: Backup;
     try {
       backup = await ctx.client.get<Backup>(BACKUPS, namespace, backupName);
@@ -208,6 +214,13 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
       if (isKubeNotFound(err)) return [`backup "${backupName}" does not exist in namespace ${namespace}`];
       throw err;
     }
+    let denied: string | undefined;
+    try {
+      denied = await backupRefusal(ctx, authority, backup, `delete backup "${backupName}"`, 'it', `deletebackuprequest/${d.metadata.name}`);
+    } catch (err) {
+      return [safeErrorMessage(err)];
+    }
+    if (denied !== undefined) return [denied];
     const refusal = deletionRefusal(backup, locations.list(), ctx.config.defaultBackupStorageLocation);
     if (refusal !== undefined) return [refusal];
     const previous = backup.status?.phase ?? 'Completed';

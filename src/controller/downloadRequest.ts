@@ -1,12 +1,18 @@
 // DownloadRequest controller and the server's download endpoint.
 //
-// A DownloadRequest names a backup or restore artifact. The controller answers with a URL that is
-// valid for 10 minutes:
+// A DownloadRequest names a backup or restore artifact. In trust mode `requester` it is served only
+// when its requester could have made the backup or could restore everything in it
+// (controller/backupRights.ts); for a restore's artifacts, the restore's backup. The answer is a URL
+// valid for --download-url-ttl (5 minutes by default):
 //   - a presigned object-store URL when the store can sign one (S3);
 //   - otherwise the server's own `/download/<token>` endpoint, where <token> is an HMAC-signed,
-//     expiring description of the object (location, bucket, key), so the endpoint needs no state;
+//     expiring description of one target (its kind and name, location, bucket and key), so the
+//     endpoint needs no state and a link for one object cannot fetch another;
 //   - for the log of a backup or restore that is running on this server, always the endpoint: it
 //     serves the lines so far and, with `?follow=1`, streams new ones until the run ends.
+// Anyone with `get` on DownloadRequests can read their status, so the URL is never written there in
+// plain text: it is sealed to the one-time public key the client put in spec.publicKey
+// (auth/sealedLink.ts), and a request without one is refused.
 // Processed requests are deleted when their URL expires.
 import crypto from 'node:crypto';
 import http from 'node:http';
@@ -17,8 +23,11 @@ import {
   type BackupStorageLocation,
   type DownloadRequest,
   type DownloadTarget,
+  type DownloadTargetKind,
   type Restore,
+  type SealedDownloadURL,
 } from '../apis/v1/index.js';
+import { parseLinkPublicKey, sealContext, sealLink } from '../auth/index.js';
 import { isNotFound } from '../kube/index.js';
 import { isNotFound as isStoreNotFound } from '../persistence/backupStore.js';
 import { downloadKey, normalizePrefix } from '../persistence/layout.js';
@@ -26,34 +35,52 @@ import type { Result } from '../runtime/index.js';
 import { parseListenAddress } from '../util/address.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import type { ActiveRun, ControllerContext, ControllerDefinition } from './context.js';
+import { backupRefusal } from './backupRights.js';
 import { openObjectStore, resolveLocation } from './locations.js';
 import { resolveBackupOf } from './resolveBackup.js';
 import { stamp } from './runs.js';
 
 const DRS = RESOURCES.DownloadRequest;
-/** How long a download URL (and the request that holds it) lives. */
-export const DOWNLOAD_URL_TTL_MS = 10 * 60_000;
 export const DOWNLOAD_PATH = '/download/';
+/** How a DownloadRequest without spec.publicKey is answered. */
+export const NO_PUBLIC_KEY =
+  'this DownloadRequest has no spec.publicKey, and download links are only given out sealed to the requester\'s key ' +
+  '(a plain link in its status could be read by anyone who may get DownloadRequests): use stowage backup download/logs, or set spec.publicKey';
+export const EXPIRED_LINK = 'the download link has expired; run the command again';
 
 // ---- tokens -------------------------------------------------------------------------------------
 
-/** What a /download/<token> URL stands for. Signed, so the endpoint trusts it without a lookup. */
+/**
+ * What a /download/<token> URL stands for: one target, and the one object it is stored as. Signed
+ * (every field), so the endpoint trusts it without a lookup, and it fetches nothing else.
+ */
 export interface DownloadToken {
   /** Expiry, ms since epoch. */
   exp: number;
-  /** Location name, bucket and key of the object, when it is (or will be) in object storage. */
-  loc?: string;
-  bucket?: string;
-  key?: string;
+  /** The DownloadRequest target the link was made for. */
+  kind: DownloadTargetKind;
+  name: string;
+  /** Location name, bucket and key of the object. */
+  loc: string;
+  bucket: string;
+  key: string;
   /** A run whose live log is served while it runs on this server. */
   run?: { kind: 'backup' | 'restore'; namespace: string; name: string };
+}
+
+/** Why a token is refused, with its HTTP status: 410 for an expired link, 403 for anything else. */
+export interface TokenRefusal {
+  error: string;
+  status: 403 | 410;
 }
 
 export interface TokenSigner {
   sign(t: DownloadToken): string;
   /** The token's content, or the reason it is refused. */
-  verify(token: string, now: number): DownloadToken | { error: string };
+  verify(token: string, now: number): DownloadToken | TokenRefusal;
 }
+
+const isString = (v: unknown): v is string => typeof v === 'string' && v !== '';
 
 export function createTokenSigner(secret: Buffer = crypto.randomBytes(32)): TokenSigner {
   const mac = (data: string): string => crypto.createHmac('sha256', secret).update(data).digest('base64url');
@@ -63,22 +90,25 @@ export function createTokenSigner(secret: Buffer = crypto.randomBytes(32)): Toke
       return `${body}.${mac(body)}`;
     },
     verify(token, now) {
+      const malformed: TokenRefusal = { error: 'malformed download token', status: 403 };
       const dot = token.indexOf('.');
-      if (dot <= 0) return { error: 'malformed download token' };
+      if (dot <= 0) return malformed;
       const body = token.slice(0, dot);
       const sig = Buffer.from(token.slice(dot + 1));
       const want = Buffer.from(mac(body));
       if (sig.length !== want.length || !crypto.timingSafeEqual(sig, want)) {
-        return { error: 'invalid download token (it was issued by another server process, or altered)' };
+        return { error: 'invalid download token (it was issued by another server process, or altered)', status: 403 };
       }
-      let t: DownloadToken;
+      let t: Partial<DownloadToken>;
       try {
-        t = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as DownloadToken;
+        t = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as Partial<DownloadToken>;
       } catch {
-        return { error: 'malformed download token' };
+        return malformed;
       }
-      if (typeof t.exp !== 'number' || t.exp <= now) return { error: 'the download link has expired; run the command again' };
-      return t;
+      // Signed by this process, so well-formed; checked anyway, since what it names is served.
+      if (typeof t.exp !== 'number' || !isString(t.kind) || !isString(t.name) || !isString(t.loc) || !isString(t.bucket) || !isString(t.key)) return malformed;
+      if (t.exp <= now) return { error: EXPIRED_LINK, status: 410 };
+      return t as DownloadToken;
     },
   };
 }
@@ -146,6 +176,17 @@ function text(res: http.ServerResponse, status: number, body: string): void {
 
 // ---- the controller -----------------------------------------------------------------------------
 
+const TARGET_WORDS: Record<DownloadTargetKind, string> = {
+  BackupLog: 'log of backup',
+  BackupContents: 'contents of backup',
+  BackupResourceList: 'resource list of backup',
+  BackupResults: 'results of backup',
+  BackupManifest: 'manifest of backup',
+  RestoreLog: 'log of restore',
+  RestoreResults: 'results of restore',
+  RestoreResourceList: 'resource list of restore',
+};
+
 function runOf(target: DownloadTarget): { kind: 'backup' | 'restore'; live: boolean } {
   const kind = target.kind.startsWith('Restore') ? 'restore' : 'backup';
   return { kind, live: target.kind === 'BackupLog' || target.kind === 'RestoreLog' };
@@ -169,6 +210,7 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     return bsl;
   };
 
+  /** The backup a target belongs to: its own, or the restore's. */
   async function backupOf(target: DownloadTarget, namespace: string): Promise<Backup> {
     let backupName = target.name;
     if (target.kind.startsWith('Restore')) {
@@ -195,38 +237,47 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     }
   }
 
-  /** The URL for a target: live log endpoint, presigned store URL, or the endpoint for the stored object. */
-  async function urlFor(target: DownloadTarget, namespace: string, exp: number): Promise<string> {
-    const backup = await backupOf(target, namespace);
+  /**
+   * The URL for a target of `backup`: live log endpoint, presigned store URL (http(s) only: a
+   * store's file:// URL would neither expire nor be bound to anything), or the endpoint for the
+   * stored object.
+   */
+  async function urlFor(target: DownloadTarget, backup: Backup, namespace: string, exp: number): Promise<string> {
     const bsl = location(backup.spec.storageLocation);
     const bucket = bsl.spec.objectStorage.bucket;
     const key = downloadKey(normalizePrefix(bsl.spec.objectStorage.prefix), target.kind, target.name);
+    const object = { kind: target.kind, name: target.name, loc: bsl.metadata.name, bucket, key };
     const { kind, live } = runOf(target);
     if (live && ctx.runs.get(kind, namespace, target.name) !== undefined) {
-      return ownURL({ loc: bsl.metadata.name, bucket, key, run: { kind, namespace, name: target.name } }, exp);
+      return ownURL({ ...object, run: { kind, namespace, name: target.name } }, exp);
     }
     const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: 'download-request' });
     try {
       const store = await openObjectStore(ctx, handle, bsl);
       try {
-        const url = await store.createSignedURL(bucket, key, Math.ceil(DOWNLOAD_URL_TTL_MS / 1000));
-        if (/^https?:\/\//i.test(url) || server === undefined) return url;
+        const url = await store.createSignedURL(bucket, key, Math.max(1, Math.ceil((exp - ctx.clock.now().getTime()) / 1000)));
+        if (/^https?:\/\//i.test(url)) return url;
       } catch (err) {
-        if (server === undefined) throw err;
         ctx.logger.debug(`location ${bsl.metadata.name} cannot sign URLs (${errorMessage(err)}); serving the download itself`);
       }
     } finally {
       handle.release();
     }
-    return ownURL({ loc: bsl.metadata.name, bucket, key }, exp);
+    return ownURL(object, exp);
   }
 
   async function serveObject(t: DownloadToken, res: http.ServerResponse): Promise<void> {
-    if (t.loc === undefined || t.bucket === undefined || t.key === undefined) {
-      text(res, 404, 'the log of this run is no longer on the server and was not uploaded');
+    const bsl = resolveLocation(ctx, t.loc);
+    if (bsl === undefined) {
+      text(res, 404, `backup storage location "${t.loc}" no longer exists`);
       return;
     }
-    const bsl = location(t.loc);
+    // The link is for one object where the location kept it when the link was made: if the
+    // location now points elsewhere, the same key there may be something else.
+    if (bsl.spec.objectStorage.bucket !== t.bucket || downloadKey(normalizePrefix(bsl.spec.objectStorage.prefix), t.kind, t.name) !== t.key) {
+      text(res, 410, `backup storage location "${t.loc}" has moved to another bucket or prefix since this link was made; run the command again`);
+      return;
+    }
     const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: 'download' });
     try {
       const store = await openObjectStore(ctx, handle, bsl);
@@ -284,13 +335,36 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     }
     const t = signer.verify(url.pathname.slice(DOWNLOAD_PATH.length), ctx.clock.now().getTime());
     if ('error' in t) {
-      text(res, 403, t.error);
+      text(res, t.status, t.error);
       return;
     }
     const run = t.run === undefined ? undefined : ctx.runs.get(t.run.kind, t.run.namespace, t.run.name);
     if (run !== undefined) await serveLive(run, url.searchParams.get('follow') === '1', res);
     else await serveObject(t, res);
   };
+
+  /** `download backup "b1"`, `download the log of restore "r1"`: what a refusal says was asked. */
+  function actionOf(target: DownloadTarget): string {
+    if (target.kind === 'BackupContents') return `download backup "${target.name}"`;
+    return `download the ${TARGET_WORDS[target.kind]} "${target.name}"`;
+  }
+
+  /** The sealed URL for the request, or why it is refused or cannot be served. */
+  async function answer(dr: DownloadRequest, namespace: string, exp: number): Promise<{ sealedURL: SealedDownloadURL } | { refused: string }> {
+    const authority = ctx.authority(dr);
+    if ('error' in authority) return { refused: `this DownloadRequest is refused: ${authority.error}` };
+    const rawKey = dr.spec.publicKey ?? '';
+    if (rawKey === '') return { refused: NO_PUBLIC_KEY };
+    const recipient = parseLinkPublicKey(rawKey);
+    if ('error' in recipient) return { refused: recipient.error };
+    const { target } = dr.spec;
+    const backup = await backupOf(target, namespace);
+    const holder = target.kind.startsWith('Restore') ? `its backup "${backup.metadata.name}"` : 'it';
+    const refusal = await backupRefusal(ctx, authority, backup, actionOf(target), holder, 'download-request');
+    if (refusal !== undefined) return { refused: refusal };
+    const url = await urlFor(target, backup, namespace, exp);
+    return { sealedURL: sealLink(recipient, url, sealContext(dr)) };
+  }
 
   async function reconcile(key: string): Promise<Result> {
     const dr = informer.get(key);
@@ -308,25 +382,28 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
       }
       return;
     }
-    const exp = now + DOWNLOAD_URL_TTL_MS;
-    let url: string | undefined;
-    let why: string | undefined;
+    const ttl = ctx.config.downloadUrlTtl;
+    // Whole seconds, as status.expiration is stamped: the link dies exactly when the status says.
+    const exp = Math.floor((now + ttl) / 1000) * 1000;
+    let result: { sealedURL: SealedDownloadURL } | { refused: string };
     try {
-      url = await urlFor(dr.spec.target, namespace, exp);
+      result = await answer(dr, namespace, exp);
     } catch (err) {
-      why = safeErrorMessage(err);
-      ctx.logger.warn(`DownloadRequest ${namespace}/${name} for ${dr.spec.target.kind} ${dr.spec.target.name}: ${why}`);
-      void ctx.events.event(dr, 'Warning', 'DownloadFailed', why);
+      result = { refused: safeErrorMessage(err) };
+    }
+    if ('refused' in result) {
+      ctx.logger.warn(`DownloadRequest ${namespace}/${name} for ${dr.spec.target.kind} ${dr.spec.target.name}: ${result.refused}`);
+      void ctx.events.event(dr, 'Warning', 'DownloadFailed', result.refused);
     }
     try {
       await ctx.client.patchStatus(DRS, namespace, name, {
-        status: { phase: 'Processed', expiration: stamp(new Date(exp)), ...(url !== undefined ? { downloadURL: url } : { message: why }) },
+        status: { phase: 'Processed', expiration: stamp(new Date(exp)), ...('sealedURL' in result ? { sealedURL: result.sealedURL } : { message: result.refused }) },
       });
     } catch (err) {
       if (isNotFound(err)) return; // the client gave up and deleted it
       throw err;
     }
-    return { requeueAfter: DOWNLOAD_URL_TTL_MS };
+    return { requeueAfter: Math.max(exp - now, 1000) };
   }
 
   return {

@@ -9,6 +9,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { newDownloadRequest, RESOURCES, type Backup, type DownloadRequest, type ServerStatusRequest } from '../../src/apis/v1/index.js';
+import { createLinkKey } from '../../src/auth/index.js';
 import type { DynamicClient } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { ensureNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
@@ -121,12 +122,14 @@ describe('stowage CLI with a running server', () => {
   });
 
   it('answers a DownloadRequest it cannot serve with the reason in status.message, and the CLI says it', async () => {
-    const created = await client.create<DownloadRequest>(RESOURCES.DownloadRequest, ns, newDownloadRequest(ns, { kind: 'BackupContents', name: 'no-such-backup' }));
+    const req = newDownloadRequest(ns, { kind: 'BackupContents', name: 'no-such-backup' });
+    req.spec.publicKey = createLinkKey().publicKey;
+    const created = await client.create<DownloadRequest>(RESOURCES.DownloadRequest, ns, req);
     const done = await waitUntil('the DownloadRequest to be processed', async () => {
       const dr = await client.get<DownloadRequest>(RESOURCES.DownloadRequest, ns, created.metadata.name);
       return dr.status?.phase === 'Processed' ? dr : undefined;
     }, 30_000, 200);
-    expect(done.status?.downloadURL).toBeUndefined();
+    expect(done.status?.sealedURL).toBeUndefined();
     expect(done.status?.message).toBe(`backup "no-such-backup" not found in namespace ${ns}`);
     const r = await cli('backup', 'download', 'no-such-backup', '-o', path.join(tmp, 'none.tar.gz'));
     expect(r.code).toBe(1);

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   RESOURCES, newBackup, newDownloadRequest, newRestore, newSchedule, type Backup, type BackupSpec, type DownloadRequest, type Restore, type RestoreSpec,
 } from '../../src/apis/v1/index.js';
+import { createLinkKey, sealContext } from '../../src/auth/index.js';
 import { backupFromSchedule } from '../../src/controller/schedule.js';
 import type { DynamicClient } from '../../src/kube/index.js';
 import { runCli } from '../cli/helpers.js';
@@ -165,13 +166,17 @@ describe('run lifecycle', () => {
     expect(unstarted.status?.phase).toBe('FailedValidation');
     expect(unstarted.spec.backupName).toBeUndefined();
     for (const target of ['from-schedule', 'from-schedule-invalid']) {
-      const created = await client.create<DownloadRequest>(RESOURCES.DownloadRequest, ns, newDownloadRequest(ns, { kind: 'RestoreResults', name: target }));
+      const req = newDownloadRequest(ns, { kind: 'RestoreResults', name: target });
+      const linkKey = createLinkKey();
+      req.spec.publicKey = linkKey.publicKey;
+      const created = await client.create<DownloadRequest>(RESOURCES.DownloadRequest, ns, req);
       const dr = await waitUntil(`download request for ${target}`, async () => {
         const d = await client.get<DownloadRequest>(RESOURCES.DownloadRequest, ns, created.metadata.name);
         return d.status?.phase === 'Processed' ? d : undefined;
       }, 30_000);
       expect(dr.status?.message).toBeUndefined();
-      expect(locationOfURL(dr.status?.downloadURL ?? '')).toBe(loc2.root);
+      const url = dr.status?.sealedURL !== undefined ? linkKey.open(dr.status.sealedURL, sealContext(created)) : { error: 'no sealedURL' };
+      expect(typeof url === 'string' ? locationOfURL(url) : url).toBe(loc2.root);
     }
   });
 

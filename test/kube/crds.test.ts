@@ -86,7 +86,7 @@ function samples(ns: string): { [K in StowageKind]: { obj: KindMap[K]; status: N
       status: { phase: 'Enabled', lastBackup: now, lastBackupName: 'nightly-20240101010000' },
     },
     DeleteBackupRequest: { obj: newDeleteBackupRequest('b1', ns), status: { phase: 'Processed', errors: ['bucket gone'] } },
-    DownloadRequest: { obj: newDownloadRequest(ns, { kind: 'BackupLog', name: 'b1' }), status: { phase: 'Processed', downloadURL: 'https://example/x', expiration: now } },
+    DownloadRequest: { obj: newDownloadRequest(ns, { kind: 'BackupLog', name: 'b1' }), status: { phase: 'Processed', sealedURL: { algorithm: 'X25519-HKDF-SHA256-AES-256-GCM', ephemeralPublicKey: 'ZXBo', nonce: 'bm9uY2U=', ciphertext: 'Y3Q=' }, expiration: now } },
     ServerStatusRequest: {
       obj: newServerStatusRequest(ns),
       status: { phase: 'Processed', processedTimestamp: now, serverVersion: '0.1.0', plugins: [{ name: 'stowage.dev/aws', kind: 'ObjectStore' }] },

@@ -281,6 +281,10 @@ const downloadSpec = s.named(
         'DownloadTarget',
         s.object({ kind: s.named('DownloadTargetKind', s.enum(DOWNLOAD_TARGET_KINDS)), name: s.string({ minLength: 1 }) }, { required: ['kind', 'name'] }),
       ),
+      publicKey: s.string({
+        minLength: 1,
+        description: 'A one-time X25519 public key (base64 of its SPKI DER form) made by the client for this request. The server seals the download link to it (status.sealedURL), so only the holder of the private key can read the link; a request without one is refused.',
+      }),
     },
     { required: ['target'] },
   ),
@@ -289,9 +293,21 @@ const downloadStatus = s.named(
   'DownloadRequestStatus',
   s.object({
     phase: s.named('DownloadRequestPhase', s.enum(DOWNLOAD_REQUEST_PHASES)),
-    downloadURL: s.string(),
+    sealedURL: s.named(
+      'SealedDownloadURL',
+      s.object(
+        {
+          algorithm: s.string({ description: 'X25519-HKDF-SHA256-AES-256-GCM: ECDH of ephemeralPublicKey with spec.publicKey, HKDF-SHA256 to an AES-256-GCM key.' }),
+          ephemeralPublicKey: s.string({ description: "The server's one-time X25519 public key, base64 SPKI DER." }),
+          nonce: s.string({ description: 'AES-GCM nonce, base64.' }),
+          ciphertext: s.string({ description: 'The download URL encrypted with AES-256-GCM, then its 16-byte tag, base64.' }),
+        },
+        { required: ['algorithm', 'ephemeralPublicKey', 'nonce', 'ciphertext'] },
+      ),
+      { description: 'The short-lived download link, readable only with the private key of spec.publicKey; never stored in plain text.' },
+    ),
     expiration: s.dateTime(),
-    message: s.string({ description: 'Why there is no downloadURL, when the server could not provide the target.' }),
+    message: s.string({ description: 'Why there is no sealedURL, when the server refused the request or could not provide the target.' }),
   }),
 );
 

@@ -389,6 +389,8 @@ export type DeleteBackupRequestPhase = 'New' | 'InProgress' | 'Processed';
 
 export type DownloadRequestSpec = {
   target: DownloadTarget;
+  /** A one-time X25519 public key (base64 of its SPKI DER form) made by the client for this request. The server seals the download link to it (status.sealedURL), so only the holder of the private key can read the link; a request without one is refused. */
+  publicKey?: string;
 };
 
 export type DownloadTarget = {
@@ -400,13 +402,25 @@ export type DownloadTargetKind = 'BackupLog' | 'BackupContents' | 'BackupResourc
 
 export type DownloadRequestStatus = {
   phase?: DownloadRequestPhase;
-  downloadURL?: string;
+  /** The short-lived download link, readable only with the private key of spec.publicKey; never stored in plain text. */
+  sealedURL?: SealedDownloadURL;
   expiration?: string;
-  /** Why there is no downloadURL, when the server could not provide the target. */
+  /** Why there is no sealedURL, when the server refused the request or could not provide the target. */
   message?: string;
 };
 
 export type DownloadRequestPhase = 'New' | 'Processed';
+
+export type SealedDownloadURL = {
+  /** X25519-HKDF-SHA256-AES-256-GCM: ECDH of ephemeralPublicKey with spec.publicKey, HKDF-SHA256 to an AES-256-GCM key. */
+  algorithm: string;
+  /** The server's one-time X25519 public key, base64 SPKI DER. */
+  ephemeralPublicKey: string;
+  /** AES-GCM nonce, base64. */
+  nonce: string;
+  /** The download URL encrypted with AES-256-GCM, then its 16-byte tag, base64. */
+  ciphertext: string;
+};
 
 export type ServerStatusRequestSpec = Record<string, never>;
 

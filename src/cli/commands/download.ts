@@ -1,6 +1,8 @@
-// Downloads through DownloadRequests: the CLI creates one, the server answers with a short-lived URL
-// (a presigned object-store URL, or its own /download/<token> endpoint for stores that cannot sign),
-// and the CLI fetches it. When the server's own URL is not reachable from here (server in a pod), the
+// Downloads through DownloadRequests: the CLI creates one with a one-time public key, the server
+// answers with a short-lived URL sealed to that key (a presigned object-store URL, or its own
+// /download/<token> endpoint for stores that cannot sign), and the CLI opens it and fetches it.
+// Only this process holds the private key, so others who may read the request's status cannot use
+// the link. When the server's own URL is not reachable from here (server in a pod), the
 // fetch goes through a Kubernetes port-forward to the server pod.
 import http from 'node:http';
 import https from 'node:https';
@@ -16,6 +18,7 @@ import {
   type DownloadRequest,
   type DownloadTarget,
 } from '../../apis/v1/index.js';
+import { createLinkKey, sealContext } from '../../auth/index.js';
 import { CORE, isNotFound, type KubeObject } from '../../kube/index.js';
 import { sleep } from '../../util/backoff.js';
 import { formatDuration } from '../../util/duration.js';
@@ -58,10 +61,12 @@ export function describeTarget(t: DownloadTarget): string {
 /** After this long without an answer, say what the CLI is waiting for. */
 const SLOW_ANSWER_MS = 8000;
 
-/** Creates a DownloadRequest and waits until the server has put a URL in its status. */
+/** Creates a DownloadRequest, waits until the server has put a sealed URL in its status, and opens it. */
 export async function requestDownloadURL(ctx: CliContext, target: DownloadTarget, timeoutMs: number, signal?: AbortSignal): Promise<string> {
   const req = newDownloadRequest(ctx.namespace, target);
   req.metadata.labels = { ...req.metadata.labels, [LABEL_CREATED_BY]: 'stowage-cli' };
+  const linkKey = createLinkKey();
+  req.spec.publicKey = linkKey.publicKey;
   const created = await ctx.client.create<DownloadRequest>(RESOURCES.DownloadRequest, ctx.namespace, req);
   const name = created.metadata.name;
   const started = Date.now();
@@ -81,8 +86,12 @@ export async function requestDownloadURL(ctx: CliContext, target: DownloadTarget
         throw err;
       }
       if (cur.status?.phase === 'Processed') {
-        const url = cur.status.downloadURL;
-        if (url !== undefined && url !== '') return url;
+        const sealed = cur.status.sealedURL;
+        if (sealed !== undefined) {
+          const url = linkKey.open(sealed, sealContext(created));
+          if (typeof url !== 'string') throw new CliError(`cannot use the answer to DownloadRequest ${name}: ${url.error}`);
+          return url;
+        }
         const why = cur.status.message ?? (await warningFor(ctx, name));
         throw new CliError(`the Stowage server could not provide ${describeTarget(target)}${why === undefined ? '' : `: ${why}`}`);
       }
