@@ -53,7 +53,7 @@ export interface ScopeDecision {
 }
 
 /** Resources reviewed at once; each also reviews up to 16 namespaces at once (access.ts). */
-const RESOURCE_CONCURRENCY = 8;
+const RESOURCE_CONCURRENCY = 16;
 /** Namespaces named in one message before the rest are counted. */
 const NAMES_SHOWN = 10;
 

@@ -71,7 +71,6 @@ export interface ScopeDeps {
 /** The backup's scope as its requester may read it, or why it cannot run. Never throws. */
 export async function planBackupScope(deps: ScopeDeps, backup: Backup): Promise<ScopeOutcome> {
   const now = deps.now ?? Date.now;
-  const t0 = now();
   const who = deps.reviewer.requester.username;
   const req = newBackupRequest(backup);
   let discovery: Discovery;
@@ -80,6 +79,8 @@ export async function planBackupScope(deps: ScopeDeps, backup: Backup): Promise<
   } catch (err) {
     return { failure: errorMessage(err) };
   }
+  // Discovery is not counted: the run would make it anyway (and uses this one).
+  const t0 = now();
   try {
     const byGroupResource = new Map(discovery.resources.map((r) => [r.groupResource, r]));
     const selection = selectResources(discovery.resources, req.resources, req.listClusterScoped);
