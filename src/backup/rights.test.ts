@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AccessAnswer, NamespaceAccess, ResourceAccess } from '../auth/index.js';
 import type { ApiResource } from '../kube/index.js';
-import { decideScope, namespacesPhrase, type ScopeQuestion } from './rights.js';
+import { decideScope, namespacesPhrase, rulesMayAllow, type ResourceRule, type ScopeQuestion } from './rights.js';
 
 const res = (resource: string, namespaced = true, group = ''): ApiResource => ({
   group, version: 'v1', resource, kind: resource, namespaced, verbs: ['list', 'get', 'create'], shortNames: [], singularName: resource,
@@ -16,7 +16,7 @@ const PODS = res('pods');
 const NAMESPACES = res('namespaces', false);
 const CLUSTERROLES = res('clusterroles', false, 'rbac.authorization.k8s.io');
 
-/** A reviewer allowing `verb resource` where `rules` say: `list secrets@team-a`, `list configmaps@*` (everywhere), `get namespaces@team-a`. */
+/** A (caching) reviewer allowing `verb resource` where `rules` say: `list secrets@team-a`, `list configmaps@*` (everywhere), `get namespaces@team-a`. */
 function fakeReviewer(rules: readonly string[]) {
   const asked: string[] = [];
   const allowed = (a: ResourceAccess): boolean => {
@@ -24,7 +24,9 @@ function fakeReviewer(rules: readonly string[]) {
     return rules.includes(`${a.verb} ${gr}@*`) || (a.namespace !== undefined && a.namespace !== '' && rules.includes(`${a.verb} ${gr}@${a.namespace}`));
   };
   const review = (a: ResourceAccess): Promise<AccessAnswer> => {
-    asked.push(`${a.verb} ${a.resource}@${a.namespace ?? ''}${a.name !== undefined ? `/${a.name}` : ''}`);
+    // Like the real reviewer, each question is asked (and listed here) once.
+    const key = `${a.verb} ${a.resource}@${a.namespace ?? ''}${a.name !== undefined ? `/${a.name}` : ''}`;
+    if (!asked.includes(key)) asked.push(key);
     return Promise.resolve({ allowed: allowed(a), reason: '' });
   };
   return {
@@ -142,6 +144,46 @@ describe('decideScope', () => {
     expect(r.asked).toContain('list secrets@team-a');
     expect(d.access.get('secrets')).toEqual({ everywhere: false, namespaces: [] });
     expect(d.problems.map((p) => p.message)).toEqual(['not backing up secrets in namespace team-a: alice may not list them there']);
+  });
+});
+
+describe('decideScope with the requester\'s rules', () => {
+  const many = Array.from({ length: 50 }, (_, i) => `ns-${i}`);
+  const EDIT_LIKE: ResourceRule[] = [{ verbs: ['get', 'list'], apiGroups: [''], resources: ['configmaps', 'secrets', 'namespaces'] }];
+
+  it('skips the reviews no rule could allow: a * backup by a team user asks per namespace only what may be allowed', async () => {
+    const r = fakeReviewer(['list configmaps@ns-7', 'list secrets@ns-7', 'get namespaces@ns-7']);
+    const rules = (ns: string): Promise<readonly ResourceRule[] | undefined> => Promise.resolve(ns === 'ns-7' ? EDIT_LIKE : []);
+    const d = await decideScope(question({ namespaced: [SECRETS, CONFIGMAPS, PODS], namespaceObjects: NAMESPACES, namespaces: many }), r, rules);
+    expect(d.access.get('configmaps')).toEqual({ everywhere: false, namespaces: ['ns-7'] });
+    expect(d.access.get('pods')).toEqual({ everywhere: false, namespaces: [] });
+    expect(d.access.get('namespaces')).toEqual({ everywhere: false, namespaces: ['ns-7'] });
+    // Cluster-wide for each of the four, then ns-7 for the three its rules name: 7, not 4 + 4 x 50.
+    expect(d.reviews).toBe(7);
+    expect(r.asked).toHaveLength(7);
+    expect(d.problems.map((p) => p.message)).toEqual([
+      'nothing backed up from 49 namespaces: alice may not read any of the 4 resources in scope there (namespaces not named: alice may not list namespaces)',
+      'not backing up pods in 1 namespace: alice may not list them there (namespaces not named: alice may not list namespaces)',
+    ]);
+  });
+
+  it('asks every review where the rules are not known whole', async () => {
+    const r = fakeReviewer(['list configmaps@ns-1']);
+    const d = await decideScope(question({ namespaced: [CONFIGMAPS], namespaces: ['ns-1', 'ns-2'] }), r, () => Promise.resolve(undefined));
+    expect(d.access.get('configmaps')).toEqual({ everywhere: false, namespaces: ['ns-1'] });
+    expect(d.reviews).toBe(3);
+  });
+});
+
+describe('rulesMayAllow', () => {
+  it('matches verb, group and resource, with *', () => {
+    expect(rulesMayAllow([{ verbs: ['list'], apiGroups: [''], resources: ['secrets'] }], 'list', SECRETS)).toBe(true);
+    expect(rulesMayAllow([{ verbs: ['get'], apiGroups: [''], resources: ['secrets'] }], 'list', SECRETS)).toBe(false);
+    expect(rulesMayAllow([{ verbs: ['list'], apiGroups: ['apps'], resources: ['secrets'] }], 'list', SECRETS)).toBe(false);
+    expect(rulesMayAllow([{ verbs: ['*'], apiGroups: ['*'], resources: ['*'] }], 'list', CLUSTERROLES)).toBe(true);
+    // A rule for some names is left to the review (it may allow a get by name).
+    expect(rulesMayAllow([{ verbs: ['get'], apiGroups: [''], resources: ['namespaces'], resourceNames: ['team-a'] }], 'get', NAMESPACES)).toBe(true);
+    expect(rulesMayAllow([], 'list', SECRETS)).toBe(false);
   });
 });
 

@@ -66,19 +66,38 @@ interface Row {
 
 type Reviewer = Pick<AccessReviewer, 'review' | 'inNamespaces'>;
 
-export async function decideScope(q: ScopeQuestion, reviewer: Reviewer): Promise<ScopeDecision> {
+/**
+ * The requester's RBAC rules in a namespace (a SelfSubjectRulesReview as them), or undefined when
+ * they are not known whole (another authorizer, an error). Only used to skip reviews that cannot
+ * say yes; every "yes" still comes from a SubjectAccessReview.
+ */
+export type RulesSource = (namespace: string) => Promise<readonly ResourceRule[] | undefined>;
+
+export interface ResourceRule {
+  verbs: readonly string[];
+  apiGroups?: readonly string[];
+  resources?: readonly string[];
+  resourceNames?: readonly string[];
+}
+
+/** Whether any rule could allow `verb` on every object of `res` (a rule limited to names cannot allow a LIST, but is left to the review). */
+export function rulesMayAllow(rules: readonly ResourceRule[], verb: string, res: Pick<ApiResource, 'group' | 'resource'>): boolean {
+  return rules.some((r) => (r.verbs.includes(verb) || r.verbs.includes('*'))
+    && (r.apiGroups ?? []).some((g) => g === '*' || g === res.group)
+    && (r.resources ?? []).some((x) => x === '*' || x === res.resource));
+}
+
+export async function decideScope(q: ScopeQuestion, reviewer: Reviewer, rules?: RulesSource): Promise<ScopeDecision> {
   let reviews = 0;
-  const count = (a: NamespaceAccess): NamespaceAccess => {
-    reviews += 1 + (a.everywhere ? 0 : a.allowed.length + a.denied.length);
-    return a;
+  const count = (a: { access: NamespaceAccess; reviews: number }): NamespaceAccess => {
+    reviews += a.reviews;
+    return a.access;
   };
   const askNamespaced = q.namespaces.length > 0;
   const rows: Row[] = askNamespaced
-    ? await mapLimit(q.namespaced, RESOURCE_CONCURRENCY, async (res) => ({
-      res, verb: 'list', access: count(await reviewer.inNamespaces({ verb: 'list', group: res.group, resource: res.resource }, q.namespaces)),
-    }))
+    ? await mapLimit(q.namespaced, RESOURCE_CONCURRENCY, async (res) => ({ res, verb: 'list', access: count(await listAccess(q, reviewer, res, rules)) }))
     : [];
-  if (askNamespaced && q.namespaceObjects !== undefined) rows.push({ res: q.namespaceObjects, verb: 'get', access: await namespaceObjectAccess(q, reviewer, () => reviews++) });
+  if (askNamespaced && q.namespaceObjects !== undefined) rows.push({ res: q.namespaceObjects, verb: 'get', access: await namespaceObjectAccess(q, reviewer, rules, () => reviews++) });
   const cluster = await mapLimit(q.cluster, RESOURCE_CONCURRENCY, async (res) => {
     reviews++;
     return { res, allowed: (await reviewer.review({ verb: 'list', group: res.group, resource: res.resource, namespace: '' })).allowed };
@@ -124,11 +143,30 @@ export async function decideScope(q: ScopeQuestion, reviewer: Reviewer): Promise
   return { access, problems, reviews };
 }
 
+/**
+ * `list res` in each namespace in scope: the cluster-wide review, then (when it says no) one per
+ * namespace, skipping those where the requester's rules hold nothing that could allow it. A
+ * backup of `*` by a team user asks a few reviews per namespace, not one per resource per namespace.
+ */
+async function listAccess(q: ScopeQuestion, reviewer: Reviewer, res: ApiResource, rules: RulesSource | undefined): Promise<{ access: NamespaceAccess; reviews: number }> {
+  const attrs = { verb: 'list', group: res.group, resource: res.resource };
+  const asked = (a: NamespaceAccess, namespaces: number): { access: NamespaceAccess; reviews: number } => ({ access: a, reviews: 1 + (a.everywhere ? 0 : namespaces) });
+  if (rules === undefined || (await reviewer.review({ ...attrs, namespace: '' })).allowed) return asked(await reviewer.inNamespaces(attrs, q.namespaces), q.namespaces.length);
+  const known = await Promise.all(q.namespaces.map(async (ns) => ({ ns, rules: await rules(ns) })));
+  const hopeless = new Set(known.filter((k) => k.rules !== undefined && !rulesMayAllow(k.rules, 'list', res)).map((k) => k.ns));
+  const candidates = q.namespaces.filter((ns) => !hopeless.has(ns));
+  const a = await reviewer.inNamespaces(attrs, candidates);
+  const denied = new Set(a.denied);
+  return asked({ everywhere: false, allowed: a.allowed, denied: q.namespaces.filter((ns) => hopeless.has(ns) || denied.has(ns)) }, candidates.length);
+}
+
 /** Namespace objects: all of them with `list namespaces`, else `get` on each (RBAC reads a Namespace's name as its namespace). */
-async function namespaceObjectAccess(q: ScopeQuestion, reviewer: Reviewer, counted: () => void): Promise<NamespaceAccess> {
+async function namespaceObjectAccess(q: ScopeQuestion, reviewer: Reviewer, rules: RulesSource | undefined, counted: () => void): Promise<NamespaceAccess> {
   counted();
   if ((await reviewer.review({ verb: 'list', group: '', resource: 'namespaces', namespace: '' })).allowed) return { everywhere: true, allowed: [...q.namespaces], denied: [] };
   const answers = await mapLimit(q.namespaces, 16, async (ns) => {
+    const known = await rules?.(ns);
+    if (known !== undefined && !rulesMayAllow(known, 'get', { group: '', resource: 'namespaces' })) return { ns, ok: false };
     counted();
     return { ns, ok: (await reviewer.review({ verb: 'get', group: '', resource: 'namespaces', namespace: ns, name: ns })).allowed };
   });

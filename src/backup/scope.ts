@@ -9,7 +9,7 @@ import { errorMessage } from '../util/errors.js';
 import { resourceEntryMatches } from '../util/filters.js';
 import { newBackupRequest } from './request.js';
 import { selectResources } from './resources.js';
-import { decideScope, type Access, type ScopeProblem } from './rights.js';
+import { decideScope, type Access, type ResourceRule, type RulesSource, type ScopeProblem } from './rights.js';
 
 /** What discovery found, and the group versions it could not read (the engine records those). */
 export interface Discovery {
@@ -68,6 +68,34 @@ export interface ScopeDeps {
   now?: () => number;
 }
 
+const SELF_SUBJECT_RULES_REVIEWS = { group: 'authorization.k8s.io', version: 'v1', resource: 'selfsubjectrulesreviews', namespaced: false } as const;
+
+interface SelfSubjectRulesReviewStatus {
+  status?: { resourceRules?: ResourceRule[]; incomplete?: boolean };
+}
+
+/**
+ * The requester's rules per namespace, asked as them (every authenticated user may), once per
+ * namespace. Rules that are not complete (another authorizer, an evaluation error) or not
+ * answered are unknown: decideScope then asks the reviews it would anyway.
+ */
+function rulesReviews(client: DynamicClient): { source: RulesSource; count: () => number } {
+  const cache = new Map<string, Promise<readonly ResourceRule[] | undefined>>();
+  return {
+    source: (namespace) => {
+      let p = cache.get(namespace);
+      if (p === undefined) {
+        p = client.create<SelfSubjectRulesReviewStatus>(SELF_SUBJECT_RULES_REVIEWS, undefined, {
+          apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectRulesReview', spec: { namespace },
+        }).then((r) => (r.status !== undefined && r.status.incomplete !== true && Array.isArray(r.status.resourceRules) ? r.status.resourceRules : undefined), () => undefined);
+        cache.set(namespace, p);
+      }
+      return p;
+    },
+    count: () => cache.size,
+  };
+}
+
 /** The backup's scope as its requester may read it, or why it cannot run. Never throws. */
 export async function planBackupScope(deps: ScopeDeps, backup: Backup): Promise<ScopeOutcome> {
   const now = deps.now ?? Date.now;
@@ -101,12 +129,13 @@ export async function planBackupScope(deps: ScopeDeps, backup: Backup): Promise<
         namespaces = listed.map((n) => n.metadata?.name ?? '').filter((n) => n !== '' && req.namespaces.shouldInclude(n));
       }
     }
+    const rules = rulesReviews(deps.client);
     const decision = await decideScope({
       who, namespaced: selection.namespaced, cluster: selection.cluster, namespaceObjects: selection.namespaces, namespaces,
       named: (res) => literals.some((e) => resourceEntryMatches(e, res)),
       namedNamespace: (ns) => namedNamespaces.has(ns),
       mayNameNamespaces: mayListNamespaces,
-    }, deps.reviewer);
+    }, deps.reviewer, rules.source);
     // The `list namespaces` review above is one more, unless the Namespace-object row asked it again (cached, not counted twice).
     const reviews = decision.reviews + (selection.namespaces !== undefined && namespaces.length > 0 ? 0 : 1);
     if (decision.nothingAllowed !== undefined) return { validationErrors: [decision.nothingAllowed] };
@@ -114,7 +143,7 @@ export async function planBackupScope(deps: ScopeDeps, backup: Backup): Promise<
       scope: {
         who, reviewer: deps.reviewer, discovery, access: decision.access, problems: decision.problems, mayListNamespaces,
         ...(namespaceObjects !== undefined ? { namespaceObjects } : {}),
-        summary: `checked ${who}'s rights to the backup's scope: ${reviews} SubjectAccessReviews in ${Math.round(now() - t0)} ms`,
+        summary: `checked ${who}'s rights to the backup's scope: ${reviews} SubjectAccessReviews${rules.count() > 0 ? ` (and ${rules.count()} SelfSubjectRulesReviews)` : ''} in ${Math.round(now() - t0)} ms`,
       },
     };
   } catch (err) {
