@@ -114,6 +114,9 @@ export async function decideScope(q: ScopeQuestion, reviewer: Reviewer, rules?: 
     return { access, problems: [], nothingAllowed: nothingAllowed(q, rows, cluster.map((c) => c.res)), reviews };
   }
 
+  // Messages name the namespaces the spec named, and those whose Namespace object the requester may get (they know it).
+  const visible = new Set(rows.find((r) => r.res.groupResource === 'namespaces')?.access.allowed ?? []);
+  const phrase = { who: q.who, mayNameNamespaces: q.mayNameNamespaces, namedNamespace: (ns: string) => q.namedNamespace(ns) || visible.has(ns) };
   const problems: ScopeProblem[] = [];
   // Namespaces where nothing at all may be read: one message for them, not one per resource.
   const denied = rows.map((r) => new Set(r.access.denied));
@@ -122,14 +125,14 @@ export async function decideScope(q: ScopeQuestion, reviewer: Reviewer, rules?: 
   const what = verbsPhrase(rows);
   const namedFully = fully.filter((ns) => q.namedNamespace(ns));
   const otherFully = fully.filter((ns) => !q.namedNamespace(ns));
-  if (namedFully.length > 0) problems.push(fullyDenied(q, 'errors', namedFully, what));
-  if (otherFully.length > 0) problems.push(fullyDenied(q, 'warnings', otherFully, what));
+  if (namedFully.length > 0) problems.push(fullyDenied(phrase, 'errors', namedFully, what));
+  if (otherFully.length > 0) problems.push(fullyDenied(phrase, 'warnings', otherFully, what));
 
   for (const r of rows) {
     const left = r.access.denied.filter((ns) => !fullySet.has(ns));
     if (left.length === 0) continue;
     const kind = q.named(r.res) ? 'errors' : 'warnings';
-    const where = namespacesPhrase(q, left);
+    const where = namespacesPhrase(phrase, left);
     const message = r.res.groupResource === 'namespaces'
       ? `not backing up the Namespace object${left.length > 1 ? 's' : ''} of ${where.text}: ${q.who} may not get ${left.length > 1 ? 'them' : 'it'}${where.note}`
       : `not backing up ${r.res.groupResource} in ${where.text}: ${q.who} may not list them there${where.note}`;
@@ -173,7 +176,9 @@ async function namespaceObjectAccess(q: ScopeQuestion, reviewer: Reviewer, rules
   return { everywhere: false, allowed: answers.filter((a) => a.ok).map((a) => a.ns), denied: answers.filter((a) => !a.ok).map((a) => a.ns) };
 }
 
-function fullyDenied(q: ScopeQuestion, kind: ScopeProblem['kind'], namespaces: readonly string[], what: string): ScopeProblem {
+type Phrasing = Pick<ScopeQuestion, 'who' | 'mayNameNamespaces' | 'namedNamespace'>;
+
+function fullyDenied(q: Phrasing, kind: ScopeProblem['kind'], namespaces: readonly string[], what: string): ScopeProblem {
   const where = namespacesPhrase(q, namespaces);
   return { kind, namespace: where.single, message: `nothing backed up from ${where.text}: ${q.who} may not ${what} there${where.note}` };
 }
@@ -210,7 +215,7 @@ function joinOr(xs: readonly string[], word: string): string {
  * `namespace team-b`, `namespaces a, b and 3 more`, `7 namespaces`: the names the requester may
  * know, the others counted. `single`: the one namespace to record the message against, if named.
  */
-export function namespacesPhrase(q: Pick<ScopeQuestion, 'who' | 'mayNameNamespaces' | 'namedNamespace'>, list: readonly string[]): { text: string; note: string; single: string } {
+export function namespacesPhrase(q: Phrasing, list: readonly string[]): { text: string; note: string; single: string } {
   const named = list.filter((ns) => q.mayNameNamespaces || q.namedNamespace(ns));
   const unnamed = list.length - named.length;
   const shown = named.slice(0, NAMES_SHOWN);
