@@ -9,6 +9,8 @@ import { errorMessage } from '../util/errors.js';
 import { anyLabelSelectorMatches, labelSelectorMatches } from '../util/labels.js';
 import { kindName, type NamedBackupItemAction, type ResolvedBackupItemAction } from './actions/index.js';
 import { isBackupable } from './resources.js';
+import type { Access } from './rights.js';
+import type { BackupScope } from './scope.js';
 import { otherVersionsOf, writtenNamesOf } from './versions.js';
 import { itemKey, LABEL_EXCLUDE_FROM_BACKUP, recordOf, recordProblem, recordResourceError, type BackupProgress, type BackupRequest, type ItemRef } from './request.js';
 
@@ -23,6 +25,28 @@ export interface CollectContext {
   pageSize: number;
   signal: AbortSignal;
   onProgress?: ((p: BackupProgress) => void) | undefined;
+  /** Trust mode requester: what the requester may read beyond the LISTs the scope allowed. */
+  rights?: DependencyRights;
+}
+
+/** The requester's rights as the collection needs them (from scope.ts). */
+export interface DependencyRights {
+  who: string;
+  /** groupResource -> where its LISTs were allowed. */
+  access: ReadonlyMap<string, Access>;
+  /** Whether the requester may get the item: every one in its namespace (or cluster-wide), else this one by name. Cached. */
+  mayGet(res: ApiResource, namespace: string, name: string): Promise<boolean>;
+}
+
+export function dependencyRights(scope: Pick<BackupScope, 'who' | 'access' | 'reviewer'>): DependencyRights {
+  return {
+    who: scope.who,
+    access: scope.access,
+    async mayGet(res, namespace, name) {
+      const a = { verb: 'get', group: res.group, resource: res.resource, namespace };
+      return (await scope.reviewer.review(a)).allowed || (await scope.reviewer.review({ ...a, name })).allowed;
+    },
+  };
 }
 
 /** The run cannot go on (the tarball stream failed, or the run was cancelled). */
@@ -335,7 +359,15 @@ async function backupAdditional(ctx: CollectContext, add: AdditionalItem, parent
     return;
   }
   // Cluster resources listed in full, with no label selector: their LIST takes the item, a GET now would only repeat it.
-  if (!res.namespaced && req.listClusterScoped && !req.selectsByLabel) return;
+  if (!res.namespaced && req.listClusterScoped && !req.selectsByLabel && listedInFull(ctx, res)) return;
+  if (ctx.rights !== undefined && !(await mayGetDependency(ctx, ctx.rights, res, ref))) {
+    if (!req.notTaken.has(key)) {
+      req.notTaken.add(key);
+      const why = dep === undefined ? `named by ${from} for ${parent}` : dep.reason;
+      ctx.log.warn(recordProblem(req, 'warnings', ref.namespace, `not backing up ${describeItem(ref)}, needed by ${parent} (${why}): ${ctx.rights.who} may not get it`), meta(ref));
+    }
+    return;
+  }
   let obj: ListedObject;
   try {
     obj = await ctx.client.get(res, ref.namespace === '' ? undefined : ref.namespace, ref.name, { signal: ctx.signal });
@@ -364,6 +396,24 @@ async function backupAdditional(ctx: CollectContext, add: AdditionalItem, parent
   const reason = dep?.reason ?? `named by plugin action ${from} for ${kindName(add.parent.kind, add.parent.metadata.namespace, add.parent.metadata.name)}`;
   pulledIn.splice(at, 0, { groupResource: ref.groupResource, name: ref.name, requiredBy: parent, reason });
   ctx.log.info(`pulled in ${describeItem(ref)}: ${reason}`, meta(ref));
+}
+
+/** Whether the cluster-scoped resource's full LIST ran (the requester may list it). */
+function listedInFull(ctx: CollectContext, res: ApiResource): boolean {
+  const a = ctx.rights?.access.get(res.groupResource);
+  return a === undefined || a.everywhere;
+}
+
+/** Whether the requester may get an item an action named; a review that fails is an outage (fatal) or an error. */
+async function mayGetDependency(ctx: CollectContext, rights: DependencyRights, res: ApiResource, ref: ItemRef): Promise<boolean> {
+  try {
+    return await rights.mayGet(res, ref.namespace, ref.name);
+  } catch (err) {
+    if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+    if (isApiUnreachable(err)) throw new FatalBackupError(errorMessage(err), { cause: err });
+    ctx.log.error(recordProblem(ctx.req, 'errors', ref.namespace, `checking whether ${rights.who} may get ${describeItem(ref)} failed, so it is not backed up: ${errorMessage(err)}`), meta(ref));
+    return false;
+  }
 }
 
 /** Why the filters leave out an item an action named; `never` for resources no backup takes. */

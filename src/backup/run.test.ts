@@ -5,6 +5,7 @@ import type { ApiResource } from '../kube/index.js';
 import { MAX_PER_NAMESPACE_LISTS } from './collect.js';
 import { newBackupRequest } from './request.js';
 import { selectResources } from './resources.js';
+import type { Access } from './rights.js';
 import { listUnits } from './run.js';
 
 const res = (resource: string, namespaced: boolean): ApiResource => ({
@@ -49,5 +50,17 @@ describe('listUnits', () => {
     const or = units({ includedNamespaces: namespaces(200), orLabelSelectors: [{ matchLabels: { app: 'a' } }, { matchLabels: { app: 'b' } }] });
     expect(or.clusterWide).toBe(2 * NAMESPACED.length);
     expect(new Set(or.units.map((u) => u.selector))).toEqual(new Set(['app=a', 'app=b']));
+  });
+
+  it('lists per namespace what the requester may list only there, however many namespaces; cluster-wide what they may list everywhere', () => {
+    const req = newBackupRequest(newBackup('b', 'stowage', { includedNamespaces: namespaces(200) }));
+    const selection = selectResources(DISCOVERED, req.resources, req.listClusterScoped);
+    const allowed = namespaces(200).slice(0, 40);
+    const access = new Map<string, Access>(NAMESPACED.map((r, i) => [r.groupResource, i === 0 ? { everywhere: true } : { everywhere: false, namespaces: allowed }]));
+    const u = listUnits(req, selection, access);
+    // things0 is allowed cluster-wide (one LIST); each of the other 34 once in each of the 40 namespaces it is allowed in.
+    expect(u.filter((x) => x.res.resource === 'things0').map((x) => x.namespace)).toEqual([undefined]);
+    expect(u.filter((x) => x.res.resource === 'things1').map((x) => x.namespace)).toEqual(allowed);
+    expect(u.length).toBe(1 + 34 * 40);
   });
 });

@@ -4,7 +4,7 @@
 import type winston from 'winston';
 import type { Backup } from '../apis/v1/index.js';
 import { createTarballWriter, FORMAT_VERSION, manifestFromDigest, type ArchiveDigest, type BackupManifest } from '../archive/index.js';
-import { isApiUnreachable, type ApiResource, type DynamicClient, type KubeObject as ListedObject } from '../kube/index.js';
+import { isApiUnreachable, isNotFound, type ApiResource, type DynamicClient, type KubeObject as ListedObject } from '../kube/index.js';
 import type { BackupStore } from '../persistence/backupStore.js';
 import { countResults, resourceListOf, type ResourceList, type RunResults } from '../persistence/results.js';
 import { mapLimit } from '../util/concurrency.js';
@@ -13,8 +13,10 @@ import {
   builtinActions, clusterRoleBindingIndex, CRD_GROUP_RESOURCE, crdTable, GR, resolveActions,
   type ClusterRoleBindingIndex, type NamedBackupItemAction, type ResolvedBackupItemAction,
 } from './actions/index.js';
-import { backupItem, collectUnit, FatalBackupError, MAX_PER_NAMESPACE_LISTS, wantNamespace, type CollectContext, type ListUnit } from './collect.js';
-import { newBackupRequest, recordOf, recordProblem, type BackupProgress, type BackupRequest } from './request.js';
+import { backupItem, collectUnit, dependencyRights, FatalBackupError, MAX_PER_NAMESPACE_LISTS, wantNamespace, type CollectContext, type ListUnit } from './collect.js';
+import { newBackupRequest, recordOf, recordProblem, recordResourceError, type BackupProgress, type BackupRequest } from './request.js';
+import type { Access } from './rights.js';
+import { discoverResources, type BackupScope } from './scope.js';
 import { mayIncludeGroup, selectResources, unservedIncludes, type ResourceSelection } from './resources.js';
 import { collectOtherVersions } from './versions.js';
 
@@ -43,6 +45,15 @@ export interface BackupDeps {
   startTime?: Date;
   /** zlib level for the tarball. Default 6. */
   gzipLevel?: number;
+  /**
+   * Trust mode requester: the scope as the requester may read it (scope.ts), with `client` theirs
+   * (impersonating). Absent: everything in scope is read with `client`'s rights, unchecked.
+   */
+  scope?: BackupScope;
+  /** Why the scope could not be settled (scope.ts): the run ends Failed with it, having read nothing. */
+  scopeFailure?: string;
+  /** The run log's line saying whose rights the run uses (`running with the rights of alice ...`). */
+  rights?: string;
 }
 
 export interface BackupResult {
@@ -75,6 +86,9 @@ export async function runBackup(deps: BackupDeps, backup: Backup): Promise<Backu
       includedResources: req.resources.includes, excludedResources: req.resources.excludes,
       includeClusterResources: req.includeClusterResources ?? 'auto', labelSelectors: req.selectors.filter((s) => s !== ''),
     });
+    if (deps.rights !== undefined) log.info(deps.rights);
+    if (deps.scope !== undefined) log.info(deps.scope.summary);
+    if (deps.scopeFailure !== undefined) return finish(req, undefined, deps.scopeFailure);
     const prepared = await prepare(deps, req).catch((err: unknown) => new FatalBackupError(errorMessage(err), { cause: err }));
     if (prepared instanceof FatalBackupError) return finish(req, undefined, prepared.message);
     return await collectAndUpload(deps, req, prepared, abort.signal);
@@ -92,44 +106,32 @@ interface Prepared {
 
 async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> {
   const { client, log } = deps;
-  let discovered: ApiResource[];
-  try {
-    let unreachable: unknown;
-    discovered = await client.discover({
-      onGroupError: (gv, err) => {
-        // The API gave up on an outage: it is gone, not this group; the run fails below.
-        if (isApiUnreachable(err)) {
-          unreachable ??= err;
-          return;
-        }
-        // Whatever that group version serves is left out: an error, unless the filter cannot include any of it.
-        const group = gv.includes('/') ? gv.slice(0, gv.indexOf('/')) : '';
-        if (!mayIncludeGroup(req, group)) {
-          log.warn(recordProblem(req, 'warnings', '', `API group version ${gv} could not be discovered; this backup would take none of its resources: ${err.message}`));
-          return;
-        }
-        log.error(recordProblem(req, 'errors', '', `API group version ${gv} could not be discovered, so its resources are not backed up: ${err.message}`));
-      },
-    });
-    if (unreachable !== undefined) throw unreachable;
-  } catch (err) {
-    throw new Error(`discovering the cluster's resources failed: ${errorMessage(err)}`, { cause: err });
+  const { resources: discovered, groupErrors } = deps.scope?.discovery ?? await discoverResources(client);
+  for (const { groupVersion: gv, err } of groupErrors) {
+    // Whatever that group version serves is left out: an error, unless the filter cannot include any of it.
+    const group = gv.includes('/') ? gv.slice(0, gv.indexOf('/')) : '';
+    if (!mayIncludeGroup(req, group)) {
+      log.warn(recordProblem(req, 'warnings', '', `API group version ${gv} could not be discovered; this backup would take none of its resources: ${err.message}`));
+      continue;
+    }
+    log.error(recordProblem(req, 'errors', '', `API group version ${gv} could not be discovered, so its resources are not backed up: ${err.message}`));
   }
   const byGroupResource = new Map(discovered.map((r) => [r.groupResource, r]));
-  const selection = selectResources(discovered, req.resources, req.listClusterScoped);
+  const selection = allowedSelection(selectResources(discovered, req.resources, req.listClusterScoped), deps.scope);
   for (const s of selection.skipped) log.debug(`not backing up ${s.groupResource}: ${s.reason}`);
   for (const entry of unservedIncludes(req, discovered)) {
     log.warn(recordProblem(req, 'warnings', '', `includedResources names "${entry}", which this cluster does not serve; nothing is backed up for it`));
   }
   // Every resource in scope gets a record, so one with no items still shows it was listed.
   for (const r of [...selection.namespaced, ...selection.cluster, ...(selection.namespaces === undefined ? [] : [selection.namespaces])]) recordOf(req, r);
+  if (deps.scope !== undefined) recordScopeProblems(req, log, deps.scope, byGroupResource);
   log.info(`backing up ${selection.namespaced.length} namespaced and ${selection.cluster.length} cluster-scoped resource types` +
     (req.listClusterScoped ? '' : ' (cluster-scoped items only where related to backed-up items)'));
 
   let crds = new Map<string, string>();
   const useBuiltins = deps.builtinActions ?? true;
   const crdRes = byGroupResource.get(CRD_GROUP_RESOURCE);
-  if (useBuiltins && crdRes !== undefined) {
+  if (useBuiltins && crdRes !== undefined && await mayListDependencies(deps, req, crdRes, customResourcesNote(selection))) {
     try {
       crds = crdTable((await client.listAll(crdRes, { pageSize: deps.pageSize ?? DEFAULT_PAGE_SIZE })).items);
     } catch (err) {
@@ -138,7 +140,7 @@ async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> 
       else log.error(recordProblem(req, 'errors', '', `listing CustomResourceDefinitions failed, so custom resources are backed up without their CRDs: ${errorMessage(err)}`));
     }
   }
-  const clusterRoleBindings = useBuiltins ? await listClusterRoleBindings(deps, req, byGroupResource) : undefined;
+  const clusterRoleBindings = useBuiltins ? await listClusterRoleBindings(deps, req, byGroupResource, selection) : undefined;
   const actions = await resolveActions([
     ...(useBuiltins ? builtinActions({ crdByGroupKind: crds, ...(clusterRoleBindings !== undefined ? { clusterRoleBindings } : {}) }) : []),
     ...(deps.actions ?? []),
@@ -146,19 +148,21 @@ async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> 
 
   let namespaceObjects: ListedObject[] = [];
   const nsRes = byGroupResource.get('namespaces');
-  if (nsRes !== undefined) {
+  const nsAccess = nsRes === undefined ? undefined : deps.scope?.access.get(nsRes.groupResource);
+  if (nsRes !== undefined && deps.scope !== undefined && (nsAccess === undefined ? !deps.scope.mayListNamespaces : !nsAccess.everywhere)) {
+    // The requester may not list namespaces: the Namespace objects they may get, one by one.
+    namespaceObjects = await getNamespaces(deps, req, nsRes, nsAccess === undefined || nsAccess.everywhere ? [] : nsAccess.namespaces);
+  } else if (nsRes !== undefined && deps.scope?.namespaceObjects !== undefined) {
+    namespaceObjects = deps.scope.namespaceObjects;
+    warnMissingNamespaces(req, log, namespaceObjects);
+  } else if (nsRes !== undefined) {
     try {
       namespaceObjects = (await client.listAll(nsRes, { pageSize: deps.pageSize ?? DEFAULT_PAGE_SIZE })).items;
     } catch (err) {
       const msg = recordProblem(req, 'errors', '', `listing namespaces failed: ${errorMessage(err)}`);
       log.error(msg);
     }
-    const existing = new Set(namespaceObjects.map((n) => n.metadata?.name ?? ''));
-    for (const ns of req.namespaces.literalIncludes() ?? []) {
-      if (namespaceObjects.length > 0 && !existing.has(ns)) {
-        log.warn(recordProblem(req, 'warnings', ns, `namespace "${ns}" is included but does not exist`));
-      }
-    }
+    warnMissingNamespaces(req, log, namespaceObjects);
   }
   return { selection, byGroupResource, actions, namespaceObjects };
 }
@@ -168,11 +172,15 @@ async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> 
  * resources only as dependencies: one LIST per backup instead of one per ServiceAccount. Listed
  * too when includeClusterResources is false, so the log can name the bindings left out.
  */
-async function listClusterRoleBindings(deps: BackupDeps, req: BackupRequest, byGroupResource: ReadonlyMap<string, ApiResource>): Promise<ClusterRoleBindingIndex | undefined> {
+async function listClusterRoleBindings(
+  deps: BackupDeps, req: BackupRequest, byGroupResource: ReadonlyMap<string, ApiResource>, selection: ResourceSelection,
+): Promise<ClusterRoleBindingIndex | undefined> {
   const res = byGroupResource.get(GR.clusterRoleBindings);
   const serviceAccounts = byGroupResource.get('serviceaccounts');
   // Needed only for ServiceAccounts in scope whose cluster-scoped dependencies are not listed anyway.
   if (req.listClusterScoped || res === undefined || serviceAccounts === undefined || !req.resources.shouldInclude(serviceAccounts)) return undefined;
+  const taken = selection.namespaced.some((r) => r.groupResource === serviceAccounts.groupResource);
+  if (!await mayListDependencies(deps, req, res, taken ? 'no ClusterRoleBinding of a backed-up ServiceAccount is backed up' : undefined)) return undefined;
   try {
     return clusterRoleBindingIndex((await deps.client.listAll(res, { pageSize: deps.pageSize ?? DEFAULT_PAGE_SIZE })).items);
   } catch (err) {
@@ -188,18 +196,98 @@ async function listClusterRoleBindings(deps: BackupDeps, req: BackupRequest, byG
   }
 }
 
-/** What the backup LISTs: each resource per listed namespace, or cluster-wide; once per label selector. */
-export function listUnits(req: BackupRequest, selection: ResourceSelection): ListUnit[] {
+/**
+ * What the backup LISTs: each resource per listed namespace, or cluster-wide; once per label
+ * selector. A resource the requester may list only in some namespaces (`access`) is listed in
+ * each of those, however many: a cluster-wide LIST would be refused.
+ */
+export function listUnits(req: BackupRequest, selection: ResourceSelection, access?: ReadonlyMap<string, Access>): ListUnit[] {
   const units: ListUnit[] = [];
   // A few literal namespace names: one LIST per namespace. Many, wildcards or "all": one
   // cluster-wide LIST, filtered by collect.ts against the namespace filter.
   const literal = req.namespaces.literalIncludes();
   const scopes: (string | undefined)[] = literal !== undefined && literal.length <= MAX_PER_NAMESPACE_LISTS ? literal : [undefined];
   for (const selector of req.selectors) {
-    for (const res of selection.namespaced) for (const namespace of scopes) units.push({ res, namespace, selector });
+    for (const res of selection.namespaced) {
+      const a = access?.get(res.groupResource);
+      for (const namespace of a === undefined || a.everywhere ? scopes : a.namespaces) units.push({ res, namespace, selector });
+    }
     for (const res of selection.cluster) units.push({ res, namespace: undefined, selector });
   }
   return units;
+}
+
+/** The selection less what the requester may list nowhere in scope (their records and messages come from the scope). */
+function allowedSelection(selection: ResourceSelection, scope: BackupScope | undefined): ResourceSelection {
+  if (scope === undefined) return selection;
+  const anywhere = (r: ApiResource): boolean => {
+    const a = scope.access.get(r.groupResource);
+    return a === undefined || a.everywhere || a.namespaces.length > 0;
+  };
+  return { ...selection, namespaced: selection.namespaced.filter(anywhere), cluster: selection.cluster.filter(anywhere) };
+}
+
+/** What the scope left out, in the log and the results; a resource the spec named gets it in its record too. */
+function recordScopeProblems(req: BackupRequest, log: winston.Logger, scope: BackupScope, byGroupResource: ReadonlyMap<string, ApiResource>): void {
+  for (const p of scope.problems) {
+    const res = p.groupResource === undefined ? undefined : byGroupResource.get(p.groupResource);
+    if (res !== undefined) recordResourceError(req, res, p.message);
+    if (p.kind === 'errors') log.error(recordProblem(req, 'errors', p.namespace, p.message));
+    else log.warn(recordProblem(req, 'warnings', p.namespace, p.message));
+  }
+}
+
+/**
+ * Whether the requester may list a cluster-scoped resource the built-in actions need a table of
+ * (CRDs, ClusterRoleBindings). When not, `consequence` (what the backup lacks for it) is a warning,
+ * or only a log line when nothing in scope is affected or cluster resources are off.
+ */
+async function mayListDependencies(deps: BackupDeps, req: BackupRequest, res: ApiResource, consequence: string | undefined): Promise<boolean> {
+  const scope = deps.scope;
+  if (scope === undefined) return true;
+  if ((await scope.reviewer.review({ verb: 'list', group: res.group, resource: res.resource, namespace: '' })).allowed) return true;
+  const msg = `${scope.who} may not list ${res.groupResource}, so ${consequence ?? 'it is not read'}`;
+  if (consequence === undefined || req.includeClusterResources === false) deps.log.info(msg);
+  else deps.log.warn(recordProblem(req, 'warnings', '', msg));
+  return false;
+}
+
+/**
+ * What a requester who may not list CRDs loses: the CRDs of the resources in scope that may be
+ * custom. Kubernetes keeps the groups without a dot and *.k8s.io / *.kubernetes.io for its own
+ * APIs (a CRD there needs an api-approved annotation), so those are not named.
+ */
+function customResourcesNote(selection: ResourceSelection): string | undefined {
+  const custom = [...selection.namespaced, ...selection.cluster]
+    .filter((r) => r.group.includes('.') && !r.group.endsWith('.k8s.io') && !r.group.endsWith('.kubernetes.io'))
+    .map((r) => r.groupResource);
+  if (custom.length === 0) return undefined;
+  const shown = custom.slice(0, 5).join(', ');
+  return `custom resources (${shown}${custom.length > 5 ? ` and ${custom.length - 5} more` : ''}) are backed up without their CustomResourceDefinitions`;
+}
+
+/** The Namespace objects of `names` (those the requester may get), one GET each; one that does not exist is a warning if the spec named it. */
+async function getNamespaces(deps: BackupDeps, req: BackupRequest, nsRes: ApiResource, names: readonly string[]): Promise<ListedObject[]> {
+  const got = await mapLimit(names, deps.concurrency ?? DEFAULT_CONCURRENCY, async (ns) => {
+    try {
+      return await deps.client.get(nsRes, undefined, ns, deps.signal !== undefined ? { signal: deps.signal } : {});
+    } catch (err) {
+      if (isApiUnreachable(err)) throw err;
+      if (isNotFound(err)) deps.log.warn(recordProblem(req, 'warnings', ns, `namespace "${ns}" is included but does not exist`));
+      else deps.log.error(recordProblem(req, 'errors', ns, `getting namespace "${ns}" failed: ${errorMessage(err)}`));
+      return undefined;
+    }
+  });
+  return got.filter((n): n is ListedObject => n !== undefined);
+}
+
+function warnMissingNamespaces(req: BackupRequest, log: winston.Logger, namespaceObjects: readonly ListedObject[]): void {
+  const existing = new Set(namespaceObjects.map((n) => n.metadata?.name ?? ''));
+  for (const ns of req.namespaces.literalIncludes() ?? []) {
+    if (namespaceObjects.length > 0 && !existing.has(ns)) {
+      log.warn(recordProblem(req, 'warnings', ns, `namespace "${ns}" is included but does not exist`));
+    }
+  }
 }
 
 async function collectAndUpload(deps: BackupDeps, req: BackupRequest, p: Prepared, signal: AbortSignal): Promise<BackupResult> {
@@ -214,11 +302,12 @@ async function collectAndUpload(deps: BackupDeps, req: BackupRequest, p: Prepare
   const ctx: CollectContext = {
     req, client: deps.client, writer, actions: p.actions, byGroupResource: p.byGroupResource, log,
     pageSize: deps.pageSize ?? DEFAULT_PAGE_SIZE, signal, onProgress: deps.onProgress,
+    ...(deps.scope !== undefined ? { rights: dependencyRights(deps.scope) } : {}),
   };
   let digest: ArchiveDigest | undefined;
   let fatal: string | undefined;
   try {
-    await mapLimit(listUnits(req, p.selection), deps.concurrency ?? DEFAULT_CONCURRENCY, (u) => collectUnit(ctx, u), { signal });
+    await mapLimit(listUnits(req, p.selection, deps.scope?.access), deps.concurrency ?? DEFAULT_CONCURRENCY, (u) => collectUnit(ctx, u), { signal });
     if (p.selection.namespaces !== undefined) {
       const record = recordOf(req, p.selection.namespaces);
       for (const ns of p.namespaceObjects) {

@@ -33,10 +33,13 @@ export async function collectOtherVersions(ctx: CollectContext): Promise<void> {
 async function storeVersion(ctx: CollectContext, res: ApiResource, version: string, names: ReadonlySet<string>): Promise<void> {
   const { req } = ctx;
   const ref = { ...res, version, apiVersion: apiVersionOf({ group: res.group, version }) };
-  // One LIST per namespace when the backup names a few namespaces, else one cluster-wide LIST.
+  // One LIST per namespace when the backup names a few namespaces, else one cluster-wide LIST; a
+  // resource the requester may list only in some namespaces is listed in each (cluster-wide is refused).
+  const access = ctx.rights?.access.get(res.groupResource);
+  const restricted = res.namespaced && access !== undefined && !access.everywhere;
   const literal = req.namespaces.literalIncludes();
-  const namespaces = res.namespaced && literal !== undefined ? [...new Set([...names].map((n) => n.slice(0, n.indexOf('/'))))] : [];
-  const scopes: (string | undefined)[] = namespaces.length > 0 && namespaces.length <= MAX_PER_NAMESPACE_LISTS ? namespaces : [undefined];
+  const namespaces = res.namespaced && (literal !== undefined || restricted) ? [...new Set([...names].map((n) => n.slice(0, n.indexOf('/'))))] : [];
+  const scopes: (string | undefined)[] = restricted || (namespaces.length > 0 && namespaces.length <= MAX_PER_NAMESPACE_LISTS) ? namespaces : [undefined];
   let stored = 0;
   try {
     for (const namespace of scopes) {

@@ -7,7 +7,8 @@ import {
   ANNOTATION_SYNCED_FROM, RESOURCES, specFieldErrors, type Backup, type BackupStatus, type BackupStorageLocation,
 } from '../apis/v1/index.js';
 import { FORMAT_VERSION } from '../archive/index.js';
-import { runBackup, type BackupResult } from '../backup/index.js';
+import { describeRequester, type Authority } from '../auth/index.js';
+import { planBackupScope, runBackup, type BackupDeps, type BackupResult } from '../backup/index.js';
 import { recordBackupOutcome } from '../metrics/index.js';
 import { backupKeys } from '../persistence/layout.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
@@ -56,7 +57,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
     ctx.client.patchStatus<Backup>(BACKUPS, b.metadata.namespace, b.metadata.name,
       resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status });
 
-  function execute(b: Backup, location: BackupStorageLocation, signal: AbortSignal): Promise<void> {
+  function execute(b: Backup, location: BackupStorageLocation, authority: Authority, scope: Pick<BackupDeps, 'scope' | 'scopeFailure'>, signal: AbortSignal): Promise<void> {
     const name = b.metadata.name;
     const schedule = scheduleOf(b);
     let expiration = '';
@@ -75,7 +76,9 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
       engine: (env) => {
         crashPoint('before-tarball');
         return runBackup({
-          client: ctx.client, store: env.store, log: env.log,
+          // Every read (discovery, LISTs, GETs) goes through the requester's client in trust mode
+          // requester, so the API server's RBAC holds the run to what the reviews allowed.
+          client: authority.client, store: env.store, log: env.log, rights: rightsLine(authority), ...scope,
           actions: env.handle.backupItemActions().map((a) => ({ name: a.name, action: a })),
           pageSize: ctx.config.clientPageSize, signal: env.signal, startTime: env.started,
           onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsBackedUp: p.itemsBackedUp }),
@@ -128,15 +131,32 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         if (b.metadata.annotations?.[ANNOTATION_SYNCED_FROM] !== undefined) return;
         if (ctx.shutdown.aborted) return; // a shutting-down server starts nothing new
         const v = validateBackup(ctx, b);
+        const authority = ctx.authority(b);
+        const failed = (errors: string[]): Promise<void> =>
+          failValidation(ctx, 'backup', BACKUPS, b, errors, () => recordBackupOutcome(ctx.metrics, { schedule: scheduleOf(b), phase: 'FailedValidation' }));
+        // A Backup nobody can be held to (in trust mode requester: no stamp) never runs, whatever else holds.
+        if ('error' in authority) return failed([...v.errors, authority.error]);
         if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) return { requeueAfter: 1000 };
-        if (v.errors.length > 0 || v.location === undefined) {
-          await failValidation(ctx, 'backup', BACKUPS, b, v.errors, () => recordBackupOutcome(ctx.metrics, { schedule: scheduleOf(b), phase: 'FailedValidation' }));
-          return;
+        if (v.errors.length > 0 || v.location === undefined) return failed(v.errors);
+        // Trust mode requester: what of the scope the requester may read, settled before the run starts.
+        let scope: Pick<BackupDeps, 'scope' | 'scopeFailure'> = {};
+        if (authority.mode === 'requester') {
+          const planned = await planBackupScope({
+            client: authority.client, serverClient: ctx.client, reviewer: authority.reviewer, pageSize: ctx.config.clientPageSize,
+          }, b);
+          if ('validationErrors' in planned) return failed(planned.validationErrors);
+          scope = 'scope' in planned ? { scope: planned.scope } : { scopeFailure: planned.failure };
         }
-        await execute(b, v.location, rc.signal);
+        await execute(b, v.location, authority, scope, rc.signal);
       },
     },
   };
+}
+
+/** The run log's line saying whose rights the run uses. */
+function rightsLine(a: Authority): string {
+  if (a.mode === 'requester') return `running with the rights of ${a.describe} (trust mode requester)`;
+  return `running with the server's rights (trust mode cluster-admin)${a.requester !== undefined ? `, requested by ${describeRequester(a.requester)}` : ''}`;
 }
 
 function scheduleOf(b: Backup): string {

@@ -1,0 +1,152 @@
+// The scope of a backup in trust mode requester, settled before the run starts: discovery as the
+// requester, the namespaces in scope, and what of it the requester may list (rights.ts). The
+// controller fails the Backup's validation when nothing in scope may be read; otherwise the engine
+// (run.ts) takes the scope and lists only what it allows, through the requester's client.
+import type { AccessReviewer } from '../auth/index.js';
+import { CORE, isApiUnreachable, type KubeError, type ApiResource, type DynamicClient, type KubeObject } from '../kube/index.js';
+import type { Backup } from '../apis/v1/index.js';
+import { errorMessage } from '../util/errors.js';
+import { resourceEntryMatches } from '../util/filters.js';
+import { newBackupRequest } from './request.js';
+import { selectResources } from './resources.js';
+import { decideScope, type Access, type ResourceRule, type RulesSource, type ScopeProblem } from './rights.js';
+
+/** What discovery found, and the group versions it could not read (the engine records those). */
+export interface Discovery {
+  resources: ApiResource[];
+  groupErrors: { groupVersion: string; err: KubeError }[];
+}
+
+export interface BackupScope {
+  /** The requester's user name, for messages. */
+  who: string;
+  reviewer: AccessReviewer;
+  discovery: Discovery;
+  /** groupResource -> where it may be listed; resources in scope only. */
+  access: ReadonlyMap<string, Access>;
+  problems: ScopeProblem[];
+  /** Whether the requester may list namespaces (else Namespace objects are fetched one by one, and unnamed in messages). */
+  mayListNamespaces: boolean;
+  /** The Namespace objects, when they were listed (as the requester) to find the namespaces in scope. */
+  namespaceObjects?: KubeObject[];
+  /** `checked alice's rights: 90 SubjectAccessReviews in 120 ms`, for the run log. */
+  summary: string;
+}
+
+export type ScopeOutcome = { scope: BackupScope } | { validationErrors: string[] } | { failure: string };
+
+/** Discovery as `client` sees it; throws (with the reason) when the API did not answer. */
+export async function discoverResources(client: DynamicClient): Promise<Discovery> {
+  const groupErrors: Discovery['groupErrors'] = [];
+  let unreachable: unknown;
+  try {
+    const resources = await client.discover({
+      onGroupError: (groupVersion, err) => {
+        // The API gave up on an outage: it is gone, not this group.
+        if (isApiUnreachable(err)) unreachable ??= err;
+        else groupErrors.push({ groupVersion, err });
+      },
+    });
+    if (unreachable !== undefined) throw unreachable;
+    return { resources, groupErrors };
+  } catch (err) {
+    throw new Error(`discovering the cluster's resources failed: ${errorMessage(err)}`, { cause: err });
+  }
+}
+
+export interface ScopeDeps {
+  /** The requester's (impersonating) client: discovery and, when they may, the namespace list. */
+  client: DynamicClient;
+  /**
+   * The server's own client, used for one thing only: the names of the namespaces a `*` backup
+   * covers when the requester may not list namespaces (their contents are still read as the
+   * requester, and the names stay out of every message).
+   */
+  serverClient: DynamicClient;
+  reviewer: AccessReviewer;
+  pageSize?: number;
+  now?: () => number;
+}
+
+const SELF_SUBJECT_RULES_REVIEWS = { group: 'authorization.k8s.io', version: 'v1', resource: 'selfsubjectrulesreviews', namespaced: false } as const;
+
+interface SelfSubjectRulesReviewStatus {
+  status?: { resourceRules?: ResourceRule[]; incomplete?: boolean };
+}
+
+/**
+ * The requester's rules per namespace, asked as them (every authenticated user may), once per
+ * namespace. Rules that are not complete (another authorizer, an evaluation error) or not
+ * answered are unknown: decideScope then asks the reviews it would anyway.
+ */
+function rulesReviews(client: DynamicClient): { source: RulesSource; count: () => number } {
+  const cache = new Map<string, Promise<readonly ResourceRule[] | undefined>>();
+  return {
+    source: (namespace) => {
+      let p = cache.get(namespace);
+      if (p === undefined) {
+        p = client.create<SelfSubjectRulesReviewStatus>(SELF_SUBJECT_RULES_REVIEWS, undefined, {
+          apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectRulesReview', spec: { namespace },
+        }).then((r) => (r.status !== undefined && r.status.incomplete !== true && Array.isArray(r.status.resourceRules) ? r.status.resourceRules : undefined), () => undefined);
+        cache.set(namespace, p);
+      }
+      return p;
+    },
+    count: () => cache.size,
+  };
+}
+
+/** The backup's scope as its requester may read it, or why it cannot run. Never throws. */
+export async function planBackupScope(deps: ScopeDeps, backup: Backup): Promise<ScopeOutcome> {
+  const now = deps.now ?? Date.now;
+  const who = deps.reviewer.requester.username;
+  const req = newBackupRequest(backup);
+  let discovery: Discovery;
+  try {
+    discovery = await discoverResources(deps.client);
+  } catch (err) {
+    return { failure: errorMessage(err) };
+  }
+  // Discovery is not counted: the run would make it anyway (and uses this one).
+  const t0 = now();
+  try {
+    const byGroupResource = new Map(discovery.resources.map((r) => [r.groupResource, r]));
+    const selection = selectResources(discovery.resources, req.resources, req.listClusterScoped);
+    const nsRes = byGroupResource.get('namespaces') ?? CORE.namespaces;
+    const mayListNamespaces = (await deps.reviewer.review({ verb: 'list', group: '', resource: 'namespaces', namespace: '' })).allowed;
+    const spec = backup.spec;
+    const namedNamespaces = new Set((spec.includedNamespaces ?? []).map((n) => n.trim()).filter((n) => n !== '' && !n.includes('*') && !n.includes('?')));
+    const literals = (spec.includedResources ?? []).filter((e) => e.trim() !== '*');
+
+    let namespaces: string[] = [];
+    let namespaceObjects: KubeObject[] | undefined;
+    if (selection.namespaced.length > 0 || selection.namespaces !== undefined) {
+      const literal = req.namespaces.literalIncludes();
+      if (literal !== undefined) namespaces = literal;
+      else {
+        const listed = (await (mayListNamespaces ? deps.client : deps.serverClient).listAll(nsRes, { pageSize: deps.pageSize ?? 500 })).items;
+        if (mayListNamespaces) namespaceObjects = listed;
+        namespaces = listed.map((n) => n.metadata?.name ?? '').filter((n) => n !== '' && req.namespaces.shouldInclude(n));
+      }
+    }
+    const rules = rulesReviews(deps.client);
+    const decision = await decideScope({
+      who, namespaced: selection.namespaced, cluster: selection.cluster, namespaceObjects: selection.namespaces, namespaces,
+      named: (res) => literals.some((e) => resourceEntryMatches(e, res)),
+      namedNamespace: (ns) => namedNamespaces.has(ns),
+      mayNameNamespaces: mayListNamespaces,
+    }, deps.reviewer, rules.source);
+    // The `list namespaces` review above is one more, unless the Namespace-object row asked it again (cached, not counted twice).
+    const reviews = decision.reviews + (selection.namespaces !== undefined && namespaces.length > 0 ? 0 : 1);
+    if (decision.nothingAllowed !== undefined) return { validationErrors: [decision.nothingAllowed] };
+    return {
+      scope: {
+        who, reviewer: deps.reviewer, discovery, access: decision.access, problems: decision.problems, mayListNamespaces,
+        ...(namespaceObjects !== undefined ? { namespaceObjects } : {}),
+        summary: `checked ${who}'s rights to the backup's scope: ${reviews} SubjectAccessReviews${rules.count() > 0 ? ` (and ${rules.count()} SelfSubjectRulesReviews)` : ''} in ${Math.round(now() - t0)} ms`,
+      },
+    };
+  } catch (err) {
+    return { failure: `checking ${who}'s rights to the backup's scope failed: ${errorMessage(err)}` };
+  }
+}
