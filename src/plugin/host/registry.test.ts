@@ -68,8 +68,20 @@ describe('scanPluginDirs', () => {
       executables: [path.join(real, 'own'), path.join(real, 'root-owned')],
       refused: [`plugin file ${real}/other is owned by uid 12345, not by this server's uid 65532 or root`],
     });
+    file(path.join(d, 'theirs', 'inner'), 0o755);
+    fs.chownSync(path.join(d, 'theirs'), 12345, 12345);
+    expect((await scanPluginDirs([d], { uid: 65532 })).refused).toEqual([
+      `plugin directory ${real}/theirs is owned by uid 12345, not by this server's uid 65532 or root`,
+      `plugin file ${real}/other is owned by uid 12345, not by this server's uid 65532 or root`,
+    ]);
+  });
+
+  it('does not check the configured directory itself (an emptyDir mount is 0777), only what is inside', async () => {
+    const d = tmp();
+    file(path.join(d, 'good'), 0o755);
+    fs.chmodSync(d, 0o777);
     fs.chownSync(d, 12345, 12345);
-    expect((await scanPluginDirs([d], { uid: 65532 })).refused).toEqual([`plugin directory ${real} is owned by uid 12345, not by this server's uid 65532 or root`]);
+    expect(await scanPluginDirs([d])).toEqual({ executables: [path.join(fs.realpathSync(d), 'good')], refused: [] });
   });
 
   it('does not follow symlinks that resolve outside the plugin directory', async () => {

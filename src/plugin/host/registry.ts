@@ -53,7 +53,7 @@ function untrusted(what: string, st: { mode: number; uid: number }, uid: number)
 /**
  * Every executable regular file under `dirs`, recursively, as real paths, sorted. Symlinks are
  * followed while they stay inside the plugin directory (each real file counted once); one that
- * resolves outside it is refused, as are files and directories that others could write (see
+ * resolves outside it is refused, as are files and subdirectories that others could write (see
  * `untrusted`). A missing directory is an error naming it.
  */
 export async function scanPluginDirs(dirs: string[], opts: ScanOptions = {}): Promise<PluginScan> {
@@ -64,7 +64,10 @@ export async function scanPluginDirs(dirs: string[], opts: ScanOptions = {}): Pr
   const walk = async (root: string, real: string): Promise<void> => {
     if (visited.has(real)) return;
     visited.add(real);
-    const problem = untrusted(`plugin directory ${real}`, await fs.stat(real), uid);
+    // The configured directory itself is the operator's mount point, not checked: a Kubernetes
+    // emptyDir (where init containers copy plugins) is created 0777, and the server mounts it
+    // read-only. What is inside it is.
+    const problem = real === root ? undefined : untrusted(`plugin directory ${real}`, await fs.stat(real), uid);
     if (problem !== undefined) {
       refused.push(problem);
       return;
