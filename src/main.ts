@@ -20,7 +20,7 @@ import { CUSTOM_RESOURCE_DEFINITIONS, createDynamicClient, createEventRecorder, 
 import { LogSpool, createServerLogger } from './logging/index.js';
 import { createMetrics, startMetricsServer } from './metrics/index.js';
 import { PROVIDER_ALIASES } from './plugin/builtin/providers.js';
-import { createPluginPool } from './plugin/host/index.js';
+import { createPluginPool, removeAllCredentialFiles } from './plugin/host/index.js';
 import { createInformer, startController, startLeaderElection, type Controller, type Informer } from './runtime/index.js';
 import { systemClock } from './util/clock.js';
 import { errorMessage } from './util/errors.js';
@@ -81,6 +81,8 @@ export async function runServer(opts: ServerOptions): Promise<number> {
   const scratchDir = config.scratchDir;
   const runLogDir = path.join(scratchDir, 'run-logs');
   fs.mkdirSync(runLogDir, { recursive: true });
+  // Credential files a killed server left for its plugins; each location writes its own again.
+  removeAllCredentialFiles(scratchDir);
   const metrics = createMetrics();
   const spool = new LogSpool(config.logSpoolDir, logger);
   // The default plugin directory is optional (only images with third-party plugins have it); a
@@ -198,6 +200,7 @@ export async function runServer(opts: ServerOptions): Promise<number> {
       }
       clearInterval(pluginMetrics);
       await plugins.shutdown();
+      removeAllCredentialFiles(scratchDir);
       await elector.stop();
       await Promise.all([...informers.values()].map((i) => i.stop()));
       await metricsServer.close();

@@ -3,7 +3,8 @@
 import type { BackupStorageLocation } from '../apis/v1/index.js';
 import { isNotFound } from '../kube/index.js';
 import { setLocationAvailable } from '../metrics/index.js';
-import type { Result } from '../runtime/index.js';
+import { removeCredentialFiles } from '../plugin/host/index.js';
+import { splitKey, type Result } from '../runtime/index.js';
 
 import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
@@ -45,7 +46,11 @@ export function backupStorageLocationController(ctx: ControllerContext): Control
     reconciler: {
       async reconcile(key): Promise<Result> {
         const bsl = informer.get(key);
-        if (bsl === undefined) return;
+        if (bsl === undefined) {
+          // Deleted: the copy of its credentials written for plugins goes with it.
+          removeCredentialFiles(ctx.scratchDir, splitKey(key).name);
+          return;
+        }
         const every = frequencyMs(ctx, bsl);
         const last = bsl.status?.lastValidationTime;
         const now = ctx.clock.now().getTime();

@@ -1,14 +1,11 @@
 // BackupStorageLocations as the controllers use them: which one a backup means, and a BackupStore
 // opened through the plugin pool with the location's config and credentials. Every provider, built
 // in or not, is set up the same way (objectStoreConfig).
-import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import { RESOURCES, type BackupStorageLocation } from '../apis/v1/index.js';
 import type { KubeObject } from '../kube/index.js';
 import { createBackupStore, type BackupStore } from '../persistence/backupStore.js';
 import type { ObjectStore, PluginConfig } from '../plugin/api/index.js';
-import type { PluginHandle } from '../plugin/host/index.js';
+import { writeCredentialFile, type PluginHandle } from '../plugin/host/index.js';
 import type { ControllerContext } from './context.js';
 
 type Secret = KubeObject & { data?: Record<string, string> };
@@ -88,9 +85,8 @@ export function resolveLocation(ctx: ControllerContext, name: string | undefined
 }
 
 /**
- * Writes the credential Secret's key to a 0600 file under the scratch dir and returns its path.
- * The file name is a hash of the content, so instances with identical credentials share a file and
- * the plugin's Init config (and thus its instance) stays stable across reconciles.
+ * Writes the credential Secret's key to a private file for the location and returns its path
+ * (plugin/host/credentialFiles.ts: named by a hash of the content, removed with the location).
  */
 async function credentialsFile(ctx: StoreContext, bsl: BackupStorageLocation): Promise<string | undefined> {
   const ref = bsl.spec.credential;
@@ -98,16 +94,7 @@ async function credentialsFile(ctx: StoreContext, bsl: BackupStorageLocation): P
   const secret = await ctx.client.get<Secret>({ group: '', version: 'v1', resource: 'secrets', namespaced: true }, ctx.namespace, ref.name);
   const value = secret.data?.[ref.key];
   if (value === undefined) throw new Error(`credential secret ${ctx.namespace}/${ref.name} has no key "${ref.key}"`);
-  const content = Buffer.from(value, 'base64');
-  const dir = path.join(ctx.scratchDir, 'credentials');
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const file = path.join(dir, crypto.createHash('sha256').update(content).digest('hex').slice(0, 24));
-  if (!fs.existsSync(file)) {
-    const tmp = `${file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, content, { mode: 0o600 });
-    fs.renameSync(tmp, file);
-  }
-  return file;
+  return writeCredentialFile(ctx.scratchDir, bsl.metadata.name, Buffer.from(value, 'base64'));
 }
 
 /** The location's CA bundle as PEM text (the spec holds it base64-encoded; PEM itself is accepted too). */

@@ -10,6 +10,7 @@ import { KubeError, errorFromResponse, errorFromStatus, isAlreadyExists, isNotFo
 import { classifyFailure, outageError } from './outage.js';
 import { PageSizer } from './pageSizer.js';
 import { createTokenBucket, type RateLimiter } from './rateLimiter.js';
+import { WatchLineSplitter } from './watchLines.js';
 import { mergeDiscovery, type DiscoveredEntry, type GroupLists } from './discovery.js';
 import { apiVersionOf, groupResourceOf, resourcePath, type ApiResource, type KubeObject, type ResourceRef } from './resources.js';
 
@@ -556,15 +557,10 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
           if (res0.statusCode === 401) auth = undefined;
           throw errorFromResponse(target, res0.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'));
         }
-        let buf = '';
+        const lines = new WatchLineSplitter();
         try {
           for await (const chunk of res0) {
-            buf += (chunk as Buffer).toString('utf8');
-            let nl: number;
-            while ((nl = buf.indexOf('\n')) >= 0) {
-              const line = buf.slice(0, nl).trim();
-              buf = buf.slice(nl + 1);
-              if (line === '') continue;
+            for (const line of lines.push(chunk as Buffer)) {
               const ev = JSON.parse(line) as { type: WatchEventType | 'ERROR'; object: unknown };
               if (ev.type === 'ERROR') throw errorFromStatus(target, ev.object as Status);
               yield { type: ev.type, object: ev.object as T };

@@ -15,6 +15,7 @@
 //   nor are fields a controller writes (maintained.ts, controllerFields: an aggregated ClusterRole's rules).
 import { LABEL_BACKUP_NAME, LABEL_RESTORE_NAME } from '../apis/v1/index.js';
 import type { KubeObject } from '../plugin/api/index.js';
+import { getOwn, setOwn } from '../util/own.js';
 import { controllerFields, withoutControllerAnnotations } from './maintained.js';
 import { isRecord, type JsonObject } from './objects.js';
 
@@ -37,21 +38,23 @@ export function containedIn(want: unknown, have: unknown): boolean {
   return deepEqual(want, have);
 }
 
+// Keys are data (a ConfigMap may hold `__proto__`): read and written as own properties only.
 function diff(have: JsonObject, want: JsonObject, original: JsonObject | undefined): JsonObject {
   const patch: JsonObject = {};
   for (const [k, w] of Object.entries(want)) {
-    const h = Object.hasOwn(have, k) ? have[k] : undefined;
+    const h = getOwn(have, k);
+    const o = getOwn(original, k);
     if (isRecord(w) && isRecord(h)) {
-      const sub = diff(h, w, isRecord(original?.[k]) ? original[k] : undefined);
-      if (Object.keys(sub).length > 0) patch[k] = sub;
+      const sub = diff(h, w, isRecord(o) ? o : undefined);
+      if (Object.keys(sub).length > 0) setOwn(patch, k, sub);
     } else if (!containedIn(w, h)) {
-      patch[k] = w;
+      setOwn(patch, k, w);
     }
   }
   for (const k of Object.keys(have)) {
     if (Object.hasOwn(want, k)) continue;
     if (original !== undefined && Object.hasOwn(original, k)) continue;
-    patch[k] = null;
+    setOwn(patch, k, null);
   }
   return patch;
 }
@@ -75,7 +78,7 @@ export function patchToMatch(live: KubeObject, item: KubeObject, original: KubeO
     Object.fromEntries(Object.entries(item).filter(([k]) => !skipTop.has(k))),
     Object.fromEntries(Object.entries(original).filter(([k]) => !skipTop.has(k))),
   );
-  Object.assign(patch, body);
+  for (const [k, v] of Object.entries(body)) setOwn(patch, k, v);
   const md: JsonObject = {};
   const labels = diff(withoutOwnLabels(live.metadata.labels), withoutOwnLabels(item.metadata.labels), original.metadata.labels ?? {});
   const annotations = diff(

@@ -11,6 +11,10 @@ export const NEVER_RESTORED: Readonly<Record<string, string>> = {
   componentstatuses: 'component statuses are computed by the apiserver on read',
   'nodes.metrics.k8s.io': 'metrics are computed on read',
   'pods.metrics.k8s.io': 'metrics are computed on read',
+  // Node-bound: each names a node of the source cluster, and the target's kubelets and attach/detach
+  // controller write their own.
+  'csinodes.storage.k8s.io': "CSINodes are written by each node's kubelet for the drivers on that node; they belong to the target cluster's nodes",
+  'volumeattachments.storage.k8s.io': "VolumeAttachments record a volume attached to a node of the source cluster; the target cluster's attach/detach controller creates its own",
 };
 
 /**

@@ -3,6 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPluginPool } from '../../src/plugin/host/index.js';
 import { memoryLogger, removeTempDirs, requireBuilt, ROOT, selfCommand, tempDir, waitFor } from './support.js';
@@ -26,7 +27,10 @@ describe('examples/plugin-example', () => {
   it('is discovered from a plugin directory next to the built-ins and invoked through the host', async () => {
     const dir = tempDir('example-plugins');
     fs.mkdirSync(path.join(dir, 'vendor'));
-    fs.symlinkSync(path.join(EXAMPLE, 'bin/stowage-plugin-example.js'), path.join(dir, 'vendor/stowage-plugin-example'));
+    // A launcher inside the directory: discovery does not follow a symlink out of it.
+    const launcher = path.join(dir, 'vendor/stowage-plugin-example');
+    fs.writeFileSync(launcher, `#!${process.execPath}\nimport(${JSON.stringify(pathToFileURL(path.join(EXAMPLE, 'bin/stowage-plugin-example.js')).href)});\n`);
+    fs.chmodSync(launcher, 0o755);
     const run = memoryLogger();
     const pool = await createPluginPool({ pluginDirs: [dir], selfCommand: selfCommand().command, logger: memoryLogger().logger });
     const handle = pool.handle({ kind: 'backup', namespace: 'stowage', name: 'nightly' }, run.logger);

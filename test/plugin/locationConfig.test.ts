@@ -66,10 +66,13 @@ describe('object-store setup is the same for every provider', () => {
       expect(seen).toMatchObject({ bucket: 'vault', prefix: 'cluster-a', caCert: PEM, credentials: secretText, credentialsMode: '600' });
       expect(typeof seen.pid).toBe('number');
       expect(seen.pid).not.toBe(process.pid);
-      // The private copy sits under the scratch directory, in a directory only the server can read.
+      // The private copy sits under the scratch directory, in the location's directory only the server can read.
       const dir = path.join(ctx.scratchDir, 'credentials');
       expect(fs.statSync(dir).mode & 0o777).toBe(0o700);
-      expect(fs.readdirSync(dir).map((f) => fs.readFileSync(path.join(dir, f), 'utf8'))).toEqual([secretText]);
+      expect(fs.readdirSync(dir)).toEqual(['default']);
+      const own = path.join(dir, 'default');
+      expect(fs.statSync(own).mode & 0o777).toBe(0o700);
+      expect(fs.readdirSync(own).map((f) => fs.readFileSync(path.join(own, f), 'utf8'))).toEqual([secretText]);
     } finally {
       handle.release();
     }

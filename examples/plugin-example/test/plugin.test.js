@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, test } from 'node:test';
 import { spawnSync } from 'node:child_process';
 import { createPluginPool } from 'stowage/plugin-host';
@@ -21,7 +22,10 @@ let pool;
 
 before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-example-plugins-'));
-  fs.symlinkSync(bin, path.join(dir, 'stowage-plugin-example'));
+  // A launcher inside the plugin directory (discovery follows no symlink out of it), writable by its owner only.
+  const launcher = path.join(dir, 'stowage-plugin-example');
+  fs.writeFileSync(launcher, `#!${process.execPath}\nimport(${JSON.stringify(pathToFileURL(bin).href)});\n`);
+  fs.chmodSync(launcher, 0o755);
   pool = await createPluginPool({ pluginDirs: [dir] });
 });
 

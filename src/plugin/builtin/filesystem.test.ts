@@ -84,18 +84,21 @@ describe('FilesystemObjectStore', () => {
   });
 
   it.each([
-    ['../escape', 'contains a ".." segment'],
-    ['a/../../escape', 'contains a ".." segment'],
-    ['/etc/passwd', 'is absolute'],
-    ['a//b', 'contains an empty segment'],
-    ['./a', 'contains a "." segment'],
-    ['a\\..\\b', 'contains a backslash'],
-    ['a\0b', 'contains a NUL byte'],
-    ['.stowage-tmp-x', 'may not start with .stowage-tmp-'],
+    ['../escape', 'it contains a ".." segment'],
+    ['a/../../escape', 'it contains a ".." segment'],
+    ['/etc/passwd', 'it is absolute'],
+    ['a//b', 'it contains an empty segment'],
+    ['./a', 'it contains a "." segment'],
+    ['a\\..\\b', 'it contains a backslash'],
+    ['a\0b', 'it contains a NUL byte'],
+    ['.stowage-tmp-x', 'segments may not start with .stowage-tmp-'],
   ])('refuses key %j', async (key, why) => {
-    await expect(store.putObject('b', key, bytes('x'))).rejects.toThrow(why);
-    await expect(store.getObject('b', key)).rejects.toThrow(why);
-    await expect(store.deleteObject('b', key)).rejects.toThrow(why);
+    const message = `object key ${JSON.stringify(key)} is refused: ${why}`;
+    await expect(store.putObject('b', key, bytes('x'))).rejects.toThrow(message);
+    await expect(store.getObject('b', key)).rejects.toThrow(message);
+    await expect(store.deleteObject('b', key)).rejects.toThrow(message);
+    await expect(store.objectExists('b', key)).rejects.toThrow(message);
+    await expect(store.createSignedURL('b', key, 60)).rejects.toThrow(message);
     expect(fs.readdirSync(root)).toEqual(['store']);
   });
 
@@ -110,6 +113,23 @@ describe('FilesystemObjectStore', () => {
     fs.symlinkSync(outside, path.join(root, 'store/b/link'));
     await expect(store.putObject('b', 'link/file', bytes('x'))).rejects.toThrow('leads outside the store root');
     expect(fs.readdirSync(outside)).toEqual([]);
+  });
+
+  it('objectExists and deleteObject do not follow a symlink out of the root either', async () => {
+    const outside = path.join(root, 'outside');
+    fs.mkdirSync(outside);
+    fs.writeFileSync(path.join(outside, 'victim'), 'keep me');
+    fs.mkdirSync(path.join(root, 'store/b'), { recursive: true });
+    fs.symlinkSync(outside, path.join(root, 'store/b/link'));
+    fs.symlinkSync(path.join(outside, 'victim'), path.join(root, 'store/b/file-link'));
+    const real = fs.realpathSync(root);
+    await expect(store.objectExists('b', 'link/victim')).rejects.toThrow(`path ${real}/store/b/link/victim leads outside the store root ${real}/store`);
+    await expect(store.objectExists('b', 'file-link')).rejects.toThrow(`path ${real}/store/b/file-link leads outside the store root ${real}/store`);
+    await expect(store.deleteObject('b', 'link/victim')).rejects.toThrow(`path ${real}/store/b/link leads outside the store root ${real}/store`);
+    expect(fs.readFileSync(path.join(outside, 'victim'), 'utf8')).toBe('keep me');
+    // A missing key below a real directory is still simply absent.
+    expect(await store.objectExists('b', 'nothing/here')).toBe(false);
+    await expect(store.deleteObject('b', 'nothing/here')).resolves.toBeUndefined();
   });
 
   it('validates its config', async () => {

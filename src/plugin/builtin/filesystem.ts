@@ -10,7 +10,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ObjectStore, PluginConfig, ResumableGetObject } from '../api/index.js';
 import { log } from '../sdk/index.js';
-import { heldTempFiles, sweepTempFiles } from './fsSweep.js';
+import { heldTempFiles, scheduleSweep, sweepTempFiles } from './fsSweep.js';
 import { checkBucket, keySegments, TEMP_PREFIX, UnsafeKeyError } from './keys.js';
 
 const CONFIG_KEYS = new Set(['root', 'bucket', 'prefix', 'caCert', 'credentialsFile']);
@@ -40,15 +40,22 @@ export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
     if (config.bucket !== undefined && config.bucket !== '') await this.sweep(config.bucket, config.prefix ?? '');
   }
 
-  /** Removes the temp files killed writers left under the location; a failure is only logged. */
+  /**
+   * Removes the temp files killed writers left under the location, now and on a schedule; a
+   * failure is only logged.
+   */
   private async sweep(bucket: string, prefix: string): Promise<void> {
+    const report = (removed: string[], err?: Error): void => {
+      if (err !== undefined) log.warn('could not sweep temp files left by killed uploads', { bucket, error: err.message });
+      else if (removed.length > 0) log.info('removed temp files left by killed uploads', { bucket, count: removed.length, files: removed.slice(0, 10) });
+    };
     try {
       const segments = prefix.split('/').filter((p) => p !== '');
       const dir = segments.length > 0 ? path.join(this.bucketDir(bucket), ...keySegments(segments.join('/'))) : this.bucketDir(bucket);
-      const removed = await sweepTempFiles(dir);
-      if (removed.length > 0) log.info('removed temp files left by killed uploads', { bucket, count: removed.length, files: removed.slice(0, 10) });
+      report(await sweepTempFiles(dir));
+      scheduleSweep(dir, report);
     } catch (err) {
-      log.warn('could not sweep temp files left by killed uploads', { bucket, error: (err as Error).message });
+      report([], err as Error);
     }
   }
 
@@ -113,8 +120,12 @@ export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
   }
 
   async objectExists(bucket: string, key: string): Promise<boolean> {
+    const p = this.pathOf(bucket, key);
     try {
-      return (await fs.stat(this.pathOf(bucket, key))).isFile();
+      if (!(await fs.stat(p)).isFile()) return false;
+      // Like a read: a symlink out of the root must not answer for files outside it.
+      await this.checkInside(p);
+      return true;
     } catch (err) {
       if (isErrno(err, 'ENOENT') || isErrno(err, 'ENOTDIR')) return false;
       throw err;
@@ -163,6 +174,9 @@ export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
   async deleteObject(bucket: string, key: string): Promise<void> {
     const p = this.pathOf(bucket, key);
     try {
+      // The directory is checked, not the file: unlinking a symlink removes the link only, but a
+      // symlinked directory on the way would lead the unlink out of the root.
+      await this.checkInside(path.dirname(p));
       await fs.unlink(p);
     } catch (err) {
       // A missing object (or a "directory" key) is not an error: S3 deletes are idempotent too.

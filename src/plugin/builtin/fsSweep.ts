@@ -3,6 +3,8 @@
 // process does not hold it open, and it was last written before this process started (its writer
 // was a previous plugin process, which is gone: the host runs one process per executable) or so
 // long ago that no upload can still be writing it (a stalled upload is cancelled far sooner).
+// Each location is swept when its store is initialised (a restarted plugin process replays Init)
+// and then every SWEEP_INTERVAL_MS, for what other writers of a shared root leave.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { TEMP_PREFIX } from './keys.js';
@@ -12,6 +14,9 @@ export const STALE_TEMP_AGE_MS = 3600_000;
 
 /** When this process started. */
 export const PROCESS_START_MS = Date.now() - Math.round(process.uptime() * 1000);
+
+/** How often initialised locations are swept again. */
+export const SWEEP_INTERVAL_MS = 600_000;
 
 /** Temp files this process is writing now. */
 export const heldTempFiles = new Set<string>();
@@ -56,4 +61,22 @@ export async function sweepTempFiles(dir: string, o: TempSweepOptions = {}): Pro
   };
   await walk(dir);
   return removed;
+}
+
+const scheduled = new Map<string, (removed: string[], err?: Error) => void>();
+let timer: NodeJS.Timeout | undefined;
+
+/**
+ * Sweeps `dir` again every SWEEP_INTERVAL_MS (once per directory, however many stores use it),
+ * reporting what each sweep removed or why it failed. The timer does not keep the process alive.
+ */
+export function scheduleSweep(dir: string, report: (removed: string[], err?: Error) => void): void {
+  scheduled.set(dir, report);
+  if (timer !== undefined) return;
+  timer = setInterval(() => {
+    for (const [d, rep] of scheduled) {
+      sweepTempFiles(d).then((removed) => rep(removed), (err: unknown) => rep([], err as Error));
+    }
+  }, SWEEP_INTERVAL_MS);
+  timer.unref();
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HandshakeError, parseHandshake } from './handshake.js';
+import { HandshakeError, isLoopbackAddress, parseHandshake } from './handshake.js';
 
 const expect1 = { plugin: '/plugins/acme (acme.io/store)', coreVersion: 1, appVersions: [1] };
 
@@ -28,6 +28,20 @@ describe('parseHandshake', () => {
     const hs = parseHandshake('1|1|tcp|127.0.0.1:4000|grpc|MIIBx', expect1);
     expect(hs.network).toBe('tcp');
     expect(hs.serverCert).toBe('MIIBx');
+  });
+
+  it('accepts tcp on loopback only (127.0.0.0/8, ::1), and says why otherwise', () => {
+    for (const ok of ['127.0.0.1:4000', '127.10.20.30:1', '[::1]:65535', '[0:0:0:0:0:0:0:1]:4000']) {
+      expect(parseHandshake(`1|1|tcp|${ok}|grpc`, expect1).address).toBe(ok);
+    }
+    for (const bad of ['10.0.0.5:4000', '0.0.0.0:4000', '[::]:4000', 'localhost:4000', '128.0.0.1:4000', '[::ffff:10.0.0.1]:4000', '127.0.0.1', '127.0.0.1:0', '127.0.0.1:70000', 'evil.example.com:127']) {
+      expect(errorOf(`1|1|tcp|${bad}|grpc`).message).toBe(
+        `plugin /plugins/acme (acme.io/store) serves on tcp address ${JSON.stringify(bad)}, which is not a loopback address: ` +
+          'a tcp plugin must listen on 127.0.0.0/8 or [::1] (IP:PORT), or use a unix socket',
+      );
+    }
+    expect(isLoopbackAddress('127.0.0.1:80')).toBe(true);
+    expect(isLoopbackAddress('192.168.1.1:80')).toBe(false);
   });
 
   it('names the plugin and both versions when the plugin protocol version is wrong', () => {

@@ -13,5 +13,6 @@ export { scanPluginDirs } from './registry.js';
 export { parseHandshake, HandshakeError, type Handshake } from './handshake.js';
 export { PluginCallError, PluginCrashLoopError, PluginRegistryError } from './errors.js';
 export { PluginStartError } from './spawn.js';
-export { pluginEnv } from './env.js';
+export { AWS_IDENTITY_ENV, pluginEnv } from './env.js';
+export { credentialsDir, removeAllCredentialFiles, removeCredentialFiles, writeCredentialFile } from './credentialFiles.js';
 export { replayableBody } from '../api/index.js';

@@ -139,12 +139,16 @@ class Pool implements PluginPool, HandlePool {
     process.on('exit', this.killOnExit);
   }
 
-  async discover(commands: PluginCommand[]): Promise<void> {
+  /** `refused`: plugin files the scan would not run; they fail discovery like any other problem. */
+  async discover(commands: PluginCommand[], refused: string[] = []): Promise<void> {
     const results = await Promise.all(commands.map((c) => this.discoverOne(c)));
-    const problems = results.flatMap((r) => r.problems);
+    const problems = [...refused, ...results.flatMap((r) => r.problems)];
     const merged = mergeRegistrations(results.map((r) => r.plugins));
     problems.push(...merged.problems);
-    if (problems.length > 0) throw new PluginRegistryError(problems);
+    if (problems.length > 0) {
+      for (const p of problems) this.logger.error(`plugin discovery: ${p}`, { logSource: 'plugin-host' });
+      throw new PluginRegistryError(problems);
+    }
     this.plugins = merged.plugins.sort((a, b) => a.kind.localeCompare(b.kind) || a.name.localeCompare(b.name));
     for (const p of this.plugins) this.executables.get(p.executable)?.plugins.push(p);
     this.logger.info('plugins registered', {
@@ -304,8 +308,9 @@ export async function createPluginPool(opts: PluginPoolOptions): Promise<PluginP
     if (self !== undefined && self.length > 0) {
       commands.push({ executable: BUILTIN_EXECUTABLE, command: self[0] as string, args: self.slice(1) });
     }
-    for (const exe of await scanPluginDirs(opts.pluginDirs ?? [])) commands.push({ executable: exe, command: exe, args: [] });
-    await pool.discover(commands);
+    const scan = await scanPluginDirs(opts.pluginDirs ?? []);
+    for (const exe of scan.executables) commands.push({ executable: exe, command: exe, args: [] });
+    await pool.discover(commands, scan.refused);
   } catch (err) {
     await pool.shutdown();
     throw err;
