@@ -8,7 +8,7 @@ import { REQUESTER_ANNOTATION, formatRequester, parseRequester } from '../../src
 import { KubeError, isNotFound, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import { ensureBuilt, runCli } from '../cli/helpers.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
+import { filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 
 const ROLES = { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'roles', namespaced: true } as const;
 const ROLE_BINDINGS = { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'rolebindings', namespaced: true } as const;
@@ -20,6 +20,7 @@ let alice: DynamicClient;
 let aliceKubeconfig: string;
 let ns: string;
 let server: RunningServer;
+const location = filesystemLocation();
 const servers: RunningServer[] = [];
 
 /** The API server's message for a refused request (the KubeError message also names the request). */
@@ -47,7 +48,7 @@ beforeAll(async () => {
   aliceKubeconfig = a.kubeconfigPath;
   alice = testClient(a.kubeconfigPath);
   ns = uniqueName('webhook');
-  server = await startServer({ kubeconfigPath: cluster.kubeconfigPath, namespace: ns, location: filesystemLocation() });
+  server = await startServer({ kubeconfigPath: cluster.kubeconfigPath, namespace: ns, location });
   servers.push(server);
   // alice may make and edit runs in the server namespace, nothing else.
   await admin.create(ROLES, ns, {
@@ -132,6 +133,18 @@ describe('admission webhook', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^Requested by: +alice \(groups: team-a\)$/m);
     expect(r.stdout).not.toContain('alice-uid');
+  });
+
+  it('stamps a Backup that backup sync imports with the server\'s identity, not the stamp stored with it', async () => {
+    const done = await waitFinished<Backup>(admin, RESOURCES.Backup, ns, 'by-alice');
+    expect(done.status?.phase, done.status?.failureReason).toBe('Completed');
+    // A second server, in another namespace, on the same storage: it imports the backup.
+    const other = uniqueName('webhook-sync');
+    const second = await startServer({ kubeconfigPath: inject('cluster').kubeconfigPath, namespace: other, location: { name: 'shared', spec: { ...location.spec, default: false, backupSyncPeriod: '1s' } } });
+    servers.push(second);
+    const imported = await waitUntil('the imported backup', () => admin.get<Backup>(RESOURCES.Backup, other, 'by-alice').catch((err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err))), 60_000, 250);
+    expect(stampOf(imported)).toEqual({ username: 'admin', uid: 'admin', groups: ['system:masters', 'system:authenticated'] });
+    await second.stop();
   });
 
   it('fails closed with the webhook down: a Restore is refused and nothing is created; a restarted server serves again', async () => {
