@@ -1,14 +1,15 @@
 // The webhook's certificate Secret and CA bundle publishing against the real API server: created
 // once, reused by the next replica, replaced when it no longer names what is needed, settled when
 // two replicas start together; the configuration is patched only when something differs.
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { CORE, isNotFound, type DynamicClient } from '../../src/kube/index.js';
+import { CORE, ensureCrds, isNotFound, type DynamicClient } from '../../src/kube/index.js';
 import {
   MUTATING_WEBHOOK_CONFIGURATIONS, ensureTlsIdentity, publishCaBundle, serviceClientConfig, webhookConfiguration, type MutatingWebhookConfiguration,
 } from '../../src/webhook/index.js';
 import { uniqueName } from '../support/kube.js';
-import { ensureNamespace, testClient } from '../support/server.js';
+import { BIN, ensureNamespace, testClient } from '../support/server.js';
 
 let admin: DynamicClient;
 let ns: string;
@@ -80,5 +81,26 @@ describe('publishCaBundle', () => {
     });
     await admin.delete(MUTATING_WEBHOOK_CONFIGURATIONS, undefined, name);
     await expect(admin.get(MUTATING_WEBHOOK_CONFIGURATIONS, undefined, name)).rejects.toSatisfy(isNotFound);
+  });
+});
+
+describe('stowage server in trust mode requester', () => {
+  const run = (args: string[]): { status: number | null; out: string } => {
+    const r = spawnSync(process.execPath, [BIN, 'server', '--kubeconfig', inject('cluster').kubeconfigPath, '--namespace', ns, '--metrics-address', '127.0.0.1:0', ...args], { encoding: 'utf8', timeout: 60_000 });
+    return { status: r.status, out: `${r.stdout}${r.stderr}` };
+  };
+
+  it('does not start without its webhook configuration, and says how to install it', async () => {
+    await ensureCrds(admin);
+    const missing = uniqueName('stowage-none');
+    const r = run(['--webhook-address', '127.0.0.1:0', '--webhook-configuration-name', missing]);
+    expect(r.status).toBe(1);
+    expect(r.out).toContain(`cannot start the admission webhook: the MutatingWebhookConfiguration ${missing} does not exist; install it first (kubectl apply -f deploy/, or the chart), or name another with --webhook-configuration-name`);
+  });
+
+  it('refuses an empty --webhook-address as a configuration error', () => {
+    const r = run(['--webhook-address', '']);
+    expect(r.status).toBe(2);
+    expect(r.out).toContain('--webhook-address is empty, but trust mode requester needs the admission webhook to record who created each run (give an address like ":9443", or use --trust-mode cluster-admin)');
   });
 });
