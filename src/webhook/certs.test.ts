@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createTlsIdentity, servingNames, unusableBecause } from './certs.js';
+import { createTlsIdentity, liveCertificates, servingNames, unusableBecause } from './certs.js';
 
 const DAY = 86_400_000;
 
@@ -92,5 +92,16 @@ describe('unusableBecause', () => {
     expect(unusableBecause({ cert: id.cert, key: other.key }, names, now)).toBe('the key does not match the certificate');
     expect(unusableBecause({ cert: id.cert, key: 'garbage' }, names, now)).toBe('the key does not parse');
     expect(unusableBecause({ cert: '', key: id.key }, names, now)).toBe('the certificate does not parse');
+  });
+});
+
+describe('liveCertificates', () => {
+  it('keeps the certificates of a bundle that have not expired, in order', () => {
+    const now = new Date();
+    const a = createTlsIdentity(['127.0.0.1'], now);
+    const b = createTlsIdentity(['127.0.0.1'], new Date(now.getTime() - 360 * DAY));
+    expect(liveCertificates(`${a.cert}${b.cert}`, now)).toEqual([a.cert, b.cert]);
+    expect(liveCertificates(`${a.cert}${b.cert}`, new Date(now.getTime() + 10 * DAY))).toEqual([a.cert]);
+    expect(liveCertificates('garbage')).toEqual([]);
   });
 });

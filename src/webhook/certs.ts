@@ -1,7 +1,8 @@
 // The webhook's TLS identity: one self-signed certificate that is its own CA (the API server is
 // given it as the caBundle), kept in a Secret in the server namespace so that every replica, and
 // every restart, serves the same one. Reused while it has more than 30 days left and names every
-// host the API server may call; otherwise replaced. Key and certificate are never logged.
+// host the API server may call; otherwise replaced, and the CA bundle (Secret key ca.crt) keeps
+// the replaced certificate while it is valid. Key and certificate are never logged.
 import crypto from 'node:crypto';
 import net from 'node:net';
 import forge from 'node-forge';
@@ -17,7 +18,10 @@ export interface TlsIdentity {
   cert: string;
   /** PEM (PKCS#8). */
   key: string;
-  /** What the webhook configuration's caBundle carries: the certificate itself, as PEM. */
+  /**
+   * What the webhook configuration's caBundle carries (PEM): the certificate itself, then any
+   * certificate it replaced that is still valid (replicas not yet restarted still serve that one).
+   */
   caBundle: string;
 }
 
@@ -63,7 +67,8 @@ export function createTlsIdentity(names: readonly string[], now: Date = new Date
     { name: 'subjectKeyIdentifier' },
   ]);
   cert.sign(fkey, forge.md.sha256.create());
-  const certPem = forge.pki.certificateToPem(cert);
+  // forge writes CRLF line ends; LF keeps bundles comparable by text.
+  const certPem = forge.pki.certificateToPem(cert).replace(/\r\n/g, '\n');
   return { cert: certPem, key: keyPem, caBundle: certPem };
 }
 
@@ -92,21 +97,49 @@ export function unusableBecause(id: { cert: string; key: string }, names: readon
   return undefined;
 }
 
+/** The certificates of a PEM bundle, less those expired at `now` (or unreadable). */
+export function liveCertificates(bundle: string, now: Date = new Date()): string[] {
+  const blocks = bundle.replace(/\r\n/g, '\n').match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
+  return blocks.filter((pem) => {
+    try {
+      return Date.parse(new crypto.X509Certificate(pem).validTo) > now.getTime();
+    } catch {
+      return false;
+    }
+  }).map((pem) => `${pem}\n`);
+}
+
+/**
+ * The CA bundle for `cert`: itself first, then the certificates of `previous` still valid, so
+ * replicas still serving the certificate just replaced are trusted until they restart.
+ */
+function bundleWith(cert: string, previous: string, now: Date): string {
+  const seen = new Set([cert.trim()]);
+  const out = [cert];
+  for (const pem of liveCertificates(previous, now)) {
+    if (seen.has(pem.trim())) continue;
+    seen.add(pem.trim());
+    out.push(pem);
+  }
+  return out.join('');
+}
+
 interface TlsSecret {
   metadata: { name: string; resourceVersion?: string };
   type?: string;
   data?: Record<string, string>;
 }
 
-const fromSecret = (s: TlsSecret): { cert: string; key: string } => ({
+const fromSecret = (s: TlsSecret): { cert: string; key: string; caBundle: string } => ({
   cert: Buffer.from(s.data?.['tls.crt'] ?? '', 'base64').toString('utf8'),
   key: Buffer.from(s.data?.['tls.key'] ?? '', 'base64').toString('utf8'),
+  caBundle: Buffer.from(s.data?.['ca.crt'] ?? '', 'base64').toString('utf8'),
 });
 
 const secretBody = (name: string, id: TlsIdentity, resourceVersion?: string): object => ({
   apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/tls',
   metadata: { name, labels: { 'app.kubernetes.io/name': 'stowage', 'app.kubernetes.io/component': 'webhook' }, ...(resourceVersion !== undefined ? { resourceVersion } : {}) },
-  data: { 'tls.crt': Buffer.from(id.cert).toString('base64'), 'tls.key': Buffer.from(id.key).toString('base64') },
+  data: { 'tls.crt': Buffer.from(id.cert).toString('base64'), 'tls.key': Buffer.from(id.key).toString('base64'), 'ca.crt': Buffer.from(id.caBundle).toString('base64') },
 });
 
 export interface EnsuredIdentity extends TlsIdentity {
@@ -143,8 +176,9 @@ export async function ensureTlsIdentity(
     }
     const current = fromSecret(stored);
     const why = unusableBecause(current, names, now());
-    if (why === undefined) return { ...current, caBundle: current.cert, origin: 'reused' };
-    const id = createTlsIdentity(names, now());
+    if (why === undefined) return { cert: current.cert, key: current.key, caBundle: bundleWith(current.cert, current.caBundle, now()), origin: 'reused' };
+    const fresh = createTlsIdentity(names, now());
+    const id = { ...fresh, caBundle: bundleWith(fresh.cert, `${current.cert}\n${current.caBundle}`, now()) };
     try {
       await client.replace(CORE.secrets, namespace, secretName, secretBody(secretName, id, stored.metadata.resourceVersion));
       return { ...id, origin: 'replaced', replacedBecause: why };

@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { CORE, ensureCrds, isNotFound, type DynamicClient } from '../../src/kube/index.js';
 import {
-  MUTATING_WEBHOOK_CONFIGURATIONS, ensureTlsIdentity, publishCaBundle, serviceClientConfig, webhookConfiguration, type MutatingWebhookConfiguration,
+  MUTATING_WEBHOOK_CONFIGURATIONS, ensureTlsIdentity, liveCertificates, publishCaBundle, serviceClientConfig, webhookConfiguration, type MutatingWebhookConfiguration,
 } from '../../src/webhook/index.js';
 import { uniqueName } from '../support/kube.js';
 import { BIN, ensureNamespace, testClient } from '../support/server.js';
@@ -39,12 +39,16 @@ describe('ensureTlsIdentity', () => {
     expect(second).toMatchObject({ origin: 'reused', cert: first.cert, key: first.key, caBundle: first.cert });
   });
 
-  it('replaces a certificate that does not name a needed host', async () => {
-    await ensureTlsIdentity(admin, ns, 'b-webhook-tls', ['127.0.0.1']);
+  it('replaces a certificate that does not name a needed host, keeping the old one in the CA bundle while it is valid', async () => {
+    const narrow = await ensureTlsIdentity(admin, ns, 'b-webhook-tls', ['127.0.0.1']);
     const wider = await ensureTlsIdentity(admin, ns, 'b-webhook-tls', ['127.0.0.1', 'localhost', 'stowage-webhook.x.svc']);
     expect(wider.origin).toBe('replaced');
     expect(wider.replacedBecause).toBe('it does not name localhost, stowage-webhook.x.svc');
     expect(sans(wider.cert)).toBe('IP Address:127.0.0.1, DNS:localhost, DNS:stowage-webhook.x.svc');
+    // A replica still serving the old certificate stays trusted until it restarts.
+    expect(liveCertificates(wider.caBundle)).toEqual([wider.cert, narrow.cert]);
+    const again = await ensureTlsIdentity(admin, ns, 'b-webhook-tls', ['127.0.0.1', 'localhost', 'stowage-webhook.x.svc']);
+    expect(again).toMatchObject({ origin: 'reused', cert: wider.cert, caBundle: wider.caBundle });
   });
 
   it('gives two replicas starting together the same certificate', async () => {
