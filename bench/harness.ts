@@ -8,6 +8,7 @@ import path from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { startControlPlane, type ControlPlane } from '../scripts/cluster/controlPlane.js';
 import { startS3Server, type S3Server } from '../scripts/cluster/s3.js';
+import { prepareLocalWebhook, waitForLocalWebhook } from '../scripts/cluster/webhook.js';
 import {
   RESOURCES, isBackupTerminal, isRestoreTerminal, newBackup, newBackupStorageLocation, newRestore,
   type Backup, type BackupSpec, type BackupStorageLocation, type Restore,
@@ -269,11 +270,14 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         ...(opts.profile === true ? ['--cpu-prof', `--cpu-prof-dir=${path.join(opts.workDir, 'profiles', phase)}`] : []),
         ...(opts.nodeArgs ?? []),
       ];
+      // Trust mode requester, the default: the server's admission webhook stamps each run.
+      const hook = await prepareLocalWebhook(client, serverNs);
       const server = await startBenchServer({
         dist, kubeconfigPath, namespace: serverNs, logFile, scratchDir: path.join(opts.workDir, `scratch-${phase}`), nodeArgs,
-        ...(pluginDir !== undefined ? { pluginDir } : {}),
+        ...(pluginDir !== undefined ? { pluginDir } : {}), args: hook.args,
       });
       try {
+        await waitForLocalWebhook(client, serverNs);
         await waitFor<BackupStorageLocation>(client, RESOURCES.BackupStorageLocation, serverNs, LOCATION, undefined,
           (l) => l.status?.phase === 'Available', 60_000, (l) => log(`location: ${JSON.stringify(l.status ?? {})}`));
         // Measure a server in its steady state: a tiny warm-up backup starts the plugin processes

@@ -82,6 +82,8 @@ export interface BenchServerOptions {
   pluginDir?: string;
   /** Extra node flags (--cpu-prof for profiling; NODE_OPTIONS may not carry it). */
   nodeArgs?: readonly string[];
+  /** Extra server flags (the webhook's). */
+  args?: readonly string[];
 }
 
 export interface BenchServer {
@@ -112,6 +114,7 @@ export async function startBenchServer(opts: BenchServerOptions): Promise<BenchS
     '--scratch-dir', opts.scratchDir,
     '--plugin-idle-timeout', '30m',
     ...(opts.pluginDir !== undefined ? ['--plugin-dir', opts.pluginDir] : []),
+    ...(opts.args ?? []),
   ];
   // An inherited NODE_OPTIONS (a test runner's loader) must not change what is measured.
   const proc: Spawned = spawnTracked(process.execPath, args, opts.logFile, { ...process.env, NODE_OPTIONS: '' });

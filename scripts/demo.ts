@@ -18,6 +18,7 @@ import {
 import { CORE, CUSTOM_RESOURCE_DEFINITIONS, createDynamicClient, ensureCrds, isAlreadyExists, isNotFound, loadKubeConfig, type DynamicClient, type KubeObject } from '../src/kube/index.js';
 import { startControlPlane, type ControlPlane } from './cluster/controlPlane.js';
 import { spawnTracked, type Spawned } from './cluster/procs.js';
+import { prepareLocalWebhook, waitForLocalWebhook } from './cluster/webhook.js';
 import { startS3Server, type S3Server } from './cluster/s3.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -238,13 +239,17 @@ async function main(): Promise<number> {
     step('Starting `stowage server`');
     const scratch = path.join(workDir, 'scratch');
     fs.mkdirSync(scratch);
-    const serverArgs = [BIN, 'server', '--kubeconfig', kubeconfig, '--namespace', SERVER_NS, '--scratch-dir', scratch, '--metrics-address', '127.0.0.1:0', '--log-level', 'info'];
+    // Trust mode requester (the default): the API server calls the server's admission webhook,
+    // which records who created each Backup and Restore, on a loopback port.
+    const hook = await prepareLocalWebhook(client, SERVER_NS);
+    const serverArgs = [BIN, 'server', '--kubeconfig', kubeconfig, '--namespace', SERVER_NS, '--scratch-dir', scratch, '--metrics-address', '127.0.0.1:0', '--log-level', 'info', ...hook.args];
     server = spawnTracked(process.execPath, serverArgs, serverLog);
     const srv = server;
     await waitFor('the server to become the leader', 60_000, async () => {
       if (srv.child.exitCode !== null) throw new DemoError(`stowage server exited (${srv.child.exitCode}):\n${tail(serverLog)}`);
       return fs.readFileSync(serverLog, 'utf8').includes('became the leader') ? true : undefined;
     });
+    await waitForLocalWebhook(client, SERVER_NS);
     const c = client;
     await waitFor('the location to be Available', 60_000, async () => {
       const bsl = await c.get<BackupStorageLocation>(RESOURCES.BackupStorageLocation, SERVER_NS, 'default');

@@ -25,6 +25,7 @@ import { createInformer, startController, startLeaderElection, type Controller, 
 import { systemClock } from './util/clock.js';
 import { errorMessage } from './util/errors.js';
 import { authorityFor } from './auth/index.js';
+import { startAdmissionWebhook, type WebhookServer } from './webhook/index.js';
 import type { ServerVersion } from './kube/index.js';
 
 /** The minor version as a number ("22+" on some providers counts as 22). */
@@ -76,6 +77,29 @@ export async function runServer(opts: ServerOptions): Promise<number> {
     logger.warn('trust mode cluster-admin: every backup and restore runs with the server\'s own rights, whoever created it; anyone who may create Backups, Restores or DownloadRequests in this namespace can read and write whatever the server can (use --trust-mode requester to give each run its creator\'s rights)');
   } else {
     logger.info('trust mode requester: each backup, restore and download acts with the rights of the user who created it (recorded by the admission webhook)');
+  }
+
+  // Every replica serves admission (followers too: the API server calls whichever the Service
+  // picks), before leader election, so creates do not fail while a leader is being chosen.
+  let webhook: WebhookServer | undefined;
+  // Its own client: admission has 10 s, and must not queue behind a backup's rate-limited LISTs
+  // nor wait out an API outage.
+  const webhookClient = createDynamicClient(kc, { qps: 20, burst: 40, userAgent: `stowage/${SERVER_VERSION} webhook` }).withOutageTimeout(0);
+  if (config.trustMode === 'requester') {
+    if (config.webhookAddress === '') {
+      logger.error('--webhook-address is empty, but trust mode requester needs the admission webhook to record who created each run');
+      return 2;
+    }
+    try {
+      webhook = await startAdmissionWebhook({
+        client: webhookClient, namespace, address: config.webhookAddress, url: config.webhookUrl,
+        configurationName: config.webhookConfigurationName, logger,
+      });
+    } catch (err) {
+      logger.error(`cannot start the admission webhook: ${errorMessage(err)}`);
+      webhookClient.close();
+      return 1;
+    }
   }
 
   const scratchDir = config.scratchDir;
@@ -204,6 +228,9 @@ export async function runServer(opts: ServerOptions): Promise<number> {
       await elector.stop();
       await Promise.all([...informers.values()].map((i) => i.stop()));
       await metricsServer.close();
+      // Admission is served to the end: creates fail closed once it stops.
+      await webhook?.close();
+      webhookClient.close();
       client.close();
       leaseClient.close();
       logger.info('stowage server stopped');

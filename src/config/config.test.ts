@@ -237,4 +237,13 @@ describe('applyConfigOverrides', () => {
     expect(c.defaultBackupTtl).toBe(3_600_000);
     expect(base.logLevel).toBe('info');
   });
+
+  it('checks the webhook flags together with the trust mode', () => {
+    const base = configFromEnv({});
+    expect(() => applyConfigOverrides(base, { webhookAddress: '' })).toThrow('--webhook-address is empty, but trust mode requester needs the admission webhook to record who created each run (give an address like ":9443", or use --trust-mode cluster-admin)');
+    expect(applyConfigOverrides(base, { webhookAddress: '', trustMode: 'cluster-admin' }).webhookAddress).toBe('');
+    expect(() => applyConfigOverrides(base, { webhookAddress: '9443' })).toThrow('--webhook-address "9443" is not an address like ":8085" or "127.0.0.1:8085"');
+    expect(() => applyConfigOverrides(base, { webhookUrl: 'http://127.0.0.1:9443/mutate' })).toThrow('--webhook-url "http://127.0.0.1:9443/mutate" is not an https:// URL (the API server calls webhooks over TLS only)');
+    expect(applyConfigOverrides(base, { webhookAddress: '127.0.0.1:0', webhookUrl: 'https://127.0.0.1:9443/mutate' }).webhookUrl).toBe('https://127.0.0.1:9443/mutate');
+  });
 });

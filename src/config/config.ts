@@ -321,8 +321,29 @@ export function applyConfigOverrides(
     if ('error' in r) problems.push(r.error);
     else (out as unknown as Record<ConfigKey, unknown>)[f.key] = r.value;
   }
+  problems.push(...webhookProblems(out, describe));
   if (problems.length > 0) throw new ConfigError(problems);
   return resolveConfig(out);
+}
+
+/** The webhook flags checked together: requester mode cannot run without the webhook that records requesters. */
+function webhookProblems(c: ServerConfig, describe: (f: ConfigFlag) => string): string[] {
+  const named = (key: ConfigKey): string => {
+    const f = CONFIG_FLAGS.find((x) => x.key === key);
+    return f !== undefined ? describe(f) : key;
+  };
+  const problems: string[] = [];
+  if (c.webhookAddress.trim() === '') {
+    if (c.trustMode === 'requester') problems.push(`${named('webhookAddress')} is empty, but trust mode requester needs the admission webhook to record who created each run (give an address like ":9443", or use --trust-mode cluster-admin)`);
+  } else {
+    try {
+      parseListenAddress(c.webhookAddress, named('webhookAddress'));
+    } catch (err) {
+      problems.push(err instanceof Error ? err.message : String(err));
+    }
+  }
+  if (c.webhookUrl !== '' && !/^https:\/\/[^/\s]+/.test(c.webhookUrl)) problems.push(`${named('webhookUrl')} "${c.webhookUrl}" is not an https:// URL (the API server calls webhooks over TLS only)`);
+  return problems;
 }
 
 /** Reads every STOWAGE_* variable that is set (empty counts as unset) over the defaults. */

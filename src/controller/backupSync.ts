@@ -21,6 +21,7 @@ import {
   type Backup,
   type BackupStorageLocation,
 } from '../apis/v1/index.js';
+import { REQUESTER_ANNOTATION } from '../auth/index.js';
 import { isAlreadyExists, isNotFound } from '../kube/index.js';
 import type { Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
@@ -60,6 +61,16 @@ export function planSync(bucketNames: readonly string[], clusterBackups: readonl
   };
 }
 
+/**
+ * The stored annotations less the requester stamp: whoever asked for the backup in the cluster
+ * that made it is nobody here; the Backup this server creates is stamped with the server's own
+ * identity by the admission webhook (and a stale stamp would not pass it anyway).
+ */
+function withoutRequester(annotations: Record<string, string> | undefined): Record<string, string> {
+  const { [REQUESTER_ANNOTATION]: _dropped, ...rest } = annotations ?? {};
+  return rest;
+}
+
 /** The Backup resource to create for a backup found in `location`'s bucket (status goes in separately). */
 export function importedBackup(stored: Backup, location: BackupStorageLocation, namespace: string): Backup {
   const locationName = location.metadata.name;
@@ -70,7 +81,7 @@ export function importedBackup(stored: Backup, location: BackupStorageLocation, 
       name: stored.metadata.name,
       namespace,
       labels: { ...(stored.metadata.labels ?? {}), [LABEL_STORAGE_LOCATION]: labelValue(locationName) },
-      annotations: { ...(stored.metadata.annotations ?? {}), [ANNOTATION_SYNCED_FROM]: locationName },
+      annotations: { ...withoutRequester(stored.metadata.annotations), [ANNOTATION_SYNCED_FROM]: locationName },
     },
     spec: { ...structuredClone(stored.spec ?? {}), storageLocation: locationName },
   };

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { REQUESTER_ANNOTATION } from '../auth/index.js';
 import { LABEL_SCHEDULE_NAME, newSchedule, type Schedule, type ScheduleSpec, type ScheduleStatus } from '../apis/v1/index.js';
 import { backupFromSchedule, planSchedule, validateSchedule, type ScheduleBackup } from './schedule.js';
 
@@ -182,6 +183,14 @@ describe('backupFromSchedule', () => {
     const label = backupFromSchedule(s, 'x').metadata.labels?.[LABEL_SCHEDULE_NAME] ?? '';
     expect(label.length).toBeLessThanOrEqual(63);
     expect(label.startsWith('nnnn')).toBe(true);
+  });
+
+  it('passes the Schedule\'s requester stamp on, and no other annotation', () => {
+    const s = schedule();
+    const stamp = JSON.stringify({ username: 'alice', uid: 'alice-uid', groups: ['team-a', 'system:authenticated'] });
+    s.metadata.annotations = { [REQUESTER_ANNOTATION]: stamp, note: 'x' };
+    expect(backupFromSchedule(s, 'x').metadata.annotations).toEqual({ [REQUESTER_ANNOTATION]: stamp });
+    expect(backupFromSchedule(schedule(), 'x').metadata.annotations).toBeUndefined();
   });
 
   it('sets an owner reference when asked', () => {

@@ -8,6 +8,7 @@ import { RESOURCES, newBackupStorageLocation, type Backup, type BackupStorageLoc
 import type { S3Server } from '../../scripts/cluster/s3.js';
 import { createDynamicClient, ensureCrds, isAlreadyExists, loadKubeConfig, type DynamicClient } from '../../src/kube/index.js';
 import { waitUntil } from './kube.js';
+import { prepareWebhook, waitForWebhook } from './webhook.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 export const BIN = path.join(ROOT, 'dist/cli/bin.js');
@@ -25,6 +26,13 @@ export interface ServerOptions {
   waitForLeader?: boolean;
   /** Reuse this scratch directory (a restarted server finding what the previous one left); default a fresh one. */
   scratchDir?: string;
+  /**
+   * requester (default): the server serves the admission webhook (test/support/webhook.ts) and
+   * startServer returns once the API server calls it; cluster-admin: `--trust-mode cluster-admin`, no webhook.
+   */
+  trustMode?: 'requester' | 'cluster-admin';
+  /** The MutatingWebhookConfiguration to use (default `stowage-<namespace>`, created by the harness when missing). */
+  webhookConfigurationName?: string;
 }
 
 export interface RunningServer {
@@ -96,10 +104,17 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     await client.create(RESOURCES.BackupStorageLocation, opts.namespace, newBackupStorageLocation(opts.location.name, opts.namespace, opts.location.spec));
   }
   const scratchDir = opts.scratchDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-scratch-'));
+  const args = opts.args ?? [];
+  const trustArg = args.indexOf('--trust-mode');
+  const trustMode = opts.trustMode ?? (trustArg >= 0 && args[trustArg + 1] === 'cluster-admin' ? 'cluster-admin' : 'requester');
+  const modeArgs = trustMode === 'requester'
+    ? await prepareWebhook(client, opts.namespace, opts.webhookConfigurationName)
+    : trustArg >= 0 ? [] : ['--trust-mode', 'cluster-admin'];
   const proc = spawn(process.execPath, [
     BIN, 'server', '--kubeconfig', opts.kubeconfigPath, '--namespace', opts.namespace,
     '--metrics-address', '127.0.0.1:0', '--scratch-dir', scratchDir, '--plugin-idle-timeout', '10m',
-    ...(opts.args ?? []),
+    ...modeArgs,
+    ...args,
     // Every test server is a pod of its own (they share one host name): a new process of the same
     // pod takes its lease at once, so only a test that means to restart a pod passes its POD_NAME.
   ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, POD_NAME: `test-pod-${path.basename(scratchDir)}`, ...opts.env } });
@@ -131,6 +146,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       return code;
     },
   };
+  if (trustMode === 'requester') {
+    await server.waitForOutput(/CA bundle published to MutatingWebhookConfiguration/, 60_000);
+    await waitForWebhook(client, opts.namespace);
+  }
   const line = await server.waitForOutput(/readyz on [^\s]+:\d+/, 60_000);
   server.metricsPort = Number(/:(\d+)$/.exec(line)?.[1]);
   if (opts.waitForLeader !== false) await server.waitForOutput(/became the leader/, 60_000);

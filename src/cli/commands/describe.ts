@@ -1,16 +1,28 @@
 // Pieces of `describe` output shared by backups and restores: metadata, filters, events, results.
 import type { LabelSelector, ObjectMeta } from '../../apis/v1/index.js';
+import { REQUESTER_ANNOTATION, describeRequester, requesterOf } from '../../auth/index.js';
 import { CORE, type KubeObject } from '../../kube/index.js';
 import { labelSelectorToString } from '../../util/labels.js';
 import type { CliContext } from './kubeContext.js';
 import { age, formatFields, formatTable, listOrNone, mapOrNone } from './output.js';
 
+/** Who the admission webhook recorded as having asked for the run, or why nobody is known. */
+export function requestedBy(md: ObjectMeta): string {
+  const r = requesterOf({ metadata: md });
+  if (r === undefined) return `<unknown: no ${REQUESTER_ANNOTATION} annotation>`;
+  if ('error' in r) return `<unreadable: ${r.error}>`;
+  return describeRequester(r);
+}
+
 export function metadataSection(md: ObjectMeta): string {
+  // The stamp is shown as "Requested by", not repeated as raw JSON among the annotations.
+  const { [REQUESTER_ANNOTATION]: _stamp, ...annotations } = md.annotations ?? {};
   return formatFields([
     ['Name', md.name],
     ['Namespace', md.namespace ?? ''],
     ['Labels', mapOrNone(md.labels)],
-    ['Annotations', mapOrNone(md.annotations)],
+    ['Annotations', mapOrNone(annotations)],
+    ['Requested by', requestedBy(md)],
   ]);
 }
 

@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest';
+import { REQUESTER_ANNOTATION, formatRequester, type Requester, type ResourceAccess } from '../auth/index.js';
+import { admit, impersonationNeeded, type MayImpersonate } from './admission.js';
+
+const alice: Requester = { username: 'alice', uid: 'alice-uid', groups: ['team-a', 'system:authenticated'] };
+const admin: Requester = { username: 'admin', uid: '', groups: ['system:masters', 'system:authenticated'] };
+
+function review(o: {
+  operation?: string; resource?: string; group?: string; user?: Requester | null; object?: unknown; oldObject?: unknown; uid?: string; subResource?: string;
+}): unknown {
+  return {
+    apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
+    request: {
+      uid: o.uid ?? 'req-1', operation: o.operation ?? 'CREATE', namespace: 'stowage', name: 'b1',
+      kind: { group: 'stowage.dev', version: 'v1', kind: 'Backup' },
+      resource: { group: o.group ?? 'stowage.dev', version: 'v1', resource: o.resource ?? 'backups' },
+      ...(o.subResource !== undefined ? { subResource: o.subResource } : {}),
+      ...(o.user !== null ? { userInfo: o.user ?? alice } : {}),
+      object: o.object ?? { apiVersion: 'stowage.dev/v1', kind: 'Backup', metadata: { name: 'b1', namespace: 'stowage' } },
+      ...(o.oldObject !== undefined ? { oldObject: o.oldObject } : {}),
+    },
+  };
+}
+
+const withStamp = (r: Requester | string, extra: Record<string, string> = {}): unknown => ({
+  metadata: { name: 'b1', namespace: 'stowage', annotations: { ...extra, [REQUESTER_ANNOTATION]: typeof r === 'string' ? r : formatRequester(r) } },
+});
+
+const never: MayImpersonate = () => Promise.reject(new Error('not asked'));
+const decodePatch = (p: string | undefined): unknown => JSON.parse(Buffer.from(p ?? '', 'base64').toString('utf8'));
+
+describe('admit', () => {
+  it('stamps a create without annotations, adding the annotations map', async () => {
+    const out = await admit(review({}), never);
+    expect(out.review).toMatchObject({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'req-1', allowed: true, patchType: 'JSONPatch' } });
+    expect(decodePatch(out.review.response.patch)).toEqual([{ op: 'add', path: '/metadata/annotations', value: { [REQUESTER_ANNOTATION]: formatRequester(alice) } }]);
+    expect(out.stamped).toEqual(alice);
+    expect(out.refusal).toBeUndefined();
+  });
+
+  it('stamps a create with other annotations, escaping / in the patch path', async () => {
+    const out = await admit(review({ resource: 'restores', object: { metadata: { name: 'r', annotations: { note: 'x' } } } }), never);
+    expect(decodePatch(out.review.response.patch)).toEqual([{ op: 'add', path: '/metadata/annotations/stowage.dev~1requester', value: formatRequester(alice) }]);
+  });
+
+  it('stamps every kind it handles and only those', async () => {
+    for (const resource of ['backups', 'restores', 'downloadrequests', 'deletebackuprequests', 'schedules']) {
+      expect((await admit(review({ resource }), never)).review.response.allowed, resource).toBe(true);
+    }
+    const other = await admit(review({ resource: 'backupstoragelocations' }), never);
+    expect(other.review.response).toMatchObject({ allowed: false, status: { code: 403 } });
+    expect(other.review.response.status?.message).toContain('handles only backups, restores, downloadrequests, deletebackuprequests, schedules of stowage.dev, not backupstoragelocations of stowage.dev');
+    const status = await admit(review({ subResource: 'status' }), never);
+    expect(status.review.response.allowed).toBe(false);
+    expect(status.review.response.status?.message).toContain('not backups/status of stowage.dev');
+  });
+
+  it('allows a create already carrying the requester\'s own stamp unchanged', async () => {
+    const out = await admit(review({ object: withStamp(alice) }), never);
+    expect(out.review.response).toEqual({ uid: 'req-1', allowed: true });
+  });
+
+  it('refuses a stamp naming someone else unless the user may impersonate them', async () => {
+    const asked: ResourceAccess[] = [];
+    const no: MayImpersonate = (u, a) => {
+      expect(u).toEqual(alice);
+      asked.push(a);
+      return Promise.resolve(a.resource === 'groups');
+    };
+    const out = await admit(review({ object: withStamp(admin) }), no);
+    expect(out.review.response).toEqual({
+      uid: 'req-1', allowed: false,
+      status: { code: 403, reason: 'Forbidden', message: 'the stowage.dev/requester annotation records who created this Backup and is set only by the Stowage admission webhook: user "alice" may not set it (it names "admin")' },
+    });
+    expect(out.refusal).toEqual({ operation: 'CREATE', what: 'Backup stowage/b1', user: 'alice', reason: out.review.response.status?.message });
+    expect(asked).toEqual(impersonationNeeded(admin));
+  });
+
+  it('allows a stamp naming someone else when every impersonation is allowed (the server passing a Schedule\'s creator on)', async () => {
+    const out = await admit(review({ user: admin, object: withStamp(alice) }), () => Promise.resolve(true));
+    expect(out.review.response).toEqual({ uid: 'req-1', allowed: true });
+  });
+
+  it('fails closed when the impersonation question cannot be answered', async () => {
+    const out = await admit(review({ user: admin, object: withStamp(alice) }), () => Promise.reject(new Error('connection refused')));
+    expect(out.review.response.allowed).toBe(false);
+    expect(out.review.response.status?.message).toBe('the stowage.dev/requester annotation records who created this Backup, and whether user "admin" may set it to "alice" could not be checked: connection refused');
+  });
+
+  it('refuses an unreadable stamp on create', async () => {
+    const out = await admit(review({ object: withStamp('{not json') }), never);
+    expect(out.review.response.status?.message).toBe('the stowage.dev/requester annotation records who created this Backup and is set only by the Stowage admission webhook: the stowage.dev/requester annotation is not JSON');
+  });
+
+  it('refuses changing or removing the stamp on update, by anyone', async () => {
+    const changed = await admit(review({ operation: 'UPDATE', user: admin, oldObject: withStamp(alice), object: withStamp(admin) }), () => Promise.resolve(true));
+    expect(changed.review.response.status?.message).toBe('the stowage.dev/requester annotation records who created this Backup and cannot be changed or removed: user "admin" tried to change it');
+    const removed = await admit(review({ operation: 'UPDATE', oldObject: withStamp(alice), object: { metadata: { name: 'b1', annotations: {} } } }), never);
+    expect(removed.review.response.status?.message).toBe('the stowage.dev/requester annotation records who created this Backup and cannot be changed or removed: user "alice" tried to remove it');
+    expect(removed.refusal?.operation).toBe('UPDATE');
+  });
+
+  it('allows an update that keeps the stamp, whoever makes it', async () => {
+    const out = await admit(review({ operation: 'UPDATE', user: admin, oldObject: withStamp(alice), object: withStamp(alice, { other: 'y' }) }), never);
+    expect(out.review.response).toEqual({ uid: 'req-1', allowed: true });
+  });
+
+  it('treats a stamp added to an unstamped object like one set on create, and does not stamp plain updates', async () => {
+    const plain = await admit(review({ operation: 'UPDATE', oldObject: { metadata: { name: 'b1' } } }), never);
+    expect(plain.review.response).toEqual({ uid: 'req-1', allowed: true });
+    const forged = await admit(review({ operation: 'UPDATE', oldObject: { metadata: { name: 'b1' } }, object: withStamp(admin) }), () => Promise.resolve(false));
+    expect(forged.review.response.status?.message).toBe('the stowage.dev/requester annotation records who created this Backup and is set only by the Stowage admission webhook: user "alice" may not set it (it names "admin")');
+    const own = await admit(review({ operation: 'UPDATE', oldObject: { metadata: { name: 'b1' } }, object: withStamp(alice) }), never);
+    expect(own.review.response.allowed).toBe(true);
+  });
+
+  it('refuses unreadable requests with the reason', async () => {
+    for (const [body, reason] of [
+      [null, 'the admission request is unreadable: it is not an AdmissionReview with a request uid'],
+      [{ request: { operation: 'CREATE' } }, 'the admission request is unreadable: it is not an AdmissionReview with a request uid'],
+      [review({ user: null }), 'the admission request names no user'],
+      [review({ operation: 'DELETE' }), 'the Stowage admission webhook handles CREATE and UPDATE, not DELETE'],
+      [review({ operation: 'UPDATE' }), 'the admission request for this UPDATE of a Backup carries no old object'],
+    ] as const) {
+      const out = await admit(body, never);
+      expect(out.review.response.allowed).toBe(false);
+      expect(out.review.response.status?.message).toBe(reason);
+    }
+  });
+});
+
+describe('impersonationNeeded', () => {
+  it('asks for users, every group and the uid', () => {
+    expect(impersonationNeeded(alice)).toEqual([
+      { verb: 'impersonate', group: '', resource: 'users', name: 'alice' },
+      { verb: 'impersonate', group: '', resource: 'groups', name: 'team-a' },
+      { verb: 'impersonate', group: '', resource: 'groups', name: 'system:authenticated' },
+      { verb: 'impersonate', group: 'authentication.k8s.io', resource: 'uids', name: 'alice-uid' },
+    ]);
+  });
+
+  it('asks for the service account in its namespace for service account users', () => {
+    expect(impersonationNeeded({ username: 'system:serviceaccount:team-a:ci', uid: '', groups: [] })).toEqual([
+      { verb: 'impersonate', group: '', resource: 'serviceaccounts', namespace: 'team-a', name: 'ci' },
+    ]);
+  });
+});

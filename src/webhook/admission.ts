@@ -1,0 +1,151 @@
+// The admission decision over one AdmissionReview (admission.k8s.io/v1): stamp the requester on
+// create, refuse anyone else setting or changing the stamp. Pure apart from the impersonation
+// question, which the caller answers (server.ts asks the API server with SubjectAccessReviews).
+import { GROUP, RESOURCES } from '../apis/v1/index.js';
+import { errorMessage } from '../util/errors.js';
+import { REQUESTER_ANNOTATION, formatRequester, parseRequester, sameRequester, type Requester, type ResourceAccess } from '../auth/index.js';
+
+/** The kinds the webhook stamps (plural resource names), with the Kind for messages. */
+export const STAMPED_RESOURCES: ReadonlyMap<string, string> = new Map(
+  [RESOURCES.Backup, RESOURCES.Restore, RESOURCES.DownloadRequest, RESOURCES.DeleteBackupRequest, RESOURCES.Schedule].map((r) => [r.resource, r.kind]),
+);
+
+/**
+ * Whether `user` (who sent the admission request) may impersonate what `access` names
+ * (verb impersonate on users/groups/serviceaccounts/uids).
+ */
+export type MayImpersonate = (user: Requester, access: ResourceAccess) => Promise<boolean>;
+
+export interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  status?: { code: number; message: string; reason?: string };
+  patchType?: 'JSONPatch';
+  /** base64 of the JSON Patch. */
+  patch?: string;
+}
+
+export interface AdmissionOutcome {
+  /** The AdmissionReview to send back. */
+  review: { apiVersion: 'admission.k8s.io/v1'; kind: 'AdmissionReview'; response: AdmissionResponse };
+  /** For the server log: set when the request was refused. No object contents. */
+  refusal?: { operation: string; what: string; user: string; reason: string };
+  /** The stamp added, when one was. */
+  stamped?: Requester;
+}
+
+interface Meta { name?: string; generateName?: string; namespace?: string; annotations?: Record<string, unknown> }
+type ObjectLike = { metadata?: Meta } | null | undefined;
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The user of the admission request, as the stamp records it. */
+function userOf(userInfo: unknown): Requester | undefined {
+  if (!isRecord(userInfo) || typeof userInfo.username !== 'string' || userInfo.username === '') return undefined;
+  const uid = typeof userInfo.uid === 'string' ? userInfo.uid : '';
+  const groups = Array.isArray(userInfo.groups) ? userInfo.groups.filter((g): g is string => typeof g === 'string') : [];
+  return { username: userInfo.username, uid, groups };
+}
+
+/** The impersonation rights that setting `stamped` needs, as SubjectAccessReview attributes. */
+export function impersonationNeeded(stamped: Requester): ResourceAccess[] {
+  const sa = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(stamped.username);
+  const out: ResourceAccess[] = [
+    sa !== null
+      ? { verb: 'impersonate', group: '', resource: 'serviceaccounts', namespace: sa[1], name: sa[2] }
+      : { verb: 'impersonate', group: '', resource: 'users', name: stamped.username },
+  ];
+  for (const g of stamped.groups) out.push({ verb: 'impersonate', group: '', resource: 'groups', name: g });
+  // Impersonate-Uid (Kubernetes 1.22+) needs `impersonate uids`; asked on older API servers too,
+  // where RBAC can grant it all the same, so a stamped uid is never passed on unchecked.
+  if (stamped.uid !== '') out.push({ verb: 'impersonate', group: 'authentication.k8s.io', resource: 'uids', name: stamped.uid });
+  return out;
+}
+
+const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
+/** JSON Pointer escaping (RFC 6901): `~` first, then `/`. */
+const pointerEscape = (s: string): string => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+function stampPatch(obj: { metadata?: Meta }, r: Requester): string {
+  const value = formatRequester(r);
+  const ops = isRecord(obj.metadata?.annotations)
+    ? [{ op: 'add', path: `/metadata/annotations/${pointerEscape(REQUESTER_ANNOTATION)}`, value }]
+    : [{ op: 'add', path: '/metadata/annotations', value: { [REQUESTER_ANNOTATION]: value } }];
+  return b64(JSON.stringify(ops));
+}
+
+function rawStamp(obj: ObjectLike): string | undefined {
+  const v = obj?.metadata?.annotations?.[REQUESTER_ANNOTATION];
+  // A non-string annotation does not pass the API server's validation; treat it as a value anyway.
+  return v === undefined ? undefined : typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+function objectName(obj: ObjectLike, req: Record<string, unknown>): string {
+  const ns = typeof req.namespace === 'string' ? req.namespace : obj?.metadata?.namespace ?? '';
+  const name = typeof req.name === 'string' && req.name !== '' ? req.name : obj?.metadata?.name ?? (obj?.metadata?.generateName !== undefined ? `${obj.metadata.generateName}*` : '');
+  return ns !== '' ? `${ns}/${name}` : name;
+}
+
+/**
+ * Decides one AdmissionReview. Never throws: an unreadable request, or an impersonation question
+ * that cannot be answered, is a refusal naming why (fail closed).
+ */
+export async function admit(body: unknown, mayImpersonate: MayImpersonate): Promise<AdmissionOutcome> {
+  const req = isRecord(body) && isRecord(body.request) ? body.request : undefined;
+  const uid = req !== undefined && typeof req.uid === 'string' ? req.uid : '';
+  const respond = (allowed: boolean, extra: Partial<AdmissionResponse> = {}): AdmissionOutcome['review'] => ({
+    apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid, allowed, ...extra },
+  });
+  const operation = req !== undefined && typeof req.operation === 'string' ? req.operation : '';
+  const deny = (what: string, user: string, reason: string): AdmissionOutcome => ({
+    review: respond(false, { status: { code: 403, reason: 'Forbidden', message: reason } }),
+    refusal: { operation: operation === '' ? '?' : operation, what, user, reason },
+  });
+
+  if (req === undefined || uid === '') return deny('?', '?', 'the admission request is unreadable: it is not an AdmissionReview with a request uid');
+  const resource = isRecord(req.resource) ? req.resource : {};
+  const kind = STAMPED_RESOURCES.get(typeof resource.resource === 'string' ? resource.resource : '');
+  const obj = (isRecord(req.object) ? req.object : undefined) as { metadata?: Meta } | undefined;
+  const what = `${kind ?? (typeof resource.resource === 'string' ? resource.resource : '?')} ${objectName(obj, req)}`;
+  const user = userOf(req.userInfo);
+  const userName = user?.username ?? '?';
+  if (resource.group !== GROUP || kind === undefined || (typeof req.subResource === 'string' && req.subResource !== '')) {
+    return deny(what, userName, `the Stowage admission webhook handles only ${[...STAMPED_RESOURCES.keys()].join(', ')} of ${GROUP}, not ${String(resource.resource)}${typeof req.subResource === 'string' && req.subResource !== '' ? `/${req.subResource}` : ''} of ${String(resource.group)}`);
+  }
+  if (user === undefined) return deny(what, userName, 'the admission request names no user');
+  if (obj === undefined) return deny(what, userName, `the admission request for this ${kind} carries no object`);
+  if (operation !== 'CREATE' && operation !== 'UPDATE') return deny(what, userName, `the Stowage admission webhook handles CREATE and UPDATE, not ${operation === '' ? 'an unnamed operation' : operation}`);
+
+  const before = `the ${REQUESTER_ANNOTATION} annotation records who created this ${kind}`;
+  const newStamp = rawStamp(obj);
+
+  if (operation === 'UPDATE') {
+    const old = isRecord(req.oldObject) ? (req.oldObject as { metadata?: Meta }) : undefined;
+    if (old === undefined) return deny(what, userName, `the admission request for this UPDATE of a ${kind} carries no old object`);
+    const oldStamp = rawStamp(old);
+    if (oldStamp !== undefined) {
+      if (newStamp === oldStamp) return { review: respond(true) };
+      return deny(what, userName, `${before} and cannot be changed or removed: user "${user.username}" tried to ${newStamp === undefined ? 'remove' : 'change'} it`);
+    }
+    // The object predates the webhook: nobody is recorded, and an update does not make its
+    // author the requester. Setting a stamp now is judged like setting one on create.
+    if (newStamp === undefined) return { review: respond(true) };
+  } else if (newStamp === undefined) {
+    return { review: respond(true, { patchType: 'JSONPatch', patch: stampPatch(obj, user) }), stamped: user };
+  }
+
+  // The request sets a stamp itself.
+  const stamped = parseRequester(newStamp ?? '');
+  if ('error' in stamped) return deny(what, userName, `${before} and is set only by the Stowage admission webhook: ${stamped.error}`);
+  // Several webhook configurations (or a reinvocation) may see one object: our own stamp again is fine.
+  if (sameRequester(stamped, user)) return { review: respond(true) };
+  let allowed: boolean;
+  try {
+    const answers = await Promise.all(impersonationNeeded(stamped).map((a) => mayImpersonate(user, a)));
+    allowed = answers.every((a) => a);
+  } catch (err) {
+    return deny(what, userName, `${before}, and whether user "${user.username}" may set it to "${stamped.username}" could not be checked: ${errorMessage(err)}`);
+  }
+  if (allowed) return { review: respond(true) };
+  return deny(what, userName, `${before} and is set only by the Stowage admission webhook: user "${user.username}" may not set it (it names "${stamped.username}")`);
+}

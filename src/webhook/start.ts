@@ -1,0 +1,47 @@
+// Start-up of the admission webhook on every replica (followers serve admission too): read the
+// configuration (to learn the Service the API server calls), settle the TLS identity in its
+// Secret, serve, then publish the CA bundle. Any failure is a start-up error with its reason.
+import type winston from 'winston';
+import { createAccessReviewer } from '../auth/index.js';
+import type { DynamicClient } from '../kube/index.js';
+import type { MayImpersonate } from './admission.js';
+import { ensureTlsIdentity, servingNames, tlsSecretName } from './certs.js';
+import { publishCaBundle, readWebhookConfiguration, serviceOf } from './configuration.js';
+import { startWebhookServer, type WebhookServer } from './server.js';
+
+export interface AdmissionWebhookOptions {
+  /** The server's own client; its requests should not wait out API outages (admission has 10 s). */
+  client: DynamicClient;
+  namespace: string;
+  address: string;
+  /** --webhook-url; '' when the configuration names a Service. */
+  url: string;
+  configurationName: string;
+  logger: winston.Logger;
+}
+
+/** Asks the API server whether the admission request's user may impersonate what a stamp names. */
+export const impersonationReviewer = (client: DynamicClient): MayImpersonate =>
+  async (user, access) => (await createAccessReviewer(client, user).review(access)).allowed;
+
+export async function startAdmissionWebhook(o: AdmissionWebhookOptions): Promise<WebhookServer> {
+  const cfg = await readWebhookConfiguration(o.client, o.configurationName);
+  const service = o.url === '' ? serviceOf(cfg) : undefined;
+  const names = servingNames({ ...(service !== undefined ? { service } : {}), url: o.url });
+  const secretName = tlsSecretName(o.configurationName);
+  const id = await ensureTlsIdentity(o.client, o.namespace, secretName, names);
+  o.logger.info(
+    id.origin === 'reused' ? `admission webhook certificate: reusing the one in Secret ${o.namespace}/${secretName}`
+      : id.origin === 'created' ? `admission webhook certificate: created one for ${names.join(', ')} in Secret ${o.namespace}/${secretName}`
+        : `admission webhook certificate: replaced the one in Secret ${o.namespace}/${secretName} (${id.replacedBecause ?? ''}) with one for ${names.join(', ')}`,
+  );
+  const server = await startWebhookServer({ address: o.address, identity: id, mayImpersonate: impersonationReviewer(o.client), logger: o.logger });
+  try {
+    await publishCaBundle(o.client, o.configurationName, id.caBundle, o.url === '' ? undefined : o.url);
+  } catch (err) {
+    await server.close();
+    throw err;
+  }
+  o.logger.info(`admission webhook serving on ${server.host}:${server.port}, CA bundle published to MutatingWebhookConfiguration ${o.configurationName}`);
+  return server;
+}
