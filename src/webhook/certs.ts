@@ -50,8 +50,11 @@ export function createTlsIdentity(names: readonly string[], now: Date = new Date
   const fkey = forge.pki.privateKeyFromPem(keyPem);
   const cert = forge.pki.createCertificate();
   cert.publicKey = forge.pki.setRsaPublicKey(fkey.n, fkey.e);
-  // Positive 128-bit serial (a leading 0 nibble keeps the DER integer positive).
-  cert.serialNumber = `0${crypto.randomBytes(16).toString('hex')}`;
+  // A positive 127-bit serial in minimal DER: the top bit clear (not negative) and the next one set
+  // (no leading zero byte, which OpenSSL refuses as "illegal padding").
+  const serial = crypto.randomBytes(16);
+  serial[0] = ((serial[0] ?? 0) & 0x7f) | 0x40;
+  cert.serialNumber = serial.toString('hex');
   // Backdated a little: an API server whose clock runs slightly behind still accepts it.
   cert.validity.notBefore = new Date(now.getTime() - 5 * 60_000);
   cert.validity.notAfter = new Date(now.getTime() + VALIDITY_MS);
