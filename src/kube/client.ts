@@ -197,6 +197,11 @@ const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
   apply: 'application/apply-patch+yaml',
 };
 
+/** How long after an outage a 401 or 403 is taken for an API server still filling its authorizer's caches. */
+const AUTH_SETTLE_MS = 15_000;
+
+const isAuthRefusal = (err: unknown): boolean => err instanceof KubeError && (err.status === 401 || err.status === 403);
+
 /** How long cached auth headers are reused before the kubeconfig is asked again (token rotation). */
 const AUTH_TTL_MS = 30_000;
 
@@ -387,6 +392,8 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
   }
 
   const sizer = new PageSizer(opts.pageBytes ?? 0);
+  /** When a request of this client last found the API unreachable (see request()). */
+  let lastUnreachableAt = Number.NEGATIVE_INFINITY;
 
   /** Whether the apiserver itself answers: a 5xx of one request is an outage only when it does not. */
   async function apiserverAnswers(signal: AbortSignal | undefined): Promise<boolean> {
@@ -416,6 +423,14 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
       } catch (err) {
         if (req.signal?.aborted || err instanceof ResponseTooLarge) throw err;
         const kind = classifyFailure(err);
+        if (kind !== undefined) lastUnreachableAt = Date.now();
+        // A restarted API server answers before its authorizer's caches are filled: for a moment
+        // it refuses what RBAC allows (403, and 401 for tokens it cannot check yet). Right after
+        // this client saw the API unreachable, such a refusal is waited out like the outage.
+        if (kind === undefined && isAuthRefusal(err) && Date.now() - lastUnreachableAt < AUTH_SETTLE_MS && (rules.once !== true || !maybeApplied)) {
+          await sleep(Math.min(backoff(attempt, { baseMs: 250, maxMs: 2000 }), AUTH_SETTLE_MS), req.signal);
+          continue;
+        }
         if (kind === undefined || (kind === 'status' && (await apiserverAnswers(req.signal)))) {
           const settled = maybeApplied ? await rules.settled?.(err) : undefined;
           if (settled !== undefined) return settled.value;

@@ -109,6 +109,33 @@ describe('outage retries', () => {
     await expect(c.list(CORE.configMaps)).resolves.toMatchObject({ items: [] });
   });
 
+  it('waits out the 403s of an API server that just came back (its authorizer still filling), but not a 403 out of the blue', async () => {
+    // Phase 1: the API is down (503 everywhere, /version too); phase 2: it answers, but refuses
+    // for a few requests; phase 3: it serves. A client that saw phase 1 rides out phase 2.
+    let phase = 1;
+    let refusals = 0;
+    let down = 0;
+    const port = await fakeApiserver((req, _body, res) => {
+      // The LIST and the /version probe behind it both find the API down.
+      if (phase === 1) {
+        if (++down >= 2) phase = 2;
+        return json(res, 503, { kind: 'Status', reason: 'ServiceUnavailable', message: 'down', code: 503 });
+      }
+      if (req.url === '/version') return json(res, 200, { major: '1' });
+      if (phase === 2 && ++refusals >= 3) phase = 3;
+      if (phase === 2) return json(res, 403, { kind: 'Status', reason: 'Forbidden', message: 'configmaps is forbidden: User "u" cannot list resource "configmaps"', code: 403 });
+      json(res, 200, { items: [] });
+    });
+    const c = clientFor(port, { outageTimeoutMs: 10_000 });
+    await expect(c.list(CORE.configMaps)).resolves.toMatchObject({ items: [] });
+    expect(refusals).toBe(3);
+    // A fresh client that never saw the API unreachable takes a 403 as the answer at once.
+    const fresh = clientFor(await fakeApiserver((_req, _body, res) => json(res, 403, { kind: 'Status', reason: 'Forbidden', message: 'nope', code: 403 })), { outageTimeoutMs: 10_000 });
+    const t0 = Date.now();
+    await expect(fresh.list(CORE.configMaps)).rejects.toThrow(/nope/);
+    expect(Date.now() - t0).toBeLessThan(1000);
+  });
+
   it('repeats a named create the connection lost after applying, and takes the object it made', async () => {
     const made = new Map<string, unknown>();
     let posts = 0;

@@ -234,6 +234,13 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
         unreachableSince ??= Date.now();
         continue;
       }
+      // The API answers again, but refuses: a restarted API server refuses for a moment what RBAC
+      // allows (its authorizer's caches are not filled yet), so renewDeadline counts from its return.
+      if (unreachableSince !== undefined) {
+        logger.info(`${where}: the API answers again after ${Math.round((Date.now() - unreachableSince) / 1000)} s but refused the renewal (${attempt.error}); retrying for up to ${renewDeadlineMs} ms`);
+        unreachableSince = undefined;
+        lastRenew = Date.now();
+      }
       // Someone wrote the lease between our read and our write: read it again now, not a retry period later.
       if (attempt.conflict && !reread) {
         again = true;
