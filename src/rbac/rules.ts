@@ -26,6 +26,7 @@ export interface ServerRule {
 
 const BOTH: readonly TrustMode[] = ['requester', 'cluster-admin'];
 const CLUSTER_ADMIN: readonly TrustMode[] = ['cluster-admin'];
+const REQUESTER: readonly TrustMode[] = ['requester'];
 
 /** Stowage's own kinds and their status subresources. */
 const STOWAGE_RESOURCES = [
@@ -42,10 +43,28 @@ const STOWAGE_RESOURCES = [
 /** Every rule, in the order they are rendered. */
 export const SERVER_RULES: readonly ServerRule[] = [
   {
-    id: 'backup-read',
-    reason: 'Backups discover kinds at run time and read (LIST in pages, GET) every selected item, credential Secrets of locations included; never watch.',
+    id: 'backup-list',
+    reason: 'Requester mode: runs read as their requester; the server itself only lists (namespace names for a requester who may not, its own kinds). LIST only: GET on "*" would also match the exec, attach, port-forward and proxy subresources.',
     scope: 'cluster',
-    modes: BOTH,
+    modes: REQUESTER,
+    apiGroups: ['*'],
+    resources: ['*'],
+    verbs: ['list'],
+  },
+  {
+    id: 'crd-read',
+    reason: 'At start-up the server checks that each of its CustomResourceDefinitions is installed (and restores wait for restored CRDs to be established).',
+    scope: 'cluster',
+    modes: REQUESTER,
+    apiGroups: ['apiextensions.k8s.io'],
+    resources: ['customresourcedefinitions'],
+    verbs: ['get'],
+  },
+  {
+    id: 'backup-read',
+    reason: 'Cluster-admin mode: backups and restores read (LIST in pages, GET) every selected item with the server\'s own rights, credential Secrets of locations included; never watch.',
+    scope: 'cluster',
+    modes: CLUSTER_ADMIN,
     apiGroups: ['*'],
     resources: ['*'],
     verbs: ['get', 'list'],
@@ -141,6 +160,15 @@ export const SERVER_RULES: readonly ServerRule[] = [
     resources: ['secrets'],
     verbs: ['get', 'update'],
     resourceNames: ['webhookTlsSecret'],
+  },
+  {
+    id: 'credential-secrets',
+    reason: 'Requester mode: locations read their credential Secrets, which live in the server\'s namespace.',
+    scope: 'namespace',
+    modes: REQUESTER,
+    apiGroups: [''],
+    resources: ['secrets'],
+    verbs: ['get'],
   },
   {
     id: 'webhook-tls-secret-create',

@@ -250,22 +250,25 @@ describe('deploy/ RBAC in requester mode with the ServiceAccount token', () => {
     }
   });
 
-  it('residual: get on */* also authorizes GET connect requests (websocket exec, attach, port-forward)', async () => {
-    // RBAC has no deny rule, and a backup reads any kind, so "get" on "*" matches pods/exec too;
-    // the API server authorizes a GET (websocket) connect request as "get". The request below is
-    // past authorization: it fails only because the pod has no node. POST exec (SPDY) stays refused
-    // (previous test). Closing this needs backups to read single items by LIST, then no get on "*".
+  it('lists but cannot GET arbitrary kinds, so no GET connect request (websocket exec, attach, port-forward, proxy) is authorized', async () => {
+    // The API server authorizes a GET (websocket) connect request as "get" on the subresource, so
+    // "get" on "*" would open exec, attach and port-forward. Runs read as their requester; the
+    // server itself needs only LIST on "*", GET on its CRDs and on Secrets of its namespace.
     const pods = { group: '', version: 'v1', resource: 'pods', namespaced: true };
     await adminClient.create(pods, other, { metadata: { name: 'target' }, spec: { containers: [{ name: 'c', image: 'example.invalid/none' }] } });
     for (const sub of ['exec', 'attach', 'portforward']) {
-      const err = await sa.request({ method: 'GET', path: `/api/v1/namespaces/${other}/pods/target/${sub}`, query: { command: 'id', stdout: true } }).then(
-        () => undefined,
-        (e: unknown) => e,
+      expect(await refusal(sa.request({ method: 'GET', path: `/api/v1/namespaces/${other}/pods/target/${sub}`, query: { command: 'id', stdout: true } })), sub).toBe(
+        `pods "target" is forbidden: User "${user}" cannot get resource "pods/${sub}" in API group "" in the namespace "${other}"`,
       );
-      expect((err as KubeError).status, sub).toBe(400);
-      expect((err as KubeError).apiMessage, sub).toBe('pod target does not have a host assigned');
     }
-    expect(await allowed(sa, { verb: 'get', resource: 'pods', subresource: 'exec', namespace: other })).toBe(true);
+    expect(await refusal(sa.get(pods, other, 'target'))).toBe(`pods "target" is forbidden: User "${user}" cannot get resource "pods" in API group "" in the namespace "${other}"`);
+    expect((await sa.list(pods, { namespace: other })).items.map((p) => p.metadata?.name)).toEqual(['target']);
+    for (const a of [
+      { verb: 'get', resource: 'pods', subresource: 'exec', namespace: other },
+      { verb: 'get', resource: 'services', subresource: 'proxy', namespace: other },
+      { verb: 'get', resource: 'nodes', subresource: 'proxy' },
+      { verb: 'get', resource: 'secrets', namespace: other },
+    ]) expect(await allowed(sa, a), describeAccess(a)).toBe(false);
   });
 
   it('residual: impersonate on any group includes system:masters, so the token itself stays cluster-admin in effect', async () => {
@@ -355,19 +358,20 @@ describe('deploy/cluster-admin RBAC with the ServiceAccount token', () => {
     expect(created.metadata?.name).toBe('restored-admin');
   });
 
-  it('holds every requester-mode rule too', () => {
+  it('holds every requester-mode rule but the narrow reads, which its backup-read covers', () => {
     const requester = deployRuleIds('requester').map((r) => r.id);
     const admin = deployRuleIds('cluster-admin').map((r) => r.id);
-    expect(admin).toEqual(expect.arrayContaining(requester));
-    expect(admin.filter((id) => !requester.includes(id))).toEqual(['restore-write', 'restore-rbac']);
+    expect(admin.filter((id) => !requester.includes(id))).toEqual(['backup-read', 'restore-write', 'restore-rbac']);
+    // Requester mode's own read rules are what backup-read (get and list on everything) covers.
+    expect(requester.filter((id) => !admin.includes(id))).toEqual(['backup-list', 'crd-read', 'credential-secrets']);
   });
 });
 
 describe('deploy/ RBAC rule ids', () => {
   it('every rule carries an id, and stowage.dev is the only group with delete, in both modes', () => {
     expect(deployRuleIds().map((r) => r.id)).toEqual([
-      'backup-read', 'stowage-resources', 'impersonate', 'impersonate-uid', 'access-review', 'webhook-configuration', 'events',
-      'leader-election', 'webhook-tls-secret', 'webhook-tls-secret-create',
+      'backup-list', 'crd-read', 'stowage-resources', 'impersonate', 'impersonate-uid', 'access-review', 'webhook-configuration', 'events',
+      'leader-election', 'webhook-tls-secret', 'credential-secrets', 'webhook-tls-secret-create',
     ]);
     for (const mode of ['requester', 'cluster-admin'] as const) {
       const deleting = deployRuleIds(mode).filter((r) => r.rule.verbs.some((v) => v === 'delete' || v === 'deletecollection' || v === '*'));
@@ -382,9 +386,9 @@ describe('deploy/ RBAC rule ids', () => {
     expect(ruleCount(rulesFor('cluster-admin')).rules).toBe(deployRuleIds('cluster-admin').length);
   });
 
-  it('without backup-read the token cannot list, and the error names the missing permission', async () => {
+  it('without backup-list the token cannot list, and the error names the missing permission', async () => {
     const ns = uniqueName('stowage-rbac');
-    const sa = await install(ns, { withoutRules: ['backup-read'] });
+    const sa = await install(ns, { withoutRules: ['backup-list'] });
     await waitUntil('the ClusterRoleBinding to take effect', async () => ((await allowed(sa, { verb: 'create', resource: 'events', namespace: ns })) ? true : undefined), 30_000);
     expect(await refusal(sa.list(CORE.configMaps))).toBe(`configmaps is forbidden: User "system:serviceaccount:${ns}:stowage" cannot list resource "configmaps" in API group "" at the cluster scope`);
     expect(await allowed(sa, { verb: 'impersonate', resource: 'users' })).toBe(true);
