@@ -20,7 +20,7 @@ export interface ControlPlane {
   userToken: string;
   /**
    * Team users for requester-rights tests, with no RBAC grants of their own (tests bind them):
-   * alice in group team-a, bob in group team-b.
+   * alice in group team-a, bob in group team-b, carol in group team-c.
    */
   teamUsers: TeamUser[];
   /** Directory holding the service-account key, certificates and process logs. */
@@ -43,6 +43,8 @@ export interface TeamUser {
 const TEAM_USERS: readonly { name: string; groups: string[] }[] = [
   { name: 'alice', groups: ['team-a'] },
   { name: 'bob', groups: ['team-b'] },
+  // Only test/auth/backupRights.test.ts grants carol rights (its backup of * must see no other file's).
+  { name: 'carol', groups: ['team-c'] },
 ];
 
 export interface StartOptions {

@@ -7,7 +7,7 @@
 import net from 'node:net';
 import { RESOURCES, newBackup } from '../../src/apis/v1/index.js';
 import { REQUESTER_ANNOTATION } from '../../src/auth/index.js';
-import { CORE, isAlreadyExists, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
+import { CORE, isAlreadyExists, isNotFound, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import { MUTATING_WEBHOOK_CONFIGURATIONS, webhookConfiguration } from '../../src/webhook/index.js';
 import { errorMessage } from '../../src/util/errors.js';
 
@@ -67,4 +67,25 @@ export async function waitForLocalWebhook(admin: DynamicClient, namespace: strin
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`the API server did not call the admission webhook for ${namespace} within ${timeoutMs} ms: ${last}`);
+}
+
+/**
+ * Takes the namespace out of the webhook's scope (its configuration goes) and resolves once the API server no longer calls it: for a server in trust mode cluster-admin,
+ * which serves no webhook, in a namespace a requester-mode server used before.
+ */
+export async function removeLocalWebhook(admin: DynamicClient, namespace: string, name = webhookConfigurationNameFor(namespace), timeoutMs = 30_000): Promise<void> {
+  await admin.delete(MUTATING_WEBHOOK_CONFIGURATIONS, undefined, name).catch((err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err)));
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    try {
+      const probe = await admin.create<KubeObject>(RESOURCES.Backup, namespace, newBackup('webhook-probe', namespace, {}), { dryRun: true });
+      if (probe.metadata?.annotations?.[REQUESTER_ANNOTATION] === undefined) return;
+      last = 'the dry-run Backup still came back stamped';
+    } catch (err) {
+      last = errorMessage(err);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`the API server still calls the admission webhook for ${namespace} after ${timeoutMs} ms: ${last}`);
 }

@@ -114,8 +114,8 @@ describe('download and delete rights', () => {
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'team-a' }],
     });
     [server, adminServer] = await Promise.all([
-      startServer({ kubeconfigPath: kubeconfig, namespace: ns, location: loc, args: ['--webhook-address', ''] }),
-      startServer({ kubeconfigPath: kubeconfig, namespace: adminNs, location: adminLoc, args: ['--trust-mode', 'cluster-admin', '--webhook-address', '', '--download-url-ttl', '8s'] }),
+      startServer({ kubeconfigPath: kubeconfig, namespace: ns, location: loc }),
+      startServer({ kubeconfigPath: kubeconfig, namespace: adminNs, location: adminLoc, args: ['--trust-mode', 'cluster-admin', '--download-url-ttl', '8s'] }),
     ]);
     // Team a's own backup leaves out the RoleBinding that gives alice her rights (and the ClusterRole
     // it pulls in): edit may not read RBAC objects, so alice could neither have backed them up nor

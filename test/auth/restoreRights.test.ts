@@ -15,6 +15,7 @@ import type { ItemOutcome } from '../../src/restore/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { testS3 } from '../support/s3ObjectStore.js';
 import { createS3CredentialsSecret, ensureNamespace, s3LocationSpec, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+import { removeWebhook } from '../support/webhook.js';
 import { DEPLOYMENTS, RBAC, ROLE_BINDINGS, getOrUndefined, res } from '../restore/support.js';
 
 const CLUSTER_ROLE_BINDINGS = res(RBAC, 'v1', 'clusterrolebindings', false);
@@ -232,6 +233,9 @@ describe('restores act with their requester\'s rights', () => {
   });
 
   it('an unstamped Restore fails validation saying whose rights are missing', async () => {
+    // The webhook stamps every create; taking the namespace out of its scope (as deleting the
+    // configuration would) lets an unstamped Restore through, which must not run.
+    await removeWebhook(client, stowageNs);
     const r = await restore('unstamped', { backupName: 'plain', namespaceMapping: { [plain]: copy } }, undefined);
     expect(r.status?.phase).toBe('FailedValidation');
     expect(r.status?.validationErrors).toEqual([

@@ -9,6 +9,7 @@ import { helmTemplate, type TemplateOptions } from '../../scripts/helm/render.js
 import { renderAll as renderRbac } from '../../scripts/gen-rbac.js';
 import { TRUST_MODES } from '../../src/config/index.js';
 import { policyRule, ruleNames, rulesFor } from '../../src/rbac/rules.js';
+import { serviceClientConfig, webhookConfiguration } from '../../src/webhook/index.js';
 import { adminConfig, uniqueName } from '../support/kube.js';
 import { applyObjects, deployRuleIds, ensureDeployCrds, loadDeployManifests, parseManifestText, REPO, type PolicyRule } from './manifests.js';
 
@@ -241,6 +242,8 @@ describe('charts/stowage', () => {
     const plainWebhook = loadDeployManifests({ webhookConfiguration: true }).find((m) => m.object.kind === 'MutatingWebhookConfiguration')?.object as KubeObject & { webhooks: Json[] };
     expect(webhook.webhooks).toEqual(plainWebhook.webhooks);
     expect(webhook.metadata?.name).toBe(plainWebhook.metadata?.name);
+    // ... which is the shape the server's own builder makes (the test harness and the demo use it).
+    expect(plainWebhook.webhooks).toEqual(webhookConfiguration({ name: 'stowage', namespace: 'stowage', clientConfig: serviceClientConfig('stowage') }).webhooks);
     const service = find(objs, 'Service', 'stowage-webhook') as KubeObject & { spec: { ports: { port: number; targetPort: string }[]; selector: Record<string, string> } };
     expect(service.spec.ports).toEqual([{ name: 'webhook', port: 443, targetPort: 'webhook', protocol: 'TCP' }]);
     const dep = find(objs, 'Deployment') as KubeObject & { spec: { template: { metadata: { labels: Record<string, string> } } } };

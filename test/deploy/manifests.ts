@@ -46,6 +46,8 @@ export interface LoadOptions {
    * server registers its own configuration instead.
    */
   webhookConfiguration?: boolean;
+  /** The webhook configuration the rules name (default webhookConfigurationNameFor(namespace)). */
+  webhookConfigurationName?: string;
 }
 
 export interface Manifest {
@@ -109,7 +111,7 @@ export function loadDeployManifests(opts: LoadOptions = {}): Manifest[] {
   const mode = opts.trustMode ?? 'requester';
   const retarget = ns !== DEFAULT_NAMESPACE;
   const clusterName = (name: string): string => (retarget ? `${name}-${ns}` : name);
-  const webhookName = webhookConfigurationNameFor(ns);
+  const webhookName = opts.webhookConfigurationName ?? webhookConfigurationNameFor(ns);
   // resourceNames in the rules name the webhook configuration and its TLS Secret.
   const renames = new Map([
     ['stowage', webhookName],
@@ -312,6 +314,8 @@ export interface IdentityOptions {
   withoutRules?: readonly string[];
   /** Where to write the kubeconfig (default a fresh temporary directory). */
   kubeconfigPath?: string;
+  /** The webhook configuration its rules name (default webhookConfigurationNameFor(namespace)). */
+  webhookConfigurationName?: string;
 }
 
 const SSAR = { group: 'authorization.k8s.io', version: 'v1', resource: 'selfsubjectaccessreviews', namespaced: false };
@@ -326,7 +330,8 @@ const SSAR = { group: 'authorization.k8s.io', version: 'v1', resource: 'selfsubj
  */
 export async function installServerIdentity(admin: DynamicClient, adminConfig: k8s.KubeConfig, opts: IdentityOptions): Promise<ServerIdentity> {
   const kinds = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
-  const objects = loadDeployManifests({ namespace: opts.namespace, trustMode: opts.trustMode ?? 'requester', withoutRules: opts.withoutRules ?? [] })
+  const webhookConfigurationName = opts.webhookConfigurationName ?? webhookConfigurationNameFor(opts.namespace);
+  const objects = loadDeployManifests({ namespace: opts.namespace, trustMode: opts.trustMode ?? 'requester', withoutRules: opts.withoutRules ?? [], webhookConfigurationName })
     .map((m) => m.object)
     .filter((o) => kinds.has(String(o.kind)));
   await applyObjects(admin, objects);
@@ -370,7 +375,7 @@ export async function installServerIdentity(admin: DynamicClient, adminConfig: k
   return {
     namespace: opts.namespace,
     serviceAccount: 'stowage',
-    webhookConfigurationName: webhookConfigurationNameFor(opts.namespace),
+    webhookConfigurationName,
     kubeconfigPath,
     objects,
     remove: () => deleteObjects(admin, removable),

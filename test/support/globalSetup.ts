@@ -8,7 +8,7 @@ declare module 'vitest' {
   export interface ProvidedContext {
     cluster: {
       kubeconfigPath: string; userKubeconfigPath: string; server: string; adminToken: string; userToken: string;
-      /** alice (group team-a) and bob (group team-b): no RBAC grants until a test binds them. */
+      /** alice (group team-a), bob (group team-b) and carol (group team-c): no RBAC grants until a test binds them. */
       teamUsers: { name: string; uid: string; groups: string[]; token: string; kubeconfigPath: string }[];
     };
     s3: { endpoint: string; region: string; accessKeyId: string; secretAccessKey: string; directory: string };

@@ -8,7 +8,8 @@ import { RESOURCES, newBackupStorageLocation, type Backup, type BackupStorageLoc
 import type { S3Server } from '../../scripts/cluster/s3.js';
 import { createDynamicClient, ensureCrds, isAlreadyExists, loadKubeConfig, type DynamicClient } from '../../src/kube/index.js';
 import { waitUntil } from './kube.js';
-import { prepareWebhook, waitForWebhook } from './webhook.js';
+import { serviceAccountKubeconfig } from './serverIdentity.js';
+import { prepareWebhook, removeWebhook, waitForWebhook, webhookConfigurationNameFor } from './webhook.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 export const BIN = path.join(ROOT, 'dist/cli/bin.js');
@@ -33,6 +34,12 @@ export interface ServerOptions {
   trustMode?: 'requester' | 'cluster-admin';
   /** The MutatingWebhookConfiguration to use (default `stowage-<namespace>`, created by the harness when missing). */
   webhookConfigurationName?: string;
+  /**
+   * Whom the server runs as: `service-account` (the default unless adminKubeconfigPath is given) is
+   * the namespace's deployed ServiceAccount with the generated RBAC of its trust mode, with a real
+   * token (support/serverIdentity.ts); `kubeconfig` is kubeconfigPath as it is.
+   */
+  identity?: 'service-account' | 'kubeconfig';
 }
 
 export interface RunningServer {
@@ -107,11 +114,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const args = opts.args ?? [];
   const trustArg = args.indexOf('--trust-mode');
   const trustMode = opts.trustMode ?? (trustArg >= 0 && args[trustArg + 1] === 'cluster-admin' ? 'cluster-admin' : 'requester');
+  const identity = opts.identity ?? (opts.adminKubeconfigPath === undefined ? 'service-account' : 'kubeconfig');
+  const serverKubeconfig = identity === 'service-account'
+    ? (await serviceAccountKubeconfig(client, opts.kubeconfigPath, opts.namespace, trustMode, scratchDir,
+      opts.webhookConfigurationName ?? webhookConfigurationNameFor(opts.namespace))) ?? opts.kubeconfigPath
+    : opts.kubeconfigPath;
+  // A cluster-admin server serves no webhook: one left by a requester-mode server of the namespace would refuse every create.
+  if (trustMode === 'cluster-admin') await removeWebhook(client, opts.namespace);
   const modeArgs = trustMode === 'requester'
     ? await prepareWebhook(client, opts.namespace, opts.webhookConfigurationName)
     : trustArg >= 0 ? [] : ['--trust-mode', 'cluster-admin'];
   const proc = spawn(process.execPath, [
-    BIN, 'server', '--kubeconfig', opts.kubeconfigPath, '--namespace', opts.namespace,
+    BIN, 'server', '--kubeconfig', serverKubeconfig, '--namespace', opts.namespace,
     '--metrics-address', '127.0.0.1:0', '--scratch-dir', scratchDir, '--plugin-idle-timeout', '10m',
     ...modeArgs,
     ...args,

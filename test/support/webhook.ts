@@ -3,7 +3,7 @@
 import { afterAll } from 'vitest';
 import type { DynamicClient } from '../../src/kube/index.js';
 import { MUTATING_WEBHOOK_CONFIGURATIONS } from '../../src/webhook/index.js';
-import { prepareLocalWebhook, waitForLocalWebhook } from '../../scripts/cluster/webhook.js';
+import { prepareLocalWebhook, removeLocalWebhook, waitForLocalWebhook } from '../../scripts/cluster/webhook.js';
 
 export { webhookConfigurationNameFor } from '../../scripts/cluster/webhook.js';
 
@@ -27,3 +27,6 @@ export async function prepareWebhook(admin: DynamicClient, namespace: string, na
 }
 
 export const waitForWebhook = (admin: DynamicClient, namespace: string): Promise<void> => waitForLocalWebhook(admin, namespace);
+
+/** No webhook for the namespace any more (a cluster-admin server serves none; or a test of what runs unstamped). */
+export const removeWebhook = (admin: DynamicClient, namespace: string): Promise<void> => removeLocalWebhook(admin, namespace);

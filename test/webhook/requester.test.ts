@@ -143,7 +143,8 @@ describe('admission webhook', () => {
     const second = await startServer({ kubeconfigPath: inject('cluster').kubeconfigPath, namespace: other, location: { name: 'shared', spec: { ...location.spec, default: false, backupSyncPeriod: '1s' } } });
     servers.push(second);
     const imported = await waitUntil('the imported backup', () => admin.get<Backup>(RESOURCES.Backup, other, 'by-alice').catch((err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err))), 60_000, 250);
-    expect(stampOf(imported)).toEqual({ username: 'admin', uid: 'admin', groups: ['system:masters', 'system:authenticated'] });
+    // The server runs as its namespace's ServiceAccount (test/support/serverIdentity.ts).
+    expect(stampOf(imported)).toMatchObject({ username: `system:serviceaccount:${other}:stowage`, groups: ['system:serviceaccounts', `system:serviceaccounts:${other}`, 'system:authenticated'] });
     await second.stop();
   });
 
