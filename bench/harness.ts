@@ -8,7 +8,7 @@ import path from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { startControlPlane, type ControlPlane } from '../scripts/cluster/controlPlane.js';
 import { startS3Server, type S3Server } from '../scripts/cluster/s3.js';
-import { prepareLocalWebhook, waitForLocalWebhook } from '../scripts/cluster/webhook.js';
+import { prepareLocalWebhook, removeLocalWebhook, waitForLocalWebhook } from '../scripts/cluster/webhook.js';
 import {
   RESOURCES, isBackupTerminal, isRestoreTerminal, newBackup, newBackupStorageLocation, newRestore,
   type Backup, type BackupSpec, type BackupStorageLocation, type Restore,
@@ -263,7 +263,9 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
      * Runs `fn` against a fresh server process; `measure` samples the memory and CPU of the server
      * and its plugin processes while the function it is given runs.
      */
-    const withServer = async <T>(phase: string, pluginDir: string | undefined, fn: (measure: Measure) => Promise<T>): Promise<{ value: T; logFile: string }> => {
+    const withServer = async <T>(
+      phase: string, pluginDir: string | undefined, fn: (measure: Measure) => Promise<T>, trustMode: 'requester' | 'cluster-admin' = 'requester',
+    ): Promise<{ value: T; logFile: string }> => {
       const logFile = path.join(opts.workDir, `server-${phase}.log`);
       const nodeArgs = [
         ...heapFlags,
@@ -271,13 +273,15 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         ...(opts.nodeArgs ?? []),
       ];
       // Trust mode requester, the default: the server's admission webhook stamps each run.
-      const hook = await prepareLocalWebhook(client, serverNs);
+      const hook = trustMode === 'requester' ? await prepareLocalWebhook(client, serverNs) : undefined;
+      // A cluster-admin server serves no webhook: the configuration the phases before it used would refuse every create.
+      if (hook === undefined) await removeLocalWebhook(client, serverNs);
       const server = await startBenchServer({
         dist, kubeconfigPath, namespace: serverNs, logFile, scratchDir: path.join(opts.workDir, `scratch-${phase}`), nodeArgs,
-        ...(pluginDir !== undefined ? { pluginDir } : {}), args: hook.args,
+        ...(pluginDir !== undefined ? { pluginDir } : {}), args: hook?.args ?? ['--trust-mode', 'cluster-admin'],
       });
       try {
-        await waitForLocalWebhook(client, serverNs);
+        if (hook !== undefined) await waitForLocalWebhook(client, serverNs);
         await waitFor<BackupStorageLocation>(client, RESOURCES.BackupStorageLocation, serverNs, LOCATION, undefined,
           (l) => l.status?.phase === 'Available', 60_000, (l) => log(`location: ${JSON.stringify(l.status ?? {})}`));
         // Measure a server in its steady state: a tiny warm-up backup starts the plugin processes
@@ -377,7 +381,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const mapped = (suffix: string): Record<string, string> => Object.fromEntries(p.namespaces.map((ns) => [ns, `${ns}-${suffix}`]));
     const floorMapping = mapped('rf');
     const restoreMapping = mapped('rs');
-    targetNamespaces.push(...Object.values(floorMapping), ...Object.values(restoreMapping));
+    const adminModeMapping = mapped('rc');
+    targetNamespaces.push(...Object.values(floorMapping), ...Object.values(restoreMapping), ...Object.values(adminModeMapping));
     log('restore floor: download, parse, create');
     const restoreConcurrency = DEFAULT_RESTORE_CONCURRENCY;
     const rFloor = await restoreFloor({
@@ -388,27 +393,33 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const floorTotal = Object.values(await countSeeded(client, Object.values(floorMapping))).reduce((a, b) => a + b, 0);
     if (floorTotal !== p.objects) throw new Error(`the restore floor left ${floorTotal} of ${p.objects} seeded objects`);
 
-    // 5. Stowage restore.
-    log('Stowage restore');
-    const restoreName = `${prefix}-restore`;
-    const rraw = await withServer('restore', undefined, (measure) => measure(async () => {
-      const t = performance.now();
-      const created = await client.create<Restore>(RESOURCES.Restore, serverNs, newRestore(restoreName, serverNs, { backupName, namespaceMapping: restoreMapping }));
-      const restore = await waitFor<Restore>(client, RESOURCES.Restore, serverNs, restoreName, created.metadata.resourceVersion, (x) => isRestoreTerminal(x.status?.phase), 600_000 + opts.objects * 40,
-        (x) => log(`restore: ${x.status?.phase ?? 'New'} ${JSON.stringify(x.status?.progress ?? {})}`));
-      return { restore, seconds: (performance.now() - t) / 1000 };
-    }));
-    const r = { value: rraw.value.value, tree: rraw.value.tree, logFile: rraw.logFile };
-    const rs = r.value.restore.status;
-    if (rs?.phase !== 'Completed') throw new Error(`restore ${restoreName} ended ${rs?.phase ?? '?'}: ${rs?.failureReason ?? `${rs?.errors ?? 0} errors`} (server log: ${r.logFile})`);
-    const after = await countSeeded(client, Object.values(restoreMapping));
-    const seededAfter = Object.values(after).reduce((a, b) => a + b, 0);
-    const restoreFigures = {
-      ...stowageRun(restoreName, rs.phase, r.value.seconds, rs.progress?.itemsRestored ?? 0, rs.warnings ?? 0, rs.errors ?? 0, r),
-      created: rs.summary?.created ?? 0, skipped: rs.summary?.skipped ?? 0, failed: rs.summary?.failed ?? 0,
-      seededObjectsAfter: seededAfter,
+    // 5. Stowage restore, in trust mode requester (the default: every request impersonates the
+    // Restore's creator), then the same restore in trust mode cluster-admin (the server's own
+    // rights), each into fresh namespaces: what impersonation costs, in the same run.
+    const stowageRestore = async (restoreName: string, mapping: Record<string, string>, trustMode: 'requester' | 'cluster-admin') => {
+      log(`Stowage restore (trust mode ${trustMode})`);
+      const rraw = await withServer(`restore-${trustMode}`, undefined, (measure) => measure(async () => {
+        const t = performance.now();
+        const created = await client.create<Restore>(RESOURCES.Restore, serverNs, newRestore(restoreName, serverNs, { backupName, namespaceMapping: mapping }));
+        const restore = await waitFor<Restore>(client, RESOURCES.Restore, serverNs, restoreName, created.metadata.resourceVersion, (x) => isRestoreTerminal(x.status?.phase), 600_000 + opts.objects * 40,
+          (x) => log(`restore: ${x.status?.phase ?? 'New'} ${JSON.stringify(x.status?.progress ?? {})}`));
+        return { restore, seconds: (performance.now() - t) / 1000 };
+      }), trustMode);
+      const r = { value: rraw.value.value, tree: rraw.value.tree, logFile: rraw.logFile };
+      const rs = r.value.restore.status;
+      if (rs?.phase !== 'Completed') throw new Error(`restore ${restoreName} ended ${rs?.phase ?? '?'}: ${rs?.failureReason ?? `${rs?.errors ?? 0} errors`} (server log: ${r.logFile})`);
+      const after = await countSeeded(client, Object.values(mapping));
+      const seededAfter = Object.values(after).reduce((a, b) => a + b, 0);
+      const figures = {
+        ...stowageRun(restoreName, rs.phase, r.value.seconds, rs.progress?.itemsRestored ?? 0, rs.warnings ?? 0, rs.errors ?? 0, r),
+        created: rs.summary?.created ?? 0, skipped: rs.summary?.skipped ?? 0, failed: rs.summary?.failed ?? 0,
+        seededObjectsAfter: seededAfter,
+      };
+      log(`Stowage restore: ${figures.created} created in ${figures.seconds.toFixed(1)} s (${(figures.seconds / rFloor.seconds).toFixed(2)}× floor), trust mode ${trustMode}`);
+      return figures;
     };
-    log(`Stowage restore: ${restoreFigures.created} created in ${restoreFigures.seconds.toFixed(1)} s (${(restoreFigures.seconds / rFloor.seconds).toFixed(2)}× floor)`);
+    const restoreFigures = await stowageRestore(`${prefix}-restore`, restoreMapping, 'requester');
+    const adminModeRestore = await stowageRestore(`${prefix}-restore-cluster-admin`, adminModeMapping, 'cluster-admin');
 
     const partial: Omit<BenchReport, 'goals'> = {
       schema: REPORT_SCHEMA,
@@ -427,10 +438,13 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       backupWithPlugin: pluginFigures,
       restoreFloor: rFloor,
       restore: restoreFigures,
+      restoreClusterAdmin: adminModeRestore,
       ratios: {
         backup: backupFigures.seconds / bFloor.seconds,
         engine: engine.seconds / bFloor.seconds,
         restore: restoreFigures.seconds / rFloor.seconds,
+        restoreClusterAdmin: adminModeRestore.seconds / rFloor.seconds,
+        impersonation: restoreFigures.seconds / adminModeRestore.seconds,
         pluginOverhead: pluginFigures.seconds / backupFigures.seconds,
       },
       totalSeconds: 0,

@@ -95,6 +95,10 @@ describe('benchmark harness (smoke run, N=200)', () => {
     expect(report.ratios.backup).toBeCloseTo(report.backup.seconds / f.seconds, 6);
     expect(report.ratios.engine).toBeCloseTo(report.backupEngine.seconds / f.seconds, 6);
     expect(report.ratios.restore).toBeCloseTo(report.restore.seconds / rf.seconds, 6);
+    expect(report.ratios.restoreClusterAdmin).toBeCloseTo(report.restoreClusterAdmin.seconds / rf.seconds, 6);
+    expect(report.ratios.impersonation).toBeCloseTo(report.restore.seconds / report.restoreClusterAdmin.seconds, 6);
+    expect(report.restoreClusterAdmin.phase).toBe('Completed');
+    expect(report.restoreClusterAdmin.seededObjectsAfter).toBe(OBJECTS);
     expect(report.ratios.pluginOverhead).toBeCloseTo(report.backupWithPlugin.seconds / report.backup.seconds, 6);
     expect(report.goals.map((g) => g.met === null)).toEqual([false, false, false, true, true]);
     expect(report.goals[0]?.met).toBe(report.ratios.backup <= 1.3);
