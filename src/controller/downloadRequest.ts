@@ -18,6 +18,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  DOWNLOAD_TARGET_WORDS,
   RESOURCES,
   type Backup,
   type BackupStorageLocation,
@@ -175,17 +176,6 @@ function text(res: http.ServerResponse, status: number, body: string): void {
 }
 
 // ---- the controller -----------------------------------------------------------------------------
-
-const TARGET_WORDS: Record<DownloadTargetKind, string> = {
-  BackupLog: 'log of backup',
-  BackupContents: 'contents of backup',
-  BackupResourceList: 'resource list of backup',
-  BackupResults: 'results of backup',
-  BackupManifest: 'manifest of backup',
-  RestoreLog: 'log of restore',
-  RestoreResults: 'results of restore',
-  RestoreResourceList: 'resource list of restore',
-};
 
 function runOf(target: DownloadTarget): { kind: 'backup' | 'restore'; live: boolean } {
   const kind = target.kind.startsWith('Restore') ? 'restore' : 'backup';
@@ -346,7 +336,7 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
   /** `download backup "b1"`, `download the log of restore "r1"`: what a refusal says was asked. */
   function actionOf(target: DownloadTarget): string {
     if (target.kind === 'BackupContents') return `download backup "${target.name}"`;
-    return `download the ${TARGET_WORDS[target.kind]} "${target.name}"`;
+    return `download the ${DOWNLOAD_TARGET_WORDS[target.kind]} "${target.name}"`;
   }
 
   /** The sealed URL for the request, or why it is refused or cannot be served. */

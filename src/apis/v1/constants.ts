@@ -35,6 +35,17 @@ export const DOWNLOAD_TARGET_KINDS = [
   'RestoreResults',
   'RestoreResourceList',
 ] as const;
+/** A download target in words, for messages ("the log of backup \"b1\""). */
+export const DOWNLOAD_TARGET_WORDS: Readonly<Record<(typeof DOWNLOAD_TARGET_KINDS)[number], string>> = {
+  BackupLog: 'log of backup',
+  BackupContents: 'contents of backup',
+  BackupResourceList: 'resource list of backup',
+  BackupResults: 'results of backup',
+  BackupManifest: 'manifest of backup',
+  RestoreLog: 'log of restore',
+  RestoreResults: 'results of restore',
+  RestoreResourceList: 'resource list of restore',
+};
 export const SERVER_STATUS_REQUEST_PHASES = ['New', 'Processed'] as const;
 export const VSL_PHASES = ['Available', 'Unavailable'] as const;
 export const EXISTING_RESOURCE_POLICIES = ['none', 'update'] as const;

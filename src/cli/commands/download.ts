@@ -12,6 +12,7 @@ import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { PortForward } from '@kubernetes/client-node';
 import {
+  DOWNLOAD_TARGET_WORDS,
   LABEL_CREATED_BY,
   RESOURCES,
   newDownloadRequest,
@@ -43,19 +44,8 @@ export interface DownloadOptions extends TlsOptions {
   signal?: AbortSignal;
 }
 
-const TARGET_WORDS: Record<DownloadTarget['kind'], string> = {
-  BackupLog: 'log of backup',
-  BackupContents: 'contents of backup',
-  BackupResourceList: 'resource list of backup',
-  BackupResults: 'results of backup',
-  BackupManifest: 'manifest of backup',
-  RestoreLog: 'log of restore',
-  RestoreResults: 'results of restore',
-  RestoreResourceList: 'resource list of restore',
-};
-
 export function describeTarget(t: DownloadTarget): string {
-  return `the ${TARGET_WORDS[t.kind]} "${t.name}"`;
+  return `the ${DOWNLOAD_TARGET_WORDS[t.kind]} "${t.name}"`;
 }
 
 /** After this long without an answer, say what the CLI is waiting for. */
