@@ -6,20 +6,16 @@ import type { Backup } from '../apis/v1/index.js';
 import { backupUseRefusal, describeRequester, requesterOf, sameRequester, type Authority, type HeldResources } from '../auth/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext } from './context.js';
-import { openBackupStore, resolveLocation } from './locations.js';
+import { readStoredResourceList, resolveLocation } from './locations.js';
 
 /** The backup's stored resource list, or undefined when its location holds none. */
 async function heldBy(ctx: ControllerContext, backup: Backup, purpose: string): Promise<HeldResources | undefined> {
   const bsl = resolveLocation(ctx, backup.spec.storageLocation);
   if (bsl === undefined) return undefined;
-  const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: purpose });
   try {
-    const store = await openBackupStore(ctx, handle, bsl);
-    return await store.getResourceList(backup.metadata.name);
+    return await readStoredResourceList(ctx, bsl, backup.metadata.name, { kind: 'controller', namespace: ctx.namespace, name: purpose });
   } catch (err) {
     throw new Error(`reading the resource list of backup "${backup.metadata.name}" from location "${bsl.metadata.name}" to check the requester's rights failed: ${safeErrorMessage(err)}`, { cause: err });
-  } finally {
-    handle.release();
   }
 }
 

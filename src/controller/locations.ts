@@ -4,7 +4,8 @@
 import { RESOURCES, type BackupStorageLocation } from '../apis/v1/index.js';
 import type { KubeObject } from '../kube/index.js';
 import { createBackupStore, type BackupStore } from '../persistence/backupStore.js';
-import type { ObjectStore, PluginConfig } from '../plugin/api/index.js';
+import type { ObjectStore, PluginConfig, RunIdentity } from '../plugin/api/index.js';
+import type { ResourceList } from '../persistence/results.js';
 import { writeCredentialFile, type PluginHandle } from '../plugin/host/index.js';
 import type { ControllerContext } from './context.js';
 
@@ -136,6 +137,22 @@ export async function openObjectStore(ctx: StoreContext, handle: PluginHandle, b
 export async function openBackupStore(ctx: StoreContext, handle: PluginHandle, bsl: BackupStorageLocation): Promise<BackupStore> {
   const objectStore = await openObjectStore(ctx, handle, bsl);
   return createBackupStore({ objectStore, bucket: bsl.spec.objectStorage.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' });
+}
+
+/**
+ * The resource list backup `backupName` stored in `bsl` (undefined when it holds none), read
+ * through a plugin handle of its own that is released at once: for checks made before or outside
+ * a run (a restore's validation, a download's rights), which have no run handle.
+ */
+export async function readStoredResourceList(
+  ctx: Pick<ControllerContext, 'client' | 'namespace' | 'scratchDir' | 'plugins' | 'logger'>, bsl: BackupStorageLocation, backupName: string, run: RunIdentity,
+): Promise<ResourceList | undefined> {
+  const handle = ctx.plugins.handle(run, ctx.logger);
+  try {
+    return await (await openBackupStore(ctx, handle, bsl)).getResourceList(backupName);
+  } finally {
+    handle.release();
+  }
 }
 
 export const BSL_RESOURCE = RESOURCES.BackupStorageLocation;

@@ -21,7 +21,7 @@ import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { validateFilters, validateNamespaceMapping } from '../util/filters.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
-import { locationProblem, openBackupStore, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
+import { locationProblem, readStoredResourceList, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { resolveBackupOf } from './resolveBackup.js';
 import { failStaleRun } from './staleRuns.js';
@@ -89,15 +89,12 @@ export async function restoreRights(
   let targets: TargetNamespace[] | undefined;
   let why = "the backup's resource list is not in Stowage's form";
   // A handle of its own: the run's handle is the lifecycle's, taken once the run is InProgress.
-  const handle = ctx.plugins.handle({ kind: 'restore-validation', namespace: r.metadata.namespace ?? ctx.namespace, name: r.metadata.name }, ctx.logger);
   try {
-    const list = await (await openBackupStore(ctx, handle, location)).getResourceList(backup.metadata.name);
+    const list = await readStoredResourceList(ctx, location, backup.metadata.name, { kind: 'restore-validation', namespace: r.metadata.namespace ?? ctx.namespace, name: r.metadata.name });
     if (list === undefined) why = 'the backup has no resource list';
     else targets = targetsOfResourceList(list, req);
   } catch (err) {
     why = `the backup's resource list could not be read (${safeErrorMessage(err)})`;
-  } finally {
-    handle.release();
   }
   if (targets === undefined) {
     return {
