@@ -20,14 +20,18 @@ export const ALLOWED = {
   // The admission webhook that stamps requesters, its certificate and its configuration.
   webhook: ['apis', 'util', 'config', 'logging', 'kube', 'auth'],
   archive: ['apis', 'util'],
+  // Client-side encryption: the chunked object format, data keys, the Secret-backed key manager.
+  encryption: ['util', 'plugin/api'],
+  // Signed manifests: HMAC and Ed25519 signing keys, the signed statement and its check.
+  signing: ['apis', 'util', 'archive'],
   'plugin/grpc': ['gen', 'plugin/api', 'util'],
   'plugin/sdk': ['plugin/grpc', 'plugin/api', 'util'],
-  'plugin/host': ['plugin/grpc', 'plugin/api', 'util', 'logging', 'config', 'metrics'],
+  'plugin/host': ['plugin/grpc', 'plugin/api', 'util', 'logging', 'config', 'metrics', 'encryption'],
   'plugin/builtin': ['plugin/sdk', 'plugin/api', 'util', 'apis', 'archive'],
-  persistence: ['apis', 'util', 'plugin/api', 'archive', 'logging'],
-  backup: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'auth', 'archive', 'plugin/api', 'plugin/host', 'persistence'],
-  restore: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'auth', 'archive', 'plugin/api', 'plugin/host', 'persistence'],
-  controller: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'backup', 'restore'],
+  persistence: ['apis', 'util', 'plugin/api', 'archive', 'logging', 'encryption', 'signing'],
+  backup: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'auth', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'encryption', 'signing'],
+  restore: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'auth', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'encryption', 'signing'],
+  controller: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'backup', 'restore', 'encryption', 'signing'],
   cli: ['*'],
   main: ['*'],
 };

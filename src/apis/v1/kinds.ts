@@ -142,6 +142,23 @@ const backupStatus = s.named(
     errors: s.int({ minimum: 0 }),
     failureReason: s.string(),
     formatVersion: s.string({ description: 'Version of the tarball layout, e.g. "1.1.0".' }),
+    encryption: s.named(
+      'BackupEncryptionStatus',
+      s.object({
+        algorithm: s.string({ description: 'e.g. "AES-256-GCM-CHUNKED-v1".' }),
+        keyManager: s.string({ description: '"stowage.dev/secret" or the KeyManager plugin that wrapped the data key.' }),
+        keyId: s.string({ description: 'Id of the key-encryption key that wrapped the data key.' }),
+      }),
+      { description: 'Set when the backup is encrypted: what must still be held to read it.' },
+    ),
+    signature: s.named(
+      'BackupSignatureStatus',
+      s.object({
+        algorithm: s.string({ description: '"HMAC-SHA256" or "Ed25519".' }),
+        keyId: s.string({ description: 'Which key signed: the Secret entry, or the public key\'s fingerprint.' }),
+      }),
+      { description: 'Set when the backup\'s manifest is signed.' },
+    ),
   }),
 );
 
@@ -219,6 +236,39 @@ const bslSpec = s.named(
       credential: { ...secretKeyRef, description: 'Secret key holding the provider credentials file.' } satisfies Schema,
       default: s.bool({ description: 'Backups without storageLocation go here.' }),
       accessMode: s.named('BackupStorageLocationAccessMode', s.enum(BSL_ACCESS_MODES)),
+      encryption: s.named(
+        'BackupStorageLocationEncryption',
+        s.object({
+          keySecretRef: {
+            ...secretKeyRef,
+            description: 'Secret whose entries are 256-bit key-encryption keys, each named by its key id; `key` is the one new backups are wrapped with. Older entries keep older backups readable.',
+          } satisfies Schema,
+          keyManager: s.named(
+            'KeyManagerRef',
+            s.object(
+              {
+                provider: s.string({ minLength: 1, description: 'KeyManager plugin name, e.g. "example.com/kms".' }),
+                config: stringMap('Provider-specific settings handed to the plugin\'s Init.'),
+              },
+              { required: ['provider'] },
+            ),
+            { description: 'A KeyManager plugin that wraps and unwraps data keys (a KMS); instead of keySecretRef.' },
+          ),
+          required: s.bool({ description: 'Refuse to sync or restore a backup of this location that is not encrypted.' }),
+        }, { description: 'Client-side encryption of everything backups and restores write here (AES-256-GCM, a fresh data key per backup).' }),
+      ),
+      signing: s.named(
+        'BackupStorageLocationSigning',
+        s.object({
+          keySecretRef: {
+            ...secretKeyRef,
+            description: 'Secret entry holding the signing key: an HMAC key (32+ bytes), an Ed25519 private key (PKCS#8 PEM), or only an Ed25519 public key (PEM) to verify backups made elsewhere.',
+          } satisfies Schema,
+        }, {
+          required: ['keySecretRef'],
+          description: 'Sign every backup\'s manifest; a backup here without a valid signature is neither synced nor restorable.',
+        }),
+      ),
       validationFrequency: s.string({ description: 'Go duration between validations; default "1m".' }),
       backupSyncPeriod: s.string({ description: 'Go duration between syncs from the bucket; default "1m".' }),
     },

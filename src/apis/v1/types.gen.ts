@@ -215,6 +215,10 @@ export type BackupStatus = {
   failureReason?: string;
   /** Version of the tarball layout, e.g. "1.1.0". */
   formatVersion?: string;
+  /** Set when the backup is encrypted: what must still be held to read it. */
+  encryption?: BackupEncryptionStatus;
+  /** Set when the backup's manifest is signed. */
+  signature?: BackupSignatureStatus;
 };
 
 export type BackupPhase = 'New' | 'FailedValidation' | 'InProgress' | 'Completed' | 'PartiallyFailed' | 'Failed' | 'Deleting';
@@ -222,6 +226,22 @@ export type BackupPhase = 'New' | 'FailedValidation' | 'InProgress' | 'Completed
 export type BackupProgress = {
   totalItems: number;
   itemsBackedUp: number;
+};
+
+export type BackupEncryptionStatus = {
+  /** e.g. "AES-256-GCM-CHUNKED-v1". */
+  algorithm?: string;
+  /** "stowage.dev/secret" or the KeyManager plugin that wrapped the data key. */
+  keyManager?: string;
+  /** Id of the key-encryption key that wrapped the data key. */
+  keyId?: string;
+};
+
+export type BackupSignatureStatus = {
+  /** "HMAC-SHA256" or "Ed25519". */
+  algorithm?: string;
+  /** Which key signed: the Secret entry, or the public key's fingerprint. */
+  keyId?: string;
 };
 
 export type BackupStorageLocationSpec = {
@@ -235,6 +255,8 @@ export type BackupStorageLocationSpec = {
   /** Backups without storageLocation go here. */
   default?: boolean;
   accessMode?: BackupStorageLocationAccessMode;
+  encryption?: BackupStorageLocationEncryption;
+  signing?: BackupStorageLocationSigning;
   /** Go duration between validations; default "1m". */
   validationFrequency?: string;
   /** Go duration between syncs from the bucket; default "1m". */
@@ -256,6 +278,29 @@ export type SecretKeySelector = {
 };
 
 export type BackupStorageLocationAccessMode = 'ReadWrite' | 'ReadOnly';
+
+/** Client-side encryption of everything backups and restores write here (AES-256-GCM, a fresh data key per backup). */
+export type BackupStorageLocationEncryption = {
+  /** Secret whose entries are 256-bit key-encryption keys, each named by its key id; `key` is the one new backups are wrapped with. Older entries keep older backups readable. */
+  keySecretRef?: SecretKeySelector;
+  /** A KeyManager plugin that wraps and unwraps data keys (a KMS); instead of keySecretRef. */
+  keyManager?: KeyManagerRef;
+  /** Refuse to sync or restore a backup of this location that is not encrypted. */
+  required?: boolean;
+};
+
+export type KeyManagerRef = {
+  /** KeyManager plugin name, e.g. "example.com/kms". */
+  provider: string;
+  /** Provider-specific settings handed to the plugin's Init. */
+  config?: Record<string, string>;
+};
+
+/** Sign every backup's manifest; a backup here without a valid signature is neither synced nor restorable. */
+export type BackupStorageLocationSigning = {
+  /** Secret entry holding the signing key: an HMAC key (32+ bytes), an Ed25519 private key (PKCS#8 PEM), or only an Ed25519 public key (PEM) to verify backups made elsewhere. */
+  keySecretRef: SecretKeySelector;
+};
 
 export type BackupStorageLocationStatus = {
   phase?: BackupStorageLocationPhase;

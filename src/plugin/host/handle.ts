@@ -4,6 +4,7 @@
 import type {
   BackupItemAction,
   DeleteItemAction,
+  KeyManager,
   ObjectStore,
   PluginConfig,
   PluginKind,
@@ -27,6 +28,8 @@ export interface PluginHandle {
    */
   objectStore(name: string, config: PluginConfig): Promise<ObjectStore>;
   volumeSnapshotter(name: string, config: PluginConfig): Promise<VolumeSnapshotter>;
+  /** An initialised KeyManager plugin for `config` (a location's spec.encryption.keyManager). */
+  keyManager(name: string, config: PluginConfig): Promise<KeyManager>;
   /** Every registered action of the kind, sorted by name. */
   backupItemActions(): Named<BackupItemAction>[];
   restoreItemActions(): Named<RestoreItemAction>[];
@@ -128,6 +131,8 @@ export function createHandle(pool: HandlePool, run: RunIdentity, unregister: () 
       ),
     volumeSnapshotter: (name, config) =>
       stateful('VolumeSnapshotter', name, config, (site, instance, reinit) => remoteVolumeSnapshotter(site, instance, reinit, pool.unary)),
+    // Groundwork for issue 20: the KeyManager plugin kind is served by the host in the next commits.
+    keyManager: (name) => Promise.reject(new Error(`KeyManager plugin "${name}" cannot be used: KeyManager plugins are not served yet`)),
     backupItemAction: (name) => action('BackupItemAction', name, remoteBackupItemAction),
     restoreItemAction: (name) => action('RestoreItemAction', name, remoteRestoreItemAction),
     deleteItemAction: (name) => action('DeleteItemAction', name, remoteDeleteItemAction),

@@ -1,0 +1,23 @@
+// What goes wrong reading an encrypted object or unwrapping its key, each with a message that says
+// which object and why; `reason` lets callers and tests tell the cases apart.
+export class DecryptionError extends Error {
+  override readonly name = 'DecryptionError';
+  constructor(
+    readonly reason: 'not-encrypted' | 'malformed' | 'truncated' | 'reordered' | 'tampered',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A data key that cannot be unwrapped: its key-encryption key is gone, or is not the one it was wrapped with. */
+export class KeyUnavailableError extends Error {
+  override readonly name = 'KeyUnavailableError';
+  constructor(
+    readonly reason: 'unknown-key' | 'wrong-key' | 'key-manager',
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}

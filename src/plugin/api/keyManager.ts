@@ -1,0 +1,23 @@
+import type { PluginConfig } from './objectStore.js';
+
+/**
+ * A key manager: wraps and unwraps backups' data keys with a key-encryption key it holds (a KMS, an
+ * HSM, a Secret). The data key never leaves the server except to it, and the key-encryption key
+ * never reaches the server. Stateful like an ObjectStore: Init once per configuration, replayed
+ * after a restart.
+ */
+export interface KeyManager {
+  init(config: PluginConfig): Promise<void>;
+  /**
+   * Wraps `plaintext` (a 32-byte data key) with the current key-encryption key. `context` names
+   * what the key is for (`backup/<name>/data-key`) and must be given again to unwrap.
+   * Returns the id of the key used, which unwrap is handed back.
+   */
+  wrapKey(plaintext: Uint8Array, context: string): Promise<{ keyId: string; ciphertext: Uint8Array }>;
+  /**
+   * Unwraps what wrapKey returned. Rejects with a KeyUnavailableError (encryption/errors.ts):
+   * reason 'unknown-key' when `keyId` is no longer held, 'wrong-key' when the ciphertext does not
+   * open under it (altered, or another context). A plugin's refusals reach the host as the same.
+   */
+  unwrapKey(keyId: string, ciphertext: Uint8Array, context: string): Promise<Uint8Array>;
+}
