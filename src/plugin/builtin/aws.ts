@@ -3,7 +3,9 @@
 // offset reached when the connection breaks; every call rides out an outage shorter than the window
 // (outage.ts); signed URLs via the presigner. The `bucket` and `prefix` config keys say where the
 // location lives (its incomplete uploads are swept there at Init); callers still pass the bucket
-// with every call and build keys with the prefix themselves.
+// with every call and build keys with the prefix themselves. Server-side encryption (awsSse.ts) is
+// applied to every write, and with SSE-C to every read too; an SSE-C location gives out no signed
+// URLs (see createSignedURL), so downloads go through the server, which holds the key.
 import https from 'node:https';
 import { Readable } from 'node:stream';
 import {
@@ -19,6 +21,7 @@ import { fromIni } from '@aws-sdk/credential-provider-ini';
 import type { ObjectStore, PluginConfig, ResumableGetObject } from '../api/index.js';
 import { log } from '../sdk/index.js';
 import { parseAwsConfig } from './awsConfig.js';
+import { customerKey, describeEncryption, type ServerSideEncryption } from './awsSse.js';
 import { DEFAULT_OUTAGE_WINDOW_MS, isTransient, outageWindowMs, retryOutage } from './outage.js';
 import { sweepUploads } from './s3Sweep.js';
 import { uploadObject } from './s3Upload.js';
@@ -32,6 +35,17 @@ const CONNECT_TIMEOUT_MS = 10_000;
 class NotFoundError extends Error {
   readonly code = 'NotFound';
 }
+
+/**
+ * Why an SSE-C location signs no URLs. A presigned GET of an SSE-C object is valid only with the
+ * customer key in the downloader's request headers (S3 keeps no copy of it), so signing one means
+ * giving the key to whoever downloads. The server's download endpoint, which reads through this
+ * store with the key, serves those downloads instead (controller/downloadRequest.ts falls back to
+ * it when signing fails).
+ */
+export const SSE_C_NO_SIGNED_URLS =
+  'signed URLs are not given out for a location with SSE-C (customerKeyEncryptionFile): S3 serves an SSE-C object only to a ' +
+  'request that carries the customer key, and a signed URL would hand the key to the downloader; the server serves the download itself';
 
 /** A download whose connection closed before the bytes its Content-Length promised. */
 class CutShortError extends Error {}
@@ -62,6 +76,7 @@ function isAsyncIterable(v: unknown): v is AsyncIterable<Uint8Array> {
 export class AwsObjectStore implements ObjectStore, ResumableGetObject {
   private client: S3Client | undefined;
   private windowMs = DEFAULT_OUTAGE_WINDOW_MS;
+  private sse: ServerSideEncryption = { kind: 'none' };
 
   async init(config: PluginConfig): Promise<void> {
     const c = parseAwsConfig(config);
@@ -85,7 +100,8 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
     }
     this.client?.destroy();
     this.client = new S3Client(clientConfig);
-    log.info('aws object store ready', { region: c.region, endpoint: c.endpoint ?? 'aws', forcePathStyle: c.forcePathStyle });
+    this.sse = c.sse;
+    log.info('aws object store ready', { region: c.region, endpoint: c.endpoint ?? 'aws', forcePathStyle: c.forcePathStyle, serverSideEncryption: describeEncryption(c.sse) });
     // In the background: Init must not wait on a slow listing (or an outage) of the bucket.
     if (c.bucket !== undefined) void sweepUploads(this.client, c.bucket, locationPrefix(c.prefix));
   }
@@ -102,7 +118,7 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
   }
 
   async putObject(bucket: string, key: string, body: AsyncIterable<Uint8Array>): Promise<void> {
-    await uploadObject({ client: this.s3(), windowMs: this.windowMs, partSize: PART_SIZE, queueSize: QUEUE_SIZE }, bucket, key, body);
+    await uploadObject({ client: this.s3(), windowMs: this.windowMs, partSize: PART_SIZE, queueSize: QUEUE_SIZE, sse: this.sse }, bucket, key, body);
   }
 
   async getObject(bucket: string, key: string): Promise<AsyncIterable<Uint8Array>> {
@@ -121,7 +137,7 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
   private async openAt(bucket: string, key: string, offset: number): Promise<OpenedBody> {
     try {
       const res = await this.s3().send(
-        new GetObjectCommand({ Bucket: bucket, Key: key, ...(offset > 0 ? { Range: `bytes=${offset}-` } : {}) }),
+        new GetObjectCommand({ Bucket: bucket, Key: key, ...customerKey(this.sse), ...(offset > 0 ? { Range: `bytes=${offset}-` } : {}) }),
       );
       if (!isAsyncIterable(res.Body)) throw new Error(`GetObject ${bucket}/${key}: the response has no readable body`);
       return { body: res.Body, end: res.ContentLength !== undefined ? offset + res.ContentLength : undefined };
@@ -159,7 +175,7 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
 
   async objectExists(bucket: string, key: string): Promise<boolean> {
     try {
-      await this.call(`HeadObject ${bucket}/${key}`, (s3) => s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })));
+      await this.call(`HeadObject ${bucket}/${key}`, (s3) => s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, ...customerKey(this.sse) })));
       return true;
     } catch (err) {
       if (errName(err) === 'NotFound' || httpStatus(err) === 404) return false;
@@ -195,7 +211,13 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
     await this.call(`DeleteObject ${bucket}/${key}`, (s3) => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key })));
   }
 
+  /**
+   * A presigned GET. For SSE-S3 and SSE-KMS it carries no encryption parameters: S3 decrypts for
+   * any authorised GET, refuses encryption headers on one, and presigned URLs are SigV4, which
+   * SSE-KMS objects require. SSE-C: refused (SSE_C_NO_SIGNED_URLS).
+   */
   async createSignedURL(bucket: string, key: string, ttlSeconds: number): Promise<string> {
+    if (this.sse.kind === 'customer') throw new Error(SSE_C_NO_SIGNED_URLS);
     return getSignedUrl(this.s3(), new GetObjectCommand({ Bucket: bucket, Key: key }), { expiresIn: ttlSeconds });
   }
 }

@@ -15,6 +15,7 @@ describe('parseAwsConfig', () => {
       caCert: undefined,
       profile: undefined,
       credentialsFile: undefined,
+      sse: { kind: 'none' },
     });
   });
 
@@ -29,8 +30,13 @@ describe('parseAwsConfig', () => {
       caCert: Buffer.from(PEM).toString('base64'),
       profile: 'backup',
       credentialsFile: '/dev/null',
+      serverSideEncryption: 'aws:kms',
+      kmsKeyId: 'alias/backups',
     });
-    expect(c).toMatchObject({ region: 'eu-west-1', endpoint: 'https://minio.local:9000', forcePathStyle: true, caCert: PEM, profile: 'backup' });
+    expect(c).toMatchObject({
+      region: 'eu-west-1', endpoint: 'https://minio.local:9000', forcePathStyle: true, caCert: PEM, profile: 'backup',
+      sse: { kind: 'aws:kms', kmsKeyId: 'alias/backups' },
+    });
   });
 
   it('rejects unknown keys, bad booleans, bad URLs and missing credential files without echoing values', () => {

@@ -4,8 +4,10 @@
 //                    BackupStorageLocation's credential Secret; `profile` picks the section.
 // Without it the SDK's default chain runs in the plugin's own environment (e.g. the standard
 // AWS_* variables when the plugin is started by hand for debugging, or an instance role).
+// Server-side encryption (serverSideEncryption, kmsKeyId, customerKeyEncryptionFile): awsSse.ts.
 // Nothing here is ever logged: config values may point at or contain secrets.
 import fs from 'node:fs';
+import { parseServerSideEncryption, type ServerSideEncryption } from './awsSse.js';
 
 export interface AwsStoreConfig {
   bucket: string | undefined;
@@ -18,9 +20,13 @@ export interface AwsStoreConfig {
   caCert: string | undefined;
   profile: string | undefined;
   credentialsFile: string | undefined;
+  sse: ServerSideEncryption;
 }
 
-const KEYS = ['bucket', 'prefix', 'region', 's3Url', 's3ForcePathStyle', 'insecureSkipTLSVerify', 'caCert', 'profile', 'credentialsFile'];
+const KEYS = [
+  'bucket', 'prefix', 'region', 's3Url', 's3ForcePathStyle', 'insecureSkipTLSVerify', 'caCert', 'profile', 'credentialsFile',
+  'serverSideEncryption', 'kmsKeyId', 'customerKeyEncryptionFile',
+];
 
 function bool(config: Record<string, string>, key: string): boolean {
   const v = config[key];
@@ -67,5 +73,6 @@ export function parseAwsConfig(config: Record<string, string>): AwsStoreConfig {
     caCert: caCert !== undefined ? decodeCaCert(caCert) : undefined,
     profile: nonEmpty('profile'),
     credentialsFile,
+    sse: parseServerSideEncryption(config, endpoint),
   };
 }

@@ -2,6 +2,8 @@
 // retried on its own until the store takes it (retryOutage), so an upload resumes from the last
 // part the store acknowledged instead of starting over. A body smaller than one part is a single
 // PutObject, retried whole. Memory is bounded by (parts in flight + the one being filled) x part size.
+// Server-side encryption: the creating request (PutObject, CreateMultipartUpload) asks for it; with
+// SSE-C every part, the completion and the HEAD after a lost answer carry the key as well.
 import {
   AbortMultipartUploadCommand,
   ChecksumAlgorithm,
@@ -14,6 +16,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { log } from '../sdk/index.js';
+import { createEncryption, customerKey, type CustomerKey, type ServerSideEncryption } from './awsSse.js';
 import { retryOutage } from './outage.js';
 
 export interface UploadOptions {
@@ -23,6 +26,7 @@ export interface UploadOptions {
   partSize: number;
   /** Parts sent at once. */
   queueSize: number;
+  sse: ServerSideEncryption;
 }
 
 /** Multipart uploads this process started and has not finished: the sweep never aborts them. */
@@ -67,7 +71,7 @@ export async function uploadObject(o: UploadOptions, bucket: string, key: string
     if (second.done === true) {
       const data = first.done === true ? Buffer.alloc(0) : first.value;
       await retryOutage(`PutObject ${bucket}/${key}`, { windowMs: o.windowMs }, () =>
-        o.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentLength: data.length })),
+        o.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentLength: data.length, ...createEncryption(o.sse) })),
       );
       return;
     }
@@ -81,7 +85,7 @@ async function multipart(o: UploadOptions, bucket: string, key: string, head: Bu
   const what = `multipart upload of ${bucket}/${key}`;
   const withChecksums = await checksummed(o.client);
   const created = await retryOutage(`CreateMultipartUpload ${bucket}/${key}`, { windowMs: o.windowMs }, () =>
-    o.client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ...(withChecksums ? { ChecksumAlgorithm: ChecksumAlgorithm.CRC32 } : {}) })),
+    o.client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ...createEncryption(o.sse), ...(withChecksums ? { ChecksumAlgorithm: ChecksumAlgorithm.CRC32 } : {}) })),
   );
   const uploadId = created.UploadId;
   if (uploadId === undefined) throw new Error(`CreateMultipartUpload ${bucket}/${key}: the store returned no upload id`);
@@ -90,10 +94,11 @@ async function multipart(o: UploadOptions, bucket: string, key: string, head: Bu
   const done: CompletedPart[] = [];
   const inFlight = new Set<Promise<void>>();
   let failure: { err: unknown } | undefined;
+  const ssec = customerKey(o.sse);
 
   const send = (n: number, data: Buffer): void => {
     const p = retryOutage(`UploadPart ${n} of ${bucket}/${key}`, { windowMs: o.windowMs, signal: stop.signal }, () =>
-      o.client.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: n, Body: data, ContentLength: data.length })),
+      o.client.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: n, Body: data, ContentLength: data.length, ...ssec })),
     ).then(
       (res) => {
         if (res.ETag === undefined) throw new Error(`UploadPart ${n} of ${bucket}/${key}: the store returned no ETag`);
@@ -122,10 +127,10 @@ async function multipart(o: UploadOptions, bucket: string, key: string, head: Bu
     done.sort((a, b) => (a.PartNumber ?? 0) - (b.PartNumber ?? 0));
     await retryOutage(`CompleteMultipartUpload ${bucket}/${key}`, { windowMs: o.windowMs }, async (attempt) => {
       try {
-        await o.client.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: done } }));
+        await o.client.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: done }, ...ssec }));
       } catch (err) {
         // A retry after an answer lost on the way back: the store finished the upload then.
-        if (attempt > 0 && errName(err) === 'NoSuchUpload' && (await objectThere(o.client, bucket, key, done.length))) return;
+        if (attempt > 0 && errName(err) === 'NoSuchUpload' && (await objectThere(o.client, bucket, key, done.length, ssec))) return;
         throw err;
       }
     });
@@ -139,9 +144,9 @@ async function multipart(o: UploadOptions, bucket: string, key: string, head: Bu
 }
 
 /** Whether `key` is a multipart object of `partCount` parts (what a completed upload leaves). */
-async function objectThere(client: S3Client, bucket: string, key: string, partCount: number): Promise<boolean> {
+async function objectThere(client: S3Client, bucket: string, key: string, partCount: number, ssec: CustomerKey): Promise<boolean> {
   try {
-    const h = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+    const h = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key, ...ssec }));
     return h.ETag?.replace(/"/g, '').endsWith(`-${partCount}`) === true;
   } catch {
     return false;
