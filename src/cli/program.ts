@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { backupCommand } from './commands/backup.js';
+import { backupLocationCommand } from './commands/backupLocation.js';
 import { addGlobalOptions } from './commands/kubeContext.js';
 import { restoreCommand } from './commands/restore.js';
 import { versionCommand } from './commands/version.js';
@@ -25,7 +26,7 @@ export function buildProgram(): Command {
   addGlobalOptions(program);
   applyCliSettings(program);
 
-  const client = [backupCommand(), restoreCommand(), versionCommand()];
+  const client = [backupCommand(), backupLocationCommand(), restoreCommand(), versionCommand()];
   for (const c of client) {
     applyCliSettings(c);
     program.addCommand(c);
