@@ -10,14 +10,5 @@ export class DecryptionError extends Error {
   }
 }
 
-/** A data key that cannot be unwrapped: its key-encryption key is gone, or is not the one it was wrapped with. */
-export class KeyUnavailableError extends Error {
-  override readonly name = 'KeyUnavailableError';
-  constructor(
-    readonly reason: 'unknown-key' | 'wrong-key' | 'key-manager',
-    message: string,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
-}
+/** A data key that cannot be unwrapped; defined beside the KeyManager interface, which plugins implement. */
+export { KeyUnavailableError } from '../plugin/api/keyManager.js';

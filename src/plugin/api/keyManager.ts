@@ -15,9 +15,27 @@ export interface KeyManager {
    */
   wrapKey(plaintext: Uint8Array, context: string): Promise<{ keyId: string; ciphertext: Uint8Array }>;
   /**
-   * Unwraps what wrapKey returned. Rejects with a KeyUnavailableError (encryption/errors.ts):
+   * Unwraps what wrapKey returned. Rejects with a KeyUnavailableError (below):
    * reason 'unknown-key' when `keyId` is no longer held, 'wrong-key' when the ciphertext does not
    * open under it (altered, or another context). A plugin's refusals reach the host as the same.
    */
   unwrapKey(keyId: string, ciphertext: Uint8Array, context: string): Promise<Uint8Array>;
+}
+
+export type KeyUnavailableReason = 'unknown-key' | 'wrong-key' | 'key-manager';
+
+/**
+ * A data key that cannot be unwrapped: its key-encryption key is gone, or is not the one it was
+ * wrapped with ('key-manager': the key manager itself failed). Defined with the interface, so
+ * KeyManager plugins throw the very class the server catches; encryption/errors.ts re-exports it.
+ */
+export class KeyUnavailableError extends Error {
+  override readonly name = 'KeyUnavailableError';
+  constructor(
+    readonly reason: KeyUnavailableReason,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
 }

@@ -5,6 +5,7 @@ export const PLUGIN_KINDS = [
   'RestoreItemAction',
   'DeleteItemAction',
   'VolumeSnapshotter',
+  'KeyManager',
 ] as const;
 export type PluginKind = (typeof PLUGIN_KINDS)[number];
 

@@ -9,6 +9,7 @@ import {
   RestoreItemActionClient,
 } from '../../gen/stowage/plugin/v1/item_actions.js';
 import { VolumeSnapshotterClient } from '../../gen/stowage/plugin/v1/volume_snapshotter.js';
+import { KeyManagerClient } from '../../gen/stowage/plugin/v1/key_manager.js';
 import { ControllerClient } from '../../gen/stowage/plugin/v1/controller.js';
 import { HealthClient } from '../../gen/grpc/health/v1/health.js';
 
@@ -32,6 +33,7 @@ export interface PluginConnection {
   readonly restoreItemAction: RestoreItemActionClient;
   readonly deleteItemAction: DeleteItemActionClient;
   readonly volumeSnapshotter: VolumeSnapshotterClient;
+  readonly keyManager: KeyManagerClient;
   readonly controller: ControllerClient;
   readonly health: HealthClient;
   close(): void;
@@ -54,6 +56,7 @@ export function connectPlugin(target: string): PluginConnection {
     restoreItemAction: new RestoreItemActionClient(target, creds, opts),
     deleteItemAction: new DeleteItemActionClient(target, creds, opts),
     volumeSnapshotter: new VolumeSnapshotterClient(target, creds, opts),
+    keyManager: new KeyManagerClient(target, creds, opts),
     controller: new ControllerClient(target, creds, opts),
     health: new HealthClient(target, creds, opts),
     close: () => channel.close(),

@@ -15,6 +15,7 @@ const KIND_TO_WIRE: Record<PluginKind, WireKind> = {
   RestoreItemAction: WireKind.PLUGIN_KIND_RESTORE_ITEM_ACTION,
   DeleteItemAction: WireKind.PLUGIN_KIND_DELETE_ITEM_ACTION,
   VolumeSnapshotter: WireKind.PLUGIN_KIND_VOLUME_SNAPSHOTTER,
+  KeyManager: WireKind.PLUGIN_KIND_KEY_MANAGER,
 };
 
 export function kindToWire(kind: PluginKind): WireKind {

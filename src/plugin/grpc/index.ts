@@ -10,5 +10,6 @@ export { startPluginServer, listedPlugins, type PluginImplementations, type Runn
 export * from './objectStoreClient.js';
 export * from './actionClients.js';
 export * from './snapshotterClient.js';
+export * from './keyManagerClient.js';
 export * from './coreClient.js';
 export { status as GrpcStatus } from '@grpc/grpc-js';

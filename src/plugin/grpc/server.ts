@@ -4,6 +4,7 @@ import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type {
   BackupItemAction,
   DeleteItemAction,
+  KeyManager,
   ObjectStore,
   PluginInfo,
   PluginKind,
@@ -17,23 +18,26 @@ import {
   RestoreItemActionService,
 } from '../../gen/stowage/plugin/v1/item_actions.js';
 import { VolumeSnapshotterService } from '../../gen/stowage/plugin/v1/volume_snapshotter.js';
+import { KeyManagerService } from '../../gen/stowage/plugin/v1/key_manager.js';
 import { ControllerService } from '../../gen/stowage/plugin/v1/controller.js';
 import { HealthService } from '../../gen/grpc/health/v1/health.js';
 import { backupItemActionServer, deleteItemActionServer, restoreItemActionServer } from './actionServers.js';
 import { MAX_MESSAGE_BYTES } from './connection.js';
 import { FastObjectStoreService } from './fastCodec.js';
 import { controllerServer, healthServer, pluginListerServer } from './coreServers.js';
+import { keyManagerServer } from './keyManagerServer.js';
 import { objectStoreServer } from './objectStoreServer.js';
 import type { Factory, ServeHooks } from './serverCommon.js';
 import { volumeSnapshotterServer } from './snapshotterServer.js';
 
-/** Plugin implementations by name; each factory runs once (actions) or once per Init (stores). */
+/** Plugin implementations by name; each factory runs once (actions) or once per Init (stateful kinds). */
 export interface PluginImplementations {
   objectStores?: Record<string, Factory<ObjectStore>>;
   backupItemActions?: Record<string, Factory<BackupItemAction>>;
   restoreItemActions?: Record<string, Factory<RestoreItemAction>>;
   deleteItemActions?: Record<string, Factory<DeleteItemAction>>;
   volumeSnapshotters?: Record<string, Factory<VolumeSnapshotter>>;
+  keyManagers?: Record<string, Factory<KeyManager>>;
 }
 
 const KIND_OF_FIELD: Record<keyof PluginImplementations, PluginKind> = {
@@ -42,6 +46,7 @@ const KIND_OF_FIELD: Record<keyof PluginImplementations, PluginKind> = {
   restoreItemActions: 'RestoreItemAction',
   deleteItemActions: 'DeleteItemAction',
   volumeSnapshotters: 'VolumeSnapshotter',
+  keyManagers: 'KeyManager',
 };
 
 export function listedPlugins(impls: PluginImplementations): PluginInfo[] {
@@ -104,6 +109,7 @@ export async function startPluginServer(
   server.addService(RestoreItemActionService, restoreItemActionServer(impls.restoreItemActions ?? {}, hooks));
   server.addService(DeleteItemActionService, deleteItemActionServer(impls.deleteItemActions ?? {}, hooks));
   server.addService(VolumeSnapshotterService, volumeSnapshotterServer(impls.volumeSnapshotters ?? {}, hooks));
+  server.addService(KeyManagerService, keyManagerServer(impls.keyManagers ?? {}, hooks));
   server.addService(ControllerService, controllerServer(onShutdown, hooks));
   server.addService(
     HealthService,
@@ -114,6 +120,7 @@ export async function startPluginServer(
       'stowage.plugin.v1.RestoreItemAction',
       'stowage.plugin.v1.DeleteItemAction',
       'stowage.plugin.v1.VolumeSnapshotter',
+      'stowage.plugin.v1.KeyManager',
       'stowage.plugin.v1.Controller',
     ]),
   );

@@ -16,6 +16,7 @@ import { callPlugin, type CallPolicy, type CallSite } from './call.js';
 import type { PluginInstance, StatefulKind } from './instances.js';
 import { runKey } from './logRouter.js';
 import { remoteBackupItemAction, remoteDeleteItemAction, remoteRestoreItemAction, type Named } from './remoteActions.js';
+import { asKeyUnavailable, remoteKeyManager } from './remoteKeyManager.js';
 import { remoteObjectStore, type ObjectStorePolicies } from './remoteObjectStore.js';
 import { remoteVolumeSnapshotter } from './remoteSnapshotter.js';
 
@@ -28,7 +29,11 @@ export interface PluginHandle {
    */
   objectStore(name: string, config: PluginConfig): Promise<ObjectStore>;
   volumeSnapshotter(name: string, config: PluginConfig): Promise<VolumeSnapshotter>;
-  /** An initialised KeyManager plugin for `config` (a location's spec.encryption.keyManager). */
+  /**
+   * An initialised KeyManager plugin for `config` (a location's spec.encryption.keyManager). It and
+   * its methods reject with a KeyUnavailableError only: 'unknown-key' or 'wrong-key' when the
+   * plugin refuses an unwrap, 'key-manager' for anything else (no such plugin, Init failed, crash).
+   */
   keyManager(name: string, config: PluginConfig): Promise<KeyManager>;
   /** Every registered action of the kind, sorted by name. */
   backupItemActions(): Named<BackupItemAction>[];
@@ -106,7 +111,7 @@ export function createHandle(pool: HandlePool, run: RunIdentity, unregister: () 
     const site = pool.site(kind, name, run, check);
     used.add(`${kind} ${name}`);
     let current = await acquireInstance(site, kind, name, config);
-    // ObjectStore.init / VolumeSnapshotter.init on a dispensed plugin switches it to another config.
+    // init() on a dispensed stateful plugin switches it to another config.
     const reinit = async (c: PluginConfig): Promise<void> => {
       check();
       const next = await acquireInstance(site, kind, name, c);
@@ -131,8 +136,10 @@ export function createHandle(pool: HandlePool, run: RunIdentity, unregister: () 
       ),
     volumeSnapshotter: (name, config) =>
       stateful('VolumeSnapshotter', name, config, (site, instance, reinit) => remoteVolumeSnapshotter(site, instance, reinit, pool.unary)),
-    // Groundwork for issue 20: the KeyManager plugin kind is served by the host in the next commits.
-    keyManager: (name) => Promise.reject(new Error(`KeyManager plugin "${name}" cannot be used: KeyManager plugins are not served yet`)),
+    keyManager: (name, config) =>
+      stateful('KeyManager', name, config, (site, instance, reinit) => remoteKeyManager(site, instance, reinit, pool.unary)).catch((err: unknown) => {
+        throw asKeyUnavailable(err);
+      }),
     backupItemAction: (name) => action('BackupItemAction', name, remoteBackupItemAction),
     restoreItemAction: (name) => action('RestoreItemAction', name, remoteRestoreItemAction),
     deleteItemAction: (name) => action('DeleteItemAction', name, remoteDeleteItemAction),

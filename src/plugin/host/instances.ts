@@ -1,11 +1,11 @@
-// Stateful plugins (ObjectStore, VolumeSnapshotter) are instantiated per configuration. An
+// Stateful plugins (ObjectStore, VolumeSnapshotter, KeyManager) are instantiated per configuration. An
 // instance remembers its config and the id Init returned on each process generation, so after a
 // restart Init is replayed and later calls carry the new id.
 import type { PluginConfig } from '../api/index.js';
 import type { CallContext, PluginConnection } from '../grpc/index.js';
 import type { Live } from './restartable.js';
 
-export type StatefulKind = 'ObjectStore' | 'VolumeSnapshotter';
+export type StatefulKind = 'ObjectStore' | 'VolumeSnapshotter' | 'KeyManager';
 export type InitCall = (conn: PluginConnection, ctx: CallContext, plugin: string, config: PluginConfig) => Promise<string>;
 
 export class PluginInstance {

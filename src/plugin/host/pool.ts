@@ -4,12 +4,12 @@
 // their own and start again on the next call).
 import winston, { type Logger } from 'winston';
 import type { PluginConfig, PluginKind, RunIdentity } from '../api/index.js';
-import { listPlugins, objectStoreInit, PLUGIN_PROTOCOL_VERSIONS, runMetadata, snapshotterInit } from '../grpc/index.js';
+import { keyManagerInit, listPlugins, objectStoreInit, PLUGIN_PROTOCOL_VERSIONS, runMetadata, snapshotterInit } from '../grpc/index.js';
 import type { CallPolicy, CallSite } from './call.js';
 import { pluginEnv } from './env.js';
 import { PluginRegistryError } from './errors.js';
 import { createHandle, type HandlePool, type PluginHandle } from './handle.js';
-import { instanceKey, PluginInstance, type StatefulKind } from './instances.js';
+import { instanceKey, PluginInstance, type InitCall, type StatefulKind } from './instances.js';
 import { LogRouter, runKey } from './logRouter.js';
 import { mergeRegistrations, scanPluginDirs, validateListing, type RegisteredPlugin } from './registry.js';
 import type { ObjectStorePolicies } from './remoteObjectStore.js';
@@ -74,6 +74,12 @@ export interface PluginPool {
   status(): PluginPoolStatus[];
   shutdown(): Promise<void>;
 }
+
+const INIT_CALLS: Record<StatefulKind, InitCall> = {
+  ObjectStore: objectStoreInit,
+  VolumeSnapshotter: snapshotterInit,
+  KeyManager: keyManagerInit,
+};
 
 /** The executable identity of the built-in plugins' command. */
 export const BUILTIN_EXECUTABLE = 'stowage run-plugins';
@@ -260,7 +266,7 @@ class Pool implements PluginPool, HandlePool {
     const key = instanceKey(kind, name, config);
     let inst = exe.instances.get(key);
     if (inst === undefined) {
-      inst = new PluginInstance(kind, name, { ...config }, kind === 'ObjectStore' ? objectStoreInit : snapshotterInit);
+      inst = new PluginInstance(kind, name, { ...config }, INIT_CALLS[kind]);
       exe.instances.set(key, inst);
     }
     return inst;

@@ -11,11 +11,14 @@ export type {
   RestoreItemAction,
   DeleteItemAction,
   VolumeSnapshotter,
+  KeyManager,
+  KeyUnavailableReason,
   PluginInfo,
   PluginKind,
   RunIdentity,
   ResumableGetObject,
 } from '../api/index.js';
-export { PLUGIN_NAME_PATTERN } from '../api/index.js';
+/** Thrown by a KeyManager's unwrapKey to refuse ('unknown-key', 'wrong-key'); the server gets the reason and message. */
+export { KeyUnavailableError, PLUGIN_NAME_PATTERN } from '../api/index.js';
 /** Names the environment variable holding the server's object-store outage window (ms). */
 export { OBJECT_STORE_OUTAGE_ENV } from '../grpc/index.js';

@@ -14,8 +14,8 @@ export const protobufFileName = "stowage/plugin/v1/common.proto";
  * Conventions (every service in this package follows them):
  * - Every request names the plugin it is for (`plugin`, e.g. "stowage.dev/aws"), so one
  *   executable can serve many plugins.
- * - Stateful plugins (ObjectStore, VolumeSnapshotter) are instantiated per configuration: Init
- *   returns an `instance_id` that every later request for that instance carries.
+ * - Stateful plugins (ObjectStore, VolumeSnapshotter, KeyManager) are instantiated per
+ *   configuration: Init returns an `instance_id` that every later request for that instance carries.
  * - Kubernetes objects travel as JSON bytes.
  * - Streams carry data in chunks of at most 1 MiB.
  * - The identity of the run a call belongs to travels in gRPC metadata
