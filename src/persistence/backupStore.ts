@@ -1,17 +1,19 @@
 // BackupStore: backups and restores' artifacts in one location (an ObjectStore, a bucket, a prefix).
 // All keys come from layout.ts. stowage-backup.json is written last and deleted first, so a backup
-// is visible to sync only while it is whole.
+// is visible to sync only while it is whole. A store seals what it writes with one backup's data
+// key, or not at all (sealing.ts): `withKey` gives the same location under another key.
 import { createReadStream } from 'node:fs';
 import type { Backup, DownloadTargetKind } from '../apis/v1/index.js';
 import { parseManifest, type BackupManifest } from '../archive/index.js';
 import { replayableBody, type ObjectStore } from '../plugin/api/index.js';
 import { errorMessage } from '../util/errors.js';
 import { mapLimit } from '../util/concurrency.js';
-import { gunzipCapped, gzipJson, parseJson, plainJson, readAllCapped, readGzipJson } from './codec.js';
+import { bytesOf, gunzipCapped, gzipJson, parseJson, readAllCapped, readGzipJson } from './codec.js';
 import {
   BACKUPS_DIR, backupKeys, downloadKey, normalizePrefix, relativeDir, restoreKeys, TOP_LEVEL_DIRS, type BackupKeys,
 } from './layout.js';
 import type { ResourceList, RunResults } from './results.js';
+import { marker, openBody, openEnvelope, parseEnvelope, sealBody, type ArtifactKey, type ArtifactRef, type BackupEnvelope } from './sealing.js';
 
 export interface BackupStoreOptions {
   objectStore: ObjectStore;
@@ -21,6 +23,8 @@ export interface BackupStoreOptions {
   maxArtifactBytes?: number;
   /** Parallel object-store calls for list/delete fan-out. Default 8. */
   concurrency?: number;
+  /** What the artifacts written and read are sealed with. Default 'unencrypted'. */
+  key?: ArtifactKey;
 }
 
 /** What completeBackup writes; `backup` (stowage-backup.json) goes last. */
@@ -49,6 +53,10 @@ export interface BackupStore {
   readonly bucket: string;
   /** Normalised prefix: '' or 'a/b/'. */
   readonly prefix: string;
+  /** What this store seals and opens artifacts with: one backup's key (and its restores'), or none. */
+  readonly key: ArtifactKey;
+  /** The same location, sealing and opening with `key`. */
+  withKey(key: ArtifactKey): BackupStore;
   keys(backup: string): BackupKeys;
   putTarball(backup: string, body: AsyncIterable<Uint8Array>): Promise<void>;
   /** Uploads a run log file, already gzipped by the run logger. */
@@ -65,8 +73,13 @@ export interface BackupStore {
    * with an ArtifactWriteError naming the step.
    */
   completeBackup(backup: string, artifacts: BackupArtifacts, beforeMarker?: () => Promise<void>): Promise<void>;
-  /** Undefined when the backup has no stowage-backup.json. */
+  /**
+   * Undefined when the backup has no stowage-backup.json. An encrypted backup's needs its key
+   * (this store's); without it this rejects naming the key it needs.
+   */
   getBackupMetadata(backup: string): Promise<Backup | undefined>;
+  /** stowage-backup.json without opening it: the Backup, or an encrypted backup's wrapped key. Needs no key. */
+  getBackupEnvelope(backup: string): Promise<BackupEnvelope | undefined>;
   getTarball(backup: string): Promise<AsyncIterable<Uint8Array>>;
   /** Undefined when the backup has no manifest (e.g. a backup made by Velero). */
   getManifest(backup: string): Promise<BackupManifest | undefined>;
@@ -103,27 +116,29 @@ export function isNotFound(err: unknown): boolean {
 
 export function createBackupStore(opts: BackupStoreOptions): BackupStore {
   const { objectStore: os, bucket } = opts;
+  const key = opts.key ?? 'unencrypted';
   const prefix = normalizePrefix(opts.prefix);
   const maxBytes = opts.maxArtifactBytes ?? 256 * 1024 * 1024;
   const concurrency = opts.concurrency ?? 8;
   const where = `bucket "${bucket}"${prefix === '' ? '' : ` under prefix "${prefix}"`}`;
 
   const keys = (b: string): BackupKeys => backupKeys(prefix, b);
+  const put = (k: string, ref: ArtifactRef, body: AsyncIterable<Uint8Array>): Promise<void> => os.putObject(bucket, k, sealBody(key, ref, body));
   // Re-opened on every attempt, so the plugin host can replay the upload after a plugin restart.
-  const putFile = (key: string, file: string): Promise<void> => os.putObject(bucket, key, replayableBody(() => createReadStream(file)));
+  const putFile = (k: string, ref: ArtifactRef, file: string): Promise<void> => put(k, ref, replayableBody(() => createReadStream(file)));
 
-  async function getOptional<T>(key: string, read: (s: AsyncIterable<Uint8Array>) => Promise<T>): Promise<T | undefined> {
+  async function getOptional<T>(k: string, read: (s: AsyncIterable<Uint8Array>) => Promise<T>): Promise<T | undefined> {
     let stream: AsyncIterable<Uint8Array>;
     try {
-      stream = await os.getObject(bucket, key);
+      stream = await os.getObject(bucket, k);
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
     }
     return read(stream);
   }
-  const getGzipJson = <T>(key: string, check: (v: unknown) => T = (v) => v as T): Promise<T | undefined> =>
-    getOptional(key, async (s) => check(await readGzipJson(s, maxBytes, key)));
+  const getGzipJson = <T>(k: string, ref: ArtifactRef, check: (v: unknown) => T = (v) => v as T): Promise<T | undefined> =>
+    getOptional(k, async (s) => check(await readGzipJson(openBody(key, ref, s), maxBytes, k)));
 
   async function deleteAll(dir: string): Promise<void> {
     const all = await os.listObjects(bucket, dir);
@@ -133,13 +148,15 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
   const store: BackupStore = {
     bucket,
     prefix,
+    key,
+    withKey: (k) => createBackupStore({ ...opts, key: k }),
     keys,
-    putTarball: (b, body) => os.putObject(bucket, keys(b).tarball, body),
-    putLog: (b, file) => putFile(keys(b).log, file),
-    putResourceList: (b, list) => os.putObject(bucket, keys(b).resourceList, gzipJson(list)),
-    putResults: (b, results) => os.putObject(bucket, keys(b).results, gzipJson(results)),
-    putManifest: (b, m) => os.putObject(bucket, keys(b).manifest, gzipJson(m)),
-    putBackupMetadata: (b, obj) => os.putObject(bucket, keys(b).metadata, plainJson(obj)),
+    putTarball: (b, body) => put(keys(b).tarball, { backup: b, artifact: 'tarball' }, body),
+    putLog: (b, file) => putFile(keys(b).log, { backup: b, artifact: 'log' }, file),
+    putResourceList: (b, list) => put(keys(b).resourceList, { backup: b, artifact: 'resource-list' }, gzipJson(list)),
+    putResults: (b, results) => put(keys(b).results, { backup: b, artifact: 'results' }, gzipJson(results)),
+    putManifest: (b, m) => put(keys(b).manifest, { backup: b, artifact: 'manifest' }, gzipJson(m)),
+    putBackupMetadata: async (b, obj) => os.putObject(bucket, keys(b).metadata, bytesOf(await marker(key, b, obj))),
     async completeBackup(b, a, beforeMarker) {
       // The three are independent, so they upload at once (the manifest alone is ~6 MB gzipped at 50k items).
       await allOrFirstError('artifacts', "uploading the backup's artifacts failed", [
@@ -160,13 +177,17 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
         throw new ArtifactWriteError('marker', `writing stowage-backup.json failed: ${errorMessage(err)}`, { cause: err });
       }
     },
-    getBackupMetadata: (b) =>
-      getOptional(keys(b).metadata, async (s) => checkBackup(parseJson(await readAllCapped(s, maxBytes, keys(b).metadata), keys(b).metadata), b)),
-    getTarball: (b) => os.getObject(bucket, keys(b).tarball),
-    getManifest: (b) => getGzipJson(keys(b).manifest, parseManifest),
-    getManifestStream: (b) => getOptional(keys(b).manifest, (s) => Promise.resolve(gunzipCapped(s, maxBytes, keys(b).manifest))),
-    getResourceList: (b) => getGzipJson<ResourceList>(keys(b).resourceList),
-    getResults: (b) => getGzipJson<RunResults>(keys(b).results),
+    async getBackupMetadata(b) {
+      const envelope = await store.getBackupEnvelope(b);
+      return envelope === undefined ? undefined : openEnvelope(key, envelope, b);
+    },
+    getBackupEnvelope: (b) =>
+      getOptional(keys(b).metadata, async (s) => parseEnvelope(parseJson(await readAllCapped(s, maxBytes, keys(b).metadata), keys(b).metadata), b)),
+    getTarball: async (b) => openBody(key, { backup: b, artifact: 'tarball' }, await os.getObject(bucket, keys(b).tarball)),
+    getManifest: (b) => getGzipJson(keys(b).manifest, { backup: b, artifact: 'manifest' }, parseManifest),
+    getManifestStream: (b) => getOptional(keys(b).manifest, (s) => Promise.resolve(gunzipCapped(openBody(key, { backup: b, artifact: 'manifest' }, s), maxBytes, keys(b).manifest))),
+    getResourceList: (b) => getGzipJson<ResourceList>(keys(b).resourceList, { backup: b, artifact: 'resource-list' }),
+    getResults: (b) => getGzipJson<RunResults>(keys(b).results, { backup: b, artifact: 'results' }),
     async listBackupNames() {
       const under = `${prefix}${BACKUPS_DIR}`;
       const dirs = await os.listCommonPrefixes(bucket, under, '/');
@@ -181,14 +202,14 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
       await deleteAll(k.dir);
       for (const r of restores) await deleteAll(restoreKeys(prefix, r).dir);
     },
-    putRestoreLog: (r, file) => putFile(restoreKeys(prefix, r).log, file),
-    putRestoreResults: (r, results) => os.putObject(bucket, restoreKeys(prefix, r).results, gzipJson(results)),
-    putRestoreResourceList: (r, list) => os.putObject(bucket, restoreKeys(prefix, r).resourceList, gzipJson(list)),
+    putRestoreLog: (r, file) => putFile(restoreKeys(prefix, r).log, { restore: r, artifact: 'log' }, file),
+    putRestoreResults: (r, results) => put(restoreKeys(prefix, r).results, { restore: r, artifact: 'results' }, gzipJson(results)),
+    putRestoreResourceList: (r, list) => put(restoreKeys(prefix, r).resourceList, { restore: r, artifact: 'resource-list' }, gzipJson(list)),
     completeRestore: (r, a) => allOrFirstError('artifacts', "uploading the restore's artifacts failed", [
       store.putRestoreResults(r, a.results),
       store.putRestoreResourceList(r, a.resourceList),
     ]),
-    getRestoreResults: (r) => getGzipJson<RunResults>(restoreKeys(prefix, r).results),
+    getRestoreResults: (r) => getGzipJson<RunResults>(restoreKeys(prefix, r).results, { restore: r, artifact: 'results' }),
     deleteRestore: (r) => deleteAll(restoreKeys(prefix, r).dir),
     signedURL: (kind, name, ttl) => os.createSignedURL(bucket, downloadKey(prefix, kind, name), ttl),
     async validate() {
@@ -219,12 +240,4 @@ async function allOrFirstError(step: 'artifacts', what: string, uploads: Promise
   const settled = await Promise.allSettled(uploads);
   const failed = settled.find((u): u is PromiseRejectedResult => u.status === 'rejected');
   if (failed !== undefined) throw new ArtifactWriteError(step, `${what}: ${errorMessage(failed.reason)}`, { cause: failed.reason });
-}
-
-function checkBackup(value: unknown, name: string): Backup {
-  const v = value as Partial<Backup> | null;
-  if (v === null || typeof v !== 'object' || v.kind !== 'Backup' || typeof v.metadata?.name !== 'string') {
-    throw new Error(`stowage-backup.json of backup "${name}" is not a Backup object`);
-  }
-  return v as Backup;
 }

@@ -86,10 +86,6 @@ function* containerPieces(value: Record<string, unknown> | unknown[], depth: num
   yield '}';
 }
 
-export function plainJson(value: unknown): AsyncIterable<Uint8Array> {
-  return bytesOf(Buffer.from(`${JSON.stringify(value, null, 2)}\n`));
-}
-
 /** Reads a whole stream, refusing more than maxBytes. */
 export async function readAllCapped(source: AsyncIterable<Uint8Array>, maxBytes: number, what: string): Promise<Buffer> {
   const chunks: Uint8Array[] = [];
