@@ -110,8 +110,9 @@ describe('server-side encryption of S3 locations, through the server', () => {
     const want = { [C_ALG]: 'AES256', [C_KEY]: customerKey.toString('base64'), [C_MD5]: crypto.createHash('md5').update(customerKey).digest('base64') };
     const requests = onBucket(ssecProxy);
     const ops = new Set(requests.map(s3Operation));
-    // Every artifact written, the marker and logs read back for sync, the tarball read for the restore.
-    for (const op of ['PutObject', 'GetObject', 'HeadObject']) expect(ops, op).toContain(op);
+    // Every artifact written and the tarball read for the restore. HEADs (backup sync's marker checks)
+    // depend on when sync runs; test/plugin/awsServerSideEncryption.test.ts proves they carry the key.
+    for (const op of ['PutObject', 'GetObject']) expect(ops, op).toContain(op);
     for (const req of requests.filter((x) => [...WRITES, ...READS].includes(s3Operation(x)))) {
       expect(sseHeaders(req), `${s3Operation(req)} ${req.path}`).toEqual(want);
     }
