@@ -11,6 +11,7 @@ import YAML from 'yaml';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { RESOURCES, type BackupStorageLocation } from '../../src/apis/v1/index.js';
 import { CORE, isNotFound, type DynamicClient } from '../../src/kube/index.js';
+import { mapLimit } from '../../src/util/concurrency.js';
 import { uniqueName } from '../support/kube.js';
 import { createS3CredentialsSecret, ensureNamespace, startServer, testClient, type RunningServer } from '../support/server.js';
 import { ensureBuilt, runCli, show, type RunOptions } from './helpers.js';
@@ -167,8 +168,10 @@ describe('stowage backup-location with a running server', () => {
       [['backup-location', 'delete', 'primary'], /refusing to delete without confirmation: stdin is not a terminal, so pass --confirm/],
       [['backup-location', 'get', '-o', 'xml'], /unknown output format "xml"/],
     ];
-    for (const [args, message] of cases) {
-      const r = await cli(...args);
+    // Four CLI processes at a time: each case is independent and creates nothing.
+    const results = await mapLimit(cases, 4, ([args]) => cli(...args));
+    for (const [i, [args, message]] of cases.entries()) {
+      const r = results[i] as Awaited<ReturnType<typeof cli>>;
       expect(r.code, `${args.join(' ')}\n${show(r)}`).toBe(2);
       expect(r.stderr, args.join(' ')).toMatch(message);
       expect(r.stderr.split('\n').filter((l) => l.startsWith('error:')), args.join(' ')).toHaveLength(1);

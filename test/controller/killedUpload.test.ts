@@ -6,6 +6,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { RESOURCES, newBackup, type Backup, type BackupStorageLocation } from '../../src/apis/v1/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { filesystemLocation, startServer, testClient } from '../support/server.js';
+import { childPids, pidAlive } from '../plugin/support.js';
 
 const TEMP_PREFIX = '.stowage-tmp-';
 const SLOW = ['--client-qps', '4', '--client-burst', '1'];
@@ -40,9 +41,13 @@ describe('temp objects of killed uploads', () => {
       const files = tempFiles(bucketDir);
       return b.status?.phase === 'InProgress' && files.length > 0 ? files : undefined;
     }, 60_000, 50);
+    // The node dies: server and plugin processes at once, so no writer lives to remove its file
+    // (a plugin that outlived its server by a moment would clean up its own failed upload).
+    const plugins = childPids(first.proc.pid as number);
+    expect(plugins.length, 'the server runs its plugin process').toBeGreaterThan(0);
+    for (const pid of plugins) process.kill(pid, 'SIGKILL');
     await first.stop('SIGKILL');
-    // The plugin process goes with its server (its stdin closes); the file stays behind.
-    await new Promise((r) => setTimeout(r, 500));
+    await waitUntil('the plugin processes to exit', async () => (plugins.some(pidAlive) ? undefined : true), 10_000, 50);
     expect(left.filter((f) => !fs.existsSync(f)), 'temp files gone after the SIGKILL').toEqual([]);
 
     const second = await startServer({ kubeconfigPath, namespace: ns });

@@ -118,6 +118,22 @@ export function configMap(name: string, namespace = 'default'): { apiVersion: st
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace } };
 }
 
+/** Pids of the live children of `parent`. */
+export function childPids(parent: number): number[] {
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(ppid) === parent && state !== 'Z' && state !== 'X') pids.push(Number(entry));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return pids;
+}
+
 /** True while `pid` is a live (non-zombie) process. */
 export function pidAlive(pid: number): boolean {
   try {
