@@ -45,6 +45,8 @@ export interface ClientOptions {
    * <= 0 disables the byte budget. Default 0. See pageSizer.ts.
    */
   pageBytes?: number;
+  /** How long after an outage a 401 or 403 is taken for an API server still filling its authorizer's caches. Default 15 s (tests shorten it). */
+  authSettleMs?: number;
 }
 
 export interface ListOptions {
@@ -197,7 +199,6 @@ const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
   apply: 'application/apply-patch+yaml',
 };
 
-/** How long after an outage a 401 or 403 is taken for an API server still filling its authorizer's caches. */
 const AUTH_SETTLE_MS = 15_000;
 
 const isAuthRefusal = (err: unknown): boolean => err instanceof KubeError && (err.status === 401 || err.status === 403);
@@ -394,6 +395,7 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
   const sizer = new PageSizer(opts.pageBytes ?? 0);
   /** When a request of this client last found the API unreachable (see request()). */
   let lastUnreachableAt = Number.NEGATIVE_INFINITY;
+  const authSettleMs = opts.authSettleMs ?? AUTH_SETTLE_MS;
 
   /** Whether the apiserver itself answers: a 5xx of one request is an outage only when it does not. */
   async function apiserverAnswers(signal: AbortSignal | undefined): Promise<boolean> {
@@ -403,6 +405,18 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
       return true;
     } catch {
       return false;
+    }
+  }
+
+  /** Whether the apiserver says it is ready (its authorizer's caches filled); a refusal of /readyz itself is a no. */
+  async function apiserverReady(signal: AbortSignal | undefined): Promise<boolean> {
+    try {
+      const probe = AbortSignal.timeout(Math.min(timeoutMs, 10_000));
+      await requestOnce({ method: 'GET', path: '/readyz', accept: 'text/plain', target: { verb: 'get', resource: '/readyz' }, signal: signal === undefined ? probe : AbortSignal.any([signal, probe]) }, discoveryLimiter);
+      return true;
+    } catch (err) {
+      // It answers "ok", which is not JSON: a 2xx is the yes.
+      return err instanceof KubeError && err.status >= 200 && err.status < 300;
     }
   }
 
@@ -427,8 +441,13 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
         // A restarted API server answers before its authorizer's caches are filled: for a moment
         // it refuses what RBAC allows (403, and 401 for tokens it cannot check yet). Right after
         // this client saw the API unreachable, such a refusal is waited out like the outage.
-        if (kind === undefined && isAuthRefusal(err) && Date.now() - lastUnreachableAt < AUTH_SETTLE_MS && (rules.once !== true || !maybeApplied)) {
-          await sleep(Math.min(backoff(attempt, { baseMs: 250, maxMs: 2000 }), AUTH_SETTLE_MS), req.signal);
+        // How long that moment lasts depends on the machine's load: the wait goes on for
+        // authSettleMs after the outage, and beyond that for as long as /readyz says not ready
+        // (bounded by the outage timeout).
+        const sinceDown = Date.now() - lastUnreachableAt;
+        if (kind === undefined && isAuthRefusal(err) && sinceDown < outageMs && (rules.once !== true || !maybeApplied)
+          && (sinceDown < authSettleMs || !(await apiserverReady(req.signal)))) {
+          await sleep(Math.min(backoff(attempt, { baseMs: 250, maxMs: 2000 }), authSettleMs), req.signal);
           continue;
         }
         if (kind === undefined || (kind === 'status' && (await apiserverAnswers(req.signal)))) {

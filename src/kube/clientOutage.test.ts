@@ -136,6 +136,27 @@ describe('outage retries', () => {
     expect(Date.now() - t0).toBeLessThan(1000);
   });
 
+  it('keeps waiting out those 403s past the settle time while /readyz says not ready, and takes a 403 once it says ready', async () => {
+    // Down, then 403 for everything (/readyz too) for a while, then /readyz ready with the 403 still there.
+    let phase = 1;
+    let down = 0;
+    let refusals = 0;
+    const port = await fakeApiserver((req, _body, res) => {
+      if (phase === 1) {
+        if (++down >= 2) phase = 2;
+        return json(res, 503, { kind: 'Status', reason: 'ServiceUnavailable', message: 'down', code: 503 });
+      }
+      if (req.url === '/version') return json(res, 200, { major: '1' });
+      if (req.url === '/readyz') return phase === 3 ? res.end('ok') : json(res, 500, { kind: 'Status', code: 500, message: 'not ready' });
+      if (++refusals >= 8) phase = 3;
+      json(res, 403, { kind: 'Status', reason: 'Forbidden', message: 'configmaps is forbidden: still refused', code: 403 });
+    });
+    const c = clientFor(port, { outageTimeoutMs: 10_000, authSettleMs: 100 });
+    await expect(c.list(CORE.configMaps)).rejects.toThrow(/still refused/);
+    // Eight refusals take well over the 100 ms settle time: the unready /readyz kept it waiting.
+    expect(refusals).toBe(8);
+  });
+
   it('repeats a named create the connection lost after applying, and takes the object it made', async () => {
     const made = new Map<string, unknown>();
     let posts = 0;
