@@ -397,28 +397,21 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
   let lastUnreachableAt = Number.NEGATIVE_INFINITY;
   const authSettleMs = opts.authSettleMs ?? AUTH_SETTLE_MS;
 
-  /** Whether the apiserver itself answers: a 5xx of one request is an outage only when it does not. */
-  async function apiserverAnswers(signal: AbortSignal | undefined): Promise<boolean> {
+  /** A GET of one of the apiserver's own paths answers 2xx (a non-JSON "ok" counts). */
+  async function probeOk(path: string, signal: AbortSignal | undefined): Promise<boolean> {
     try {
       const probe = AbortSignal.timeout(Math.min(timeoutMs, 10_000));
-      await requestOnce({ method: 'GET', path: '/version', target: { verb: 'get', resource: '/version' }, signal: signal === undefined ? probe : AbortSignal.any([signal, probe]) }, discoveryLimiter);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  /** Whether the apiserver says it is ready (its authorizer's caches filled); a refusal of /readyz itself is a no. */
-  async function apiserverReady(signal: AbortSignal | undefined): Promise<boolean> {
-    try {
-      const probe = AbortSignal.timeout(Math.min(timeoutMs, 10_000));
-      await requestOnce({ method: 'GET', path: '/readyz', accept: 'text/plain', target: { verb: 'get', resource: '/readyz' }, signal: signal === undefined ? probe : AbortSignal.any([signal, probe]) }, discoveryLimiter);
+      await requestOnce({ method: 'GET', path, accept: 'application/json, text/plain', target: { verb: 'get', resource: path }, signal: signal === undefined ? probe : AbortSignal.any([signal, probe]) }, discoveryLimiter);
       return true;
     } catch (err) {
-      // It answers "ok", which is not JSON: a 2xx is the yes.
       return err instanceof KubeError && err.status >= 200 && err.status < 300;
     }
   }
+
+  /** Whether the apiserver itself answers: a 5xx of one request is an outage only when it does not. */
+  const apiserverAnswers = (signal: AbortSignal | undefined): Promise<boolean> => probeOk('/version', signal);
+  /** Whether the apiserver says it is ready (its authorizer's caches filled); a refusal of /readyz itself is a no. */
+  const apiserverReady = (signal: AbortSignal | undefined): Promise<boolean> => probeOk('/readyz', signal);
 
   /**
    * A request under an outage timeout (see outage.ts). `once`: the request must not be applied twice
