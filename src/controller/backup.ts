@@ -14,7 +14,7 @@ import { backupKeys } from '../persistence/layout.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { parseDuration, validateTtl } from '../util/duration.js';
 import { validateFilters } from '../util/filters.js';
-import type { ControllerContext, ControllerDefinition } from './context.js';
+import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { isReadOnly, locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { crashPoint } from './faults.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
@@ -52,6 +52,7 @@ export function validateBackup(ctx: ControllerContext, backup: Backup): Validati
 
 export function backupController(ctx: ControllerContext): ControllerDefinition {
   const informer = ctx.informer<Backup>('Backup');
+  const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation'); // validation reads the location from the cache
 
   const patchStatus = (b: Backup, status: Partial<Record<keyof BackupStatus, unknown>>, resourceVersion?: string): Promise<Backup> =>
     ctx.client.patchStatus<Backup>(BACKUPS, b.metadata.namespace, b.metadata.name,
@@ -113,7 +114,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
 
   return {
     name: 'backup',
-    watches: [informer],
+    watches: [informer, readsFrom(locations)],
     workers: Math.max(1, ctx.config.concurrentBackups),
     reconciler: {
       async reconcile(key: string, rc: ReconcileContext): Promise<Result> {

@@ -26,7 +26,7 @@ import { isAlreadyExists, isNotFound } from '../kube/index.js';
 import type { Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
-import type { ControllerContext, ControllerDefinition } from './context.js';
+import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { openBackupStore } from './locations.js';
 import { stamp } from './runs.js';
 
@@ -158,7 +158,7 @@ export function backupSyncController(ctx: ControllerContext): ControllerDefiniti
   return {
     name: 'backup-sync',
     // Backups are read from the cache (it must be synced); their events enqueue nothing.
-    watches: [locations, { informer: backups, mapKeys: () => [] }],
+    watches: [locations, readsFrom(backups)],
     reconciler: {
       async reconcile(key): Promise<Result> {
         const bsl = locations.get(key);

@@ -54,6 +54,15 @@ export interface ControllerDefinition {
   onStart?: () => Promise<void>;
 }
 
+/**
+ * A cache the controller reads but whose events enqueue nothing. Listed in `watches` so that it has
+ * synced before the workers start: at start-up or failover a reconcile must not find a Backup or a
+ * location missing only because that informer's first LIST has not finished.
+ */
+export function readsFrom(informer: Informer<KubeObject>): WatchSource {
+  return { informer, mapKeys: () => [] };
+}
+
 export interface ActiveRun {
   kind: 'backup' | 'restore';
   namespace: string;

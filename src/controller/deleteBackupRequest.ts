@@ -34,7 +34,7 @@ import type { Result } from '../runtime/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { namespaceFilter, resourceFilter } from '../util/filters.js';
 import { labelSelectorMatches, parseLabelSelector } from '../util/labels.js';
-import type { ControllerContext, ControllerDefinition } from './context.js';
+import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { hasStoredData, locationBlocksDeletion } from './gc.js';
 import { backupRefusal } from './backupRights.js';
 import { openBackupStore, resolveLocation } from './locations.js';
@@ -256,7 +256,7 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
   return {
     name: 'delete-backup-request',
     // Locations and Restores are read from their caches, so they must be synced; their events enqueue nothing.
-    watches: [requests, { informer: locations, mapKeys: () => [] }, { informer: restores, mapKeys: () => [] }],
+    watches: [requests, readsFrom(locations), readsFrom(restores)],
     workers: 2,
     reconciler: {
       async reconcile(key): Promise<Result> {

@@ -35,7 +35,7 @@ import { downloadKey, normalizePrefix } from '../persistence/layout.js';
 import type { Result } from '../runtime/index.js';
 import { parseListenAddress } from '../util/address.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
-import type { ActiveRun, ControllerContext, ControllerDefinition } from './context.js';
+import { readsFrom, type ActiveRun, type ControllerContext, type ControllerDefinition } from './context.js';
 import { backupRefusal } from './backupRights.js';
 import { openObjectStore, resolveLocation } from './locations.js';
 import { resolveBackupOf } from './resolveBackup.js';
@@ -184,6 +184,8 @@ function runOf(target: DownloadTarget): { kind: 'backup' | 'restore'; live: bool
 
 export function downloadRequestController(ctx: ControllerContext, serverOpts: DownloadServerOptions = downloadServerOptions(ctx.config)): ControllerDefinition {
   const informer = ctx.informer<DownloadRequest>('DownloadRequest');
+  // Locations, and the backup a not-yet-started restore would read, come from the shared caches.
+  const caches = [readsFrom(ctx.informer<BackupStorageLocation>('BackupStorageLocation')), readsFrom(ctx.informer<Backup>('Backup'))];
   const signer = createTokenSigner();
   let server: DownloadServer | undefined;
 
@@ -398,7 +400,7 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
 
   return {
     name: 'download-request',
-    watches: [informer],
+    watches: [informer, ...caches],
     workers: 4,
     reconciler: { reconcile },
     async onStart() {

@@ -20,7 +20,7 @@ import {
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { validateFilters, validateNamespaceMapping } from '../util/filters.js';
-import type { ControllerContext, ControllerDefinition } from './context.js';
+import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { locationProblem, readStoredResourceList, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { resolveBackupOf } from './resolveBackup.js';
@@ -110,7 +110,9 @@ export async function restoreRights(
 
 export function restoreController(ctx: ControllerContext): ControllerDefinition {
   const informer = ctx.informer<Restore>('Restore');
-  ctx.informer<Backup>('Backup'); // validation reads backups from the shared cache
+  // Validation reads backups and locations from the shared caches.
+  const backups = ctx.informer<Backup>('Backup');
+  const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation');
 
   const patchStatus = (r: Restore, status: Partial<Record<keyof RestoreStatus, unknown>>, resourceVersion?: string): Promise<Restore> =>
     ctx.client.patchStatus<Restore>(RESTORES, r.metadata.namespace, r.metadata.name,
@@ -171,7 +173,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
 
   return {
     name: 'restore',
-    watches: [informer],
+    watches: [informer, readsFrom(backups), readsFrom(locations)],
     workers: 1,
     reconciler: {
       async reconcile(key: string, rc: ReconcileContext): Promise<Result> {

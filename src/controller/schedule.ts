@@ -34,7 +34,7 @@ import type { Result } from '../runtime/index.js';
 import { MAX_SCHEDULE_NAME_LENGTH, parseCron, parseScheduledBackupName, scheduledBackupName, validateCron } from '../util/cron.js';
 import { validateTtl } from '../util/duration.js';
 import { validateFilters } from '../util/filters.js';
-import type { ControllerContext, ControllerDefinition } from './context.js';
+import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { stamp } from './runs.js';
 
 /** A backup of the schedule, as far as planning needs it. */
@@ -278,7 +278,7 @@ export function scheduleController(ctx: ControllerContext): ControllerDefinition
   return {
     name: 'schedule',
     // Backups only need to be in the cache (for the overlap check); their events do not enqueue.
-    watches: [schedules, { informer: backups, mapKeys: () => [] }],
+    watches: [schedules, readsFrom(backups)],
     reconciler: {
       reconcile: async (key) => {
         try {
