@@ -14,6 +14,7 @@ import { backupKeys } from '../persistence/layout.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { parseDuration, validateTtl } from '../util/duration.js';
 import { validateFilters } from '../util/filters.js';
+import { encryptionStatus, newBackupKey } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { isReadOnly, locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { crashPoint } from './faults.js';
@@ -96,6 +97,13 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         await store.completeBackup(name, result.manifest !== undefined ? { ...artifacts, manifest: result.manifest } : artifacts, endLog);
         crashPoint('after-marker');
       },
+      // A fresh data key per backup, recorded (wrapped) as the run starts: even a run that dies before
+      // stowage-backup.json leaves a log and a status that say how to read it.
+      key: async (_store, handle) => {
+        const key = await newBackupKey(ctx, handle, location, name);
+        return key === 'unencrypted' ? { key } : { key, status: { encryption: encryptionStatus(key) } };
+      },
+      logRef: { backup: name, artifact: 'log' },
       logKey: (prefix) => backupKeys(prefix, name).log,
       putLog: (store, file) => store.putLog(name, file),
       finalStatus: (o) => ({ expiration, formatVersion: FORMAT_VERSION, progress: o.result?.progress ?? { totalItems: 0, itemsBackedUp: 0 } }),

@@ -13,7 +13,7 @@ async function heldBy(ctx: ControllerContext, backup: Backup, purpose: string): 
   const bsl = resolveLocation(ctx, backup.spec.storageLocation);
   if (bsl === undefined) return undefined;
   try {
-    return await readStoredResourceList(ctx, bsl, backup.metadata.name, { kind: 'controller', namespace: ctx.namespace, name: purpose });
+    return await readStoredResourceList(ctx, bsl, backup, { kind: 'controller', namespace: ctx.namespace, name: purpose });
   } catch (err) {
     throw new Error(`reading the resource list of backup "${backup.metadata.name}" from location "${bsl.metadata.name}" to check the requester's rights failed: ${safeErrorMessage(err)}`, { cause: err });
   }

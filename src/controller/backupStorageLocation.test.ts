@@ -1,14 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { newBackupStorageLocation } from '../apis/v1/index.js';
-import { unsupportedLocationFields } from './backupStorageLocation.js';
+import { encryptionSpecProblem, unsupportedLocationFields } from './backupStorageLocation.js';
 
-describe('location fields the runs do not honour yet', () => {
+describe('location fields', () => {
   const base = { provider: 'stowage.dev/filesystem', objectStorage: { bucket: 'b' } };
-  it('refuses spec.encryption and spec.signing, each named, and accepts a location without them', () => {
+  it('refuses spec.signing until the runs honour it, and accepts spec.encryption', () => {
     expect(unsupportedLocationFields(newBackupStorageLocation('l', 'ns', base))).toBeUndefined();
-    expect(unsupportedLocationFields(newBackupStorageLocation('l', 'ns', { ...base, encryption: { keySecretRef: { name: 'k', key: 'k1' } } })))
-      .toBe('spec.encryption (client-side encryption) is not supported by this server yet: its backups would be written unencrypted and unsigned, so the location is refused; remove the field to use it');
+    expect(unsupportedLocationFields(newBackupStorageLocation('l', 'ns', { ...base, encryption: { keySecretRef: { name: 'k', key: 'k1' } } }))).toBeUndefined();
     expect(unsupportedLocationFields(newBackupStorageLocation('l', 'ns', { ...base, signing: { keySecretRef: { name: 's', key: 'hmac' } } })))
-      .toMatch(/^spec\.signing \(signed manifests\) is not supported/);
+      .toBe('spec.signing (signed manifests) is not supported by this server yet: its backups would be written unsigned, so the location is refused; remove the field to use it');
+  });
+
+  it('needs exactly one source of keys in spec.encryption', () => {
+    const problem = (encryption: Record<string, unknown>): string | undefined => encryptionSpecProblem(newBackupStorageLocation('l', 'ns', { ...base, encryption }));
+    expect(problem({ keySecretRef: { name: 'k', key: 'k1' } })).toBeUndefined();
+    expect(problem({ keyManager: { provider: 'example.com/kms' }, required: true })).toBeUndefined();
+    expect(problem({ required: true })).toBe('spec.encryption needs keySecretRef (a Secret of key-encryption keys) or keyManager (a KeyManager plugin)');
+    expect(problem({ keySecretRef: { name: 'k', key: 'k1' }, keyManager: { provider: 'example.com/kms' } })).toBe('spec.encryption sets both keySecretRef and keyManager: give one');
+    expect(encryptionSpecProblem(newBackupStorageLocation('l', 'ns', base))).toBeUndefined();
   });
 });

@@ -9,6 +9,7 @@ import { splitKey, type Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
+import { checkLocationKeys } from './keys.js';
 import { BSL_RESOURCE, openBackupStore, validatedCurrentSpec } from './locations.js';
 import { flushSpool, stamp } from './runs.js';
 
@@ -23,28 +24,36 @@ function frequencyMs(ctx: ControllerContext, bsl: BackupStorageLocation): number
 }
 
 /**
- * The spec fields this server stores but cannot honour yet (issue 20 is in progress: the format,
- * key managers and the KeyManager plugin kind exist, the backup and restore runs do not use them).
- * A location asking for them is Unavailable rather than silently writing plaintext or unsigned backups.
+ * The spec fields this server stores but cannot honour yet (issue 20 is in progress: signing is
+ * not wired into backups and restores). A location asking for them is Unavailable rather than
+ * silently writing unsigned backups.
  */
 export function unsupportedLocationFields(bsl: BackupStorageLocation): string | undefined {
-  const asked: string[] = [];
-  if (bsl.spec.encryption !== undefined && bsl.spec.encryption !== null) asked.push('spec.encryption (client-side encryption)');
-  if (bsl.spec.signing !== undefined && bsl.spec.signing !== null) asked.push('spec.signing (signed manifests)');
-  if (asked.length === 0) return undefined;
-  return `${asked.join(' and ')} ${asked.length === 1 ? 'is' : 'are'} not supported by this server yet: ` +
-    'its backups would be written unencrypted and unsigned, so the location is refused; remove the field to use it';
+  if (bsl.spec.signing === undefined || bsl.spec.signing === null) return undefined;
+  return 'spec.signing (signed manifests) is not supported by this server yet: its backups would be written unsigned, so the location is refused; remove the field to use it';
+}
+
+/** What is wrong with spec.encryption as written, or undefined. */
+export function encryptionSpecProblem(bsl: BackupStorageLocation): string | undefined {
+  const e = bsl.spec.encryption;
+  if (e === undefined || e === null) return undefined;
+  const bySecret = e.keySecretRef !== undefined;
+  const byPlugin = e.keyManager !== undefined;
+  if (bySecret && byPlugin) return 'spec.encryption sets both keySecretRef and keyManager: give one';
+  if (!bySecret && !byPlugin) return 'spec.encryption needs keySecretRef (a Secret of key-encryption keys) or keyManager (a KeyManager plugin)';
+  return undefined;
 }
 
 /** Validates one location now; resolves to the phase and message it recorded. */
 export async function validateLocation(ctx: ControllerContext, bsl: BackupStorageLocation): Promise<{ available: boolean; message: string }> {
   const name = bsl.metadata.name;
-  const unsupported = unsupportedLocationFields(bsl);
+  const unsupported = unsupportedLocationFields(bsl) ?? encryptionSpecProblem(bsl);
   if (unsupported !== undefined) return { available: false, message: unsupported };
   const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: `backupstoragelocation/${name}` });
   try {
     const store = await openBackupStore(ctx, handle, bsl);
     await store.validate();
+    await checkLocationKeys(ctx, handle, bsl);
     return { available: true, message: '' };
   } catch (err) {
     return { available: false, message: safeErrorMessage(err) };

@@ -27,6 +27,7 @@ import type { Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
+import { readStoredBackup, unencryptedRefusal } from './keys.js';
 import { openBackupStore } from './locations.js';
 import { stamp } from './runs.js';
 
@@ -118,8 +119,14 @@ export async function syncLocation(ctx: ControllerContext, bsl: BackupStorageLoc
     const plan = planSync(names, clusterBackups, bsl, ctx.config.defaultBackupStorageLocation);
     for (const name of plan.toImport) {
       try {
-        const stored = await store.getBackupMetadata(name);
-        if (stored === undefined) continue; // deleted since the listing
+        const read = await readStoredBackup(ctx, handle, bsl, store, name);
+        if (read === undefined) continue; // deleted since the listing
+        const refusal = unencryptedRefusal(bsl, name, read.key);
+        if (refusal !== undefined) {
+          result.failed.push({ name, reason: refusal });
+          continue;
+        }
+        const stored = read.backup;
         if (stored.metadata.name !== name) {
           result.failed.push({ name, reason: `its stowage-backup.json describes a backup named "${stored.metadata.name}"` });
           continue;

@@ -34,6 +34,7 @@ import type { Result } from '../runtime/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { namespaceFilter, resourceFilter } from '../util/filters.js';
 import { labelSelectorMatches, parseLabelSelector } from '../util/labels.js';
+import { keyedForBackup } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { hasStoredData, locationBlocksDeletion } from './gc.js';
 import { backupRefusal } from './backupRights.js';
@@ -168,7 +169,13 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
         const store = await openBackupStore(ctx, handle, location);
         const actions = handle.deleteItemActions().map((a) => ({ name: a.name, action: a }));
         if (actions.length > 0) {
-          const errors = await runActionsOnTarball(store, actions, backup, bucket);
+          let keyed: typeof store;
+          try {
+            keyed = await keyedForBackup(ctx, handle, location, store, backup);
+          } catch (err) {
+            return [`the backup's tarball cannot be read for the DeleteItemAction plugins: ${safeErrorMessage(err)}`];
+          }
+          const errors = await runActionsOnTarball(keyed, actions, backup, bucket);
           if (errors.length > 0) return errors;
         }
         try {

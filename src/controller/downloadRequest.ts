@@ -30,13 +30,17 @@ import {
 } from '../apis/v1/index.js';
 import { parseLinkPublicKey, sealContext, sealLink } from '../auth/index.js';
 import { isNotFound } from '../kube/index.js';
-import { isNotFound as isStoreNotFound } from '../persistence/backupStore.js';
+import { createBackupStore, isNotFound as isStoreNotFound } from '../persistence/backupStore.js';
 import { downloadKey, normalizePrefix } from '../persistence/layout.js';
+import { downloadArtifact } from '../persistence/sealing.js';
+import type { ObjectStore } from '../plugin/api/index.js';
+import type { PluginHandle } from '../plugin/host/index.js';
 import type { Result } from '../runtime/index.js';
 import { parseListenAddress } from '../util/address.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ActiveRun, type ControllerContext, type ControllerDefinition } from './context.js';
 import { backupRefusal } from './backupRights.js';
+import { encrypts, keyedForBackup } from './keys.js';
 import { openObjectStore, resolveLocation } from './locations.js';
 import { resolveBackupOf } from './resolveBackup.js';
 import { stamp } from './runs.js';
@@ -67,6 +71,8 @@ export interface DownloadToken {
   key: string;
   /** A run whose live log is served while it runs on this server. */
   run?: { kind: 'backup' | 'restore'; namespace: string; name: string };
+  /** The encrypted backup whose key opens the object (the target's own, or the restore's): served decrypted. */
+  sealedBy?: { namespace: string; name: string };
 }
 
 /** Why a token is refused, with its HTTP status: 410 for an expired link, 403 for anything else. */
@@ -150,7 +156,12 @@ async function startDownloadServer(opts: DownloadServerOptions, handler: Handler
   const { host, port } = parseListenAddress(opts.address, 'download address');
   const server = http.createServer((req, res) => {
     handler(req, res).catch((err: unknown) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+      // Once the body has begun, an error must not read as its end: the connection is cut instead.
+      if (res.headersSent) {
+        res.destroy(err instanceof Error ? err : new Error(String(err)));
+        return;
+      }
+      res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
       res.end(`download failed: ${safeErrorMessage(err)}\n`);
     });
   });
@@ -243,6 +254,8 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     if (live && ctx.runs.get(kind, namespace, target.name) !== undefined) {
       return ownURL({ ...object, run: { kind, namespace, name: target.name } }, exp);
     }
+    // The store holds ciphertext: this server decrypts it as it serves it, and no store URL is signed.
+    if (backup.status?.encryption !== undefined || encrypts(bsl)) return ownURL({ ...object, sealedBy: { namespace, name: backup.metadata.name } }, exp);
     const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: 'download-request' });
     try {
       const store = await openObjectStore(ctx, handle, bsl);
@@ -256,6 +269,16 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
       handle.release();
     }
     return ownURL(object, exp);
+  }
+
+  /** The object's bytes decrypted (and authenticated as they are read) with its backup's key. */
+  async function opened(
+    t: DownloadToken, by: { namespace: string; name: string }, bsl: BackupStorageLocation, objectStore: ObjectStore, handle: PluginHandle, body: AsyncIterable<Uint8Array>,
+  ): Promise<AsyncIterable<Uint8Array>> {
+    const backup = await ctx.client.get<Backup>(RESOURCES.Backup, by.namespace, by.name);
+    const plain = createBackupStore({ objectStore, bucket: t.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' });
+    const keyed = await keyedForBackup(ctx, handle, bsl, plain, backup);
+    return keyed.open(downloadArtifact(t.kind, t.name), body);
   }
 
   async function serveObject(t: DownloadToken, res: http.ServerResponse): Promise<void> {
@@ -273,9 +296,14 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: 'download' });
     try {
       const store = await openObjectStore(ctx, handle, bsl);
-      let body: AsyncIterable<Uint8Array>;
+      let it: AsyncIterator<Uint8Array>;
+      let next: IteratorResult<Uint8Array>;
       try {
-        body = await store.getObject(t.bucket, t.key);
+        let body = await store.getObject(t.bucket, t.key);
+        if (t.sealedBy !== undefined) body = await opened(t, t.sealedBy, bsl, store, handle, body);
+        // The first bytes are read before the status line, so a key or a first chunk that fails is a 500 that says why.
+        it = body[Symbol.asyncIterator]();
+        next = await it.next();
       } catch (err) {
         if (isStoreNotFound(err)) {
           text(res, 404, `${t.key} is not in location ${t.loc}`);
@@ -284,9 +312,13 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
         throw err;
       }
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'cache-control': 'no-store' });
-      for await (const chunk of body) {
-        if (res.destroyed) break;
-        if (!res.write(chunk)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+      while (next.done !== true) {
+        if (res.destroyed) {
+          await it.return?.();
+          break;
+        }
+        if (!res.write(next.value)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+        next = await it.next();
       }
       res.end();
     } finally {

@@ -10,14 +10,17 @@
 // and, in `finally`, whatever happened: the progress patches stopped, the plugin handle released,
 // the run unregistered. Every status patch is conditional on the run still being InProgress, and
 // a run that was deleted meanwhile ends quietly.
+import fs from 'node:fs';
 import type winston from 'winston';
 import type { BackupStorageLocation } from '../apis/v1/index.js';
 import { isConflict, isNotFound, type KubeObject, type ResourceRef } from '../kube/index.js';
 import type { RunKind, RunLog } from '../logging/index.js';
 import type { BackupStore } from '../persistence/backupStore.js';
+import type { ArtifactKey, ArtifactRef } from '../persistence/sealing.js';
 import { normalizePrefix } from '../persistence/layout.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext } from './context.js';
+import { encrypts } from './keys.js';
 import { openBackupStore } from './locations.js';
 import { openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
 
@@ -72,6 +75,14 @@ export interface RunDefinition<R extends EngineResult> {
   /** Called once the run is InProgress (attempt metrics). */
   onStarted(): void;
   engine(env: RunEnv): Promise<R>;
+  /**
+   * The key the run's artifacts are sealed and read with (a backup's fresh one, a restore's its
+   * backup's), and status fields that record it, patched as soon as it is known and kept in the
+   * final status.
+   */
+  key(store: BackupStore, handle: RunEnv['handle']): Promise<{ key: ArtifactKey; status?: Status }>;
+  /** The run log as an artifact (what it is sealed as). */
+  logRef: ArtifactRef;
   /**
    * Writes the artifacts of a run whose engine returned, Failed or not. Must call `endLog` (it ends
    * and uploads the run log, and rejects when the log could not be written) once, where the log
@@ -174,10 +185,16 @@ function logEnder<R extends EngineResult>(ctx: ControllerContext, def: RunDefini
       else log.logger.info(endLine(def.kind, o, def.summary(o)));
       const closeError = await log.close().then(() => undefined, (err: unknown) => err);
       const s = store();
+      if (s === undefined && encrypts(def.location)) {
+        // Without the run's key its log cannot be written sealed, and is not written in the clear.
+        fs.rmSync(log.path, { force: true });
+        throw new Error(`the run log was not uploaded: location ${def.location.metadata.name} encrypts what it stores, and this run has no key (the server's own log has its lines)`);
+      }
       const prefix = s?.prefix ?? normalizePrefix(def.location.spec.objectStorage.prefix);
       // What was written goes up (or to the spool) even when the file is incomplete.
       await uploadRunLog(ctx, log, def.location.metadata.name, def.logKey(prefix),
-        (file) => (s !== undefined ? def.putLog(s, file) : Promise.reject(new Error('the location could not be opened'))));
+        (file) => (s !== undefined ? def.putLog(s, file) : Promise.reject(new Error('the location could not be opened'))),
+        s !== undefined && s.key !== 'unencrypted' ? (body) => s.seal(def.logRef, body) : undefined);
       if (closeError !== undefined) throw new Error(`the run log could not be written: ${safeErrorMessage(closeError)}`, { cause: closeError });
     })();
     return ended;
@@ -211,6 +228,7 @@ export async function runLifecycle<R extends EngineResult>(ctx: ControllerContex
   });
   let handle: RunEnv['handle'] | undefined;
   let store: BackupStore | undefined;
+  let keyStatus: Status = {};
   const endLog = logEnder(ctx, def, log, () => store);
   try {
     void ctx.events.event(obj, 'Normal', 'Started', def.startedMessage);
@@ -219,7 +237,13 @@ export async function runLifecycle<R extends EngineResult>(ctx: ControllerContex
     let failure: string | undefined;
     try {
       handle = ctx.plugins.handle({ kind, namespace, name }, log.logger);
-      store = await openBackupStore(ctx, handle, def.location);
+      const opened = await openBackupStore(ctx, handle, def.location);
+      const k = await def.key(opened, handle);
+      store = opened.withKey(k.key);
+      if (k.status !== undefined) {
+        keyStatus = k.status;
+        await patchWhileInProgress(ctx, resource, obj, version, keyStatus);
+      }
       result = await def.engine({ store, log: log.logger, signal: abort.signal, started, handle, onProgress: (p) => progress.push(p) });
       if (result.phase === 'Failed') failure = result.failureReason ?? `the ${kind} failed`;
     } catch (err) {
@@ -235,7 +259,7 @@ export async function runLifecycle<R extends EngineResult>(ctx: ControllerContex
     // Step 4: the artifacts; the log ends inside (or just after, when they fail first).
     if (result !== undefined && store !== undefined) {
       try {
-        await def.commit(store, outcome, statusOf(def, outcome), () => endLog(outcome));
+        await def.commit(store, outcome, { ...keyStatus, ...statusOf(def, outcome) }, () => endLog(outcome));
       } catch (err) {
         fail(ctx, `${kind} ${namespace}/${name}`, outcome, safeErrorMessage(err));
       }

@@ -1,13 +1,14 @@
 // BackupStorageLocations as the controllers use them: which one a backup means, and a BackupStore
 // opened through the plugin pool with the location's config and credentials. Every provider, built
 // in or not, is set up the same way (objectStoreConfig).
-import { RESOURCES, type BackupStorageLocation } from '../apis/v1/index.js';
+import { RESOURCES, type Backup, type BackupStorageLocation } from '../apis/v1/index.js';
 import type { KubeObject } from '../kube/index.js';
 import { createBackupStore, type BackupStore } from '../persistence/backupStore.js';
 import type { ObjectStore, PluginConfig, RunIdentity } from '../plugin/api/index.js';
 import type { ResourceList } from '../persistence/results.js';
 import { writeCredentialFile, type PluginHandle } from '../plugin/host/index.js';
 import type { ControllerContext } from './context.js';
+import { keyedForBackup } from './keys.js';
 
 type Secret = KubeObject & { data?: Record<string, string> };
 
@@ -145,11 +146,13 @@ export async function openBackupStore(ctx: StoreContext, handle: PluginHandle, b
  * a run (a restore's validation, a download's rights), which have no run handle.
  */
 export async function readStoredResourceList(
-  ctx: Pick<ControllerContext, 'client' | 'namespace' | 'scratchDir' | 'plugins' | 'logger'>, bsl: BackupStorageLocation, backupName: string, run: RunIdentity,
+  ctx: Pick<ControllerContext, 'client' | 'namespace' | 'scratchDir' | 'plugins' | 'logger'>, bsl: BackupStorageLocation,
+  backup: Pick<Backup, 'metadata' | 'status'>, run: RunIdentity,
 ): Promise<ResourceList | undefined> {
   const handle = ctx.plugins.handle(run, ctx.logger);
   try {
-    return await (await openBackupStore(ctx, handle, bsl)).getResourceList(backupName);
+    const store = await keyedForBackup(ctx, handle, bsl, await openBackupStore(ctx, handle, bsl), backup);
+    return await store.getResourceList(backup.metadata.name ?? '');
   } finally {
     handle.release();
   }

@@ -20,6 +20,7 @@ import {
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { validateFilters, validateNamespaceMapping } from '../util/filters.js';
+import { keyedForBackup, unencryptedRefusal } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { locationProblem, readStoredResourceList, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
@@ -90,7 +91,7 @@ export async function restoreRights(
   let why = "the backup's resource list is not in Stowage's form";
   // A handle of its own: the run's handle is the lifecycle's, taken once the run is InProgress.
   try {
-    const list = await readStoredResourceList(ctx, location, backup.metadata.name, { kind: 'restore-validation', namespace: r.metadata.namespace ?? ctx.namespace, name: r.metadata.name });
+    const list = await readStoredResourceList(ctx, location, backup, { kind: 'restore-validation', namespace: r.metadata.namespace ?? ctx.namespace, name: r.metadata.name });
     if (list === undefined) why = 'the backup has no resource list';
     else targets = targetsOfResourceList(list, req);
   } catch (err) {
@@ -155,6 +156,14 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         }
         await endLog();
       },
+      // The backup's key opens it and seals what the restore writes (bound to the restore's name).
+      key: async (store, handle) => {
+        const keyed = await keyedForBackup(ctx, handle, location, store, backup);
+        const refusal = unencryptedRefusal(location, backup.metadata.name, keyed.key);
+        if (refusal !== undefined) throw new Error(`${refusal}, so it is not restored`);
+        return { key: keyed.key };
+      },
+      logRef: { restore: name, artifact: 'log' },
       logKey: (prefix) => restoreKeys(prefix, name).log,
       putLog: (store, file) => store.putRestoreLog(name, file),
       finalStatus: (o) => ({

@@ -1,6 +1,8 @@
 // Plumbing shared by the backup and restore controllers: the run's own log, its upload (or the
 // spool when storage is down), throttled progress patches and timestamps.
 import fs from 'node:fs';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { BackupStorageLocation } from '../apis/v1/index.js';
 import { createRunLogger, type RunKind, type RunLog } from '../logging/index.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
@@ -42,13 +44,23 @@ export function registerRun(ctx: ControllerContext, kind: RunKind, namespace: st
  * once the location is reachable again, and the server log says where it is kept. Rejects when the
  * spool cannot take it either (a full disk): the file then stays at its run-log path.
  */
-export async function uploadRunLog(ctx: ControllerContext, log: Pick<RunLog, 'path'>, location: string, key: string, put: (file: string) => Promise<void>): Promise<'uploaded' | 'spooled'> {
+export async function uploadRunLog(
+  ctx: ControllerContext, log: Pick<RunLog, 'path'>, location: string, key: string, put: (file: string) => Promise<void>,
+  seal?: (body: AsyncIterable<Uint8Array>) => AsyncIterable<Uint8Array>,
+): Promise<'uploaded' | 'spooled'> {
   try {
     await put(log.path);
   } catch (err) {
     const why = safeErrorMessage(err);
-    const kept = await ctx.spool.keep(log.path, { location, key }).catch((spoolErr: unknown) => {
-      throw new Error(`the run log could not be uploaded (${why}) nor kept in the spool (${safeErrorMessage(spoolErr)}); it stays at ${log.path}`, { cause: spoolErr });
+    // The spool uploads its files as they are, so an encrypted location's log is kept sealed.
+    let spooled = log.path;
+    if (seal !== undefined) {
+      spooled = `${log.path}.sealed`;
+      await pipeline(Readable.from(seal(fs.createReadStream(log.path))), fs.createWriteStream(spooled, { mode: 0o600 }));
+      fs.rmSync(log.path, { force: true });
+    }
+    const kept = await ctx.spool.keep(spooled, { location, key }).catch((spoolErr: unknown) => {
+      throw new Error(`the run log could not be uploaded (${why}) nor kept in the spool (${safeErrorMessage(spoolErr)}); it stays at ${spooled}`, { cause: spoolErr });
     });
     ctx.logger.warn(`could not upload the run log to location ${location} (${why}); kept it at ${kept.file} and will upload it when the location is available`, { location, key });
     return 'spooled';

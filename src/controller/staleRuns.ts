@@ -24,12 +24,13 @@ import { salvageRunLog } from '../logging/salvage.js';
 import { recordBackupOutcome } from '../metrics/index.js';
 import { createBackupStore, type BackupStore } from '../persistence/backupStore.js';
 import { backupKeys, restoreKeys } from '../persistence/layout.js';
-import type { ObjectStore } from '../plugin/api/index.js';
+import { KeyUnavailableError, type ObjectStore } from '../plugin/api/index.js';
 import type { PluginHandle } from '../plugin/host/index.js';
 import type { Result } from '../runtime/index.js';
 import { formatDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext } from './context.js';
+import { encrypts, keyedForBackup } from './keys.js';
 import { BSL_RESOURCE, openObjectStore, resolveLocation } from './locations.js';
 import { stamp, uploadRunLog } from './runs.js';
 import { resolveBackupOf } from './resolveBackup.js';
@@ -72,21 +73,33 @@ export async function failStaleRun(ctx: ControllerContext, kind: RunKind, obj: S
   }
 }
 
-async function open(s: Stale, locationName: string | undefined): Promise<Where> {
-  const bsl = await findLocation(s.ctx, locationName);
+/** The backup's location, its store keyed for the backup (the stale run's own, or the one a stale restore read). */
+async function open(s: Stale, backup: Backup): Promise<Where> {
+  const bsl = await findLocation(s.ctx, backup.spec.storageLocation);
   if (typeof bsl === 'string') return { gone: bsl };
+  let objectStore: ObjectStore;
+  let plain: BackupStore;
   try {
-    const objectStore = await openObjectStore(s.ctx, s.handle, bsl);
-    return { bsl, objectStore, store: createBackupStore({ objectStore, bucket: bsl.spec.objectStorage.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' }) };
+    objectStore = await openObjectStore(s.ctx, s.handle, bsl);
+    plain = createBackupStore({ objectStore, bucket: bsl.spec.objectStorage.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' });
   } catch (err) {
     return { gone: `its location "${bsl.metadata.name}" could not be opened: ${safeErrorMessage(err)}` };
   }
+  let store: BackupStore;
+  try {
+    store = await keyedForBackup(s.ctx, s.handle, bsl, plain, backup);
+  } catch (err) {
+    // A read failure is the caller's to retry (it reads the marker again); a key that is gone is final.
+    if (!(err instanceof KeyUnavailableError)) return { bsl, objectStore, store: plain };
+    return { gone: `the data key of backup "${backup.metadata.name}" is not available (${safeErrorMessage(err)})` };
+  }
+  return { bsl, objectStore, store };
 }
 
 /** Reads the marker (or requeues while the location cannot be read), then settles log and status. */
 async function settleBackup(s: Stale, b: Backup, reason: string): Promise<Result> {
   const { ctx } = s;
-  const where = await open(s, b.spec.storageLocation);
+  const where = await open(s, b);
   let verdict: BackupVerdict;
   if ('gone' in where) verdict = { phase: 'Failed', why: `${where.gone}, so whether it completed cannot be checked` };
   else {
@@ -136,7 +149,7 @@ async function settleRestore(s: Stale, r: Restore, reason: string): Promise<Resu
   const backup = await restoredBackup(s.ctx, r);
   const where: Where = backup === undefined
     ? { gone: `its backup ${r.spec.backupName !== undefined && r.spec.backupName !== '' ? `"${r.spec.backupName}"` : `of schedule "${r.spec.scheduleName ?? ''}"`} no longer exists` }
-    : await open(s, backup.spec.storageLocation);
+    : await open(s, backup);
   const logNote = await settleLog(s, where, true, { level: 'error', message: `restore failed: ${reason}` });
   const failure = `${reason}${logNote !== '' ? `; ${logNote}` : ''}`;
   if (!await patchOrLose(s, { phase: 'Failed', failureReason: failure, completionTimestamp: stamp(s.ctx.clock.now()) })) return;
@@ -214,12 +227,19 @@ async function settleLog(s: Stale, where: Where, appendToUploaded: boolean, clos
     return `its partial log could not be uploaded and was removed: ${where.gone}`;
   }
   const location = where.bsl.metadata.name;
+  if (where.store.key === 'unencrypted' && kind === 'backup' && encrypts(where.bsl)) {
+    // No data key for this run (it stopped before it had one, or it cannot be read now): its log is not stored in the clear.
+    fs.rmSync(local, { force: true });
+    return `its log was not uploaded: location ${location} encrypts what it stores and no data key of this run could be read (the lines were in the stopped server's own log)`;
+  }
   const key = kind === 'backup' ? backupKeys(where.store.prefix, name).log : restoreKeys(where.store.prefix, name).log;
+  const ref = kind === 'backup' ? { backup: name, artifact: 'log' as const } : { restore: name, artifact: 'log' as const };
   const put = (file: string): Promise<void> => (kind === 'backup' ? where.store.putLog(name, file) : where.store.putRestoreLog(name, file));
+  const seal = where.store.key !== 'unencrypted' ? (body: AsyncIterable<Uint8Array>) => where.store.seal(ref, body) : undefined;
   if (hasLocal) {
     const r = await salvageRunLog(fs.createReadStream(local), salvaged, closingLines);
     const lines = `${r.recovered} lines${r.damage !== undefined ? `; the rest did not inflate: ${r.damage}` : ''}`;
-    const landed = await uploadRunLog(ctx, { path: salvaged }, location, key, put);
+    const landed = await uploadRunLog(ctx, { path: salvaged }, location, key, put, seal);
     fs.rmSync(local, { force: true });
     return landed === 'uploaded'
       ? `its partial log (${lines}) was recovered from this server's scratch directory and uploaded`
@@ -240,13 +260,13 @@ async function settleLog(s: Stale, where: Where, appendToUploaded: boolean, clos
     await salvageRunLog(noBytes(), salvaged, (n) => [renderJson(new Date().toISOString(), 'warn', `the earlier lines of this ${kind}'s log are gone: ${lost}`, [
       [kind, `${namespace}/${name}`], ['logSource', 'server'],
     ]), ...closingLines(n)]);
-    const landed = await uploadRunLog(ctx, { path: salvaged }, location, key, put);
+    const landed = await uploadRunLog(ctx, { path: salvaged }, location, key, put, seal);
     return `${lost}; the log ${landed === 'uploaded' ? 'uploaded' : `kept in the log spool until location ${location} can be written`} says so`;
   }
   if (!appendToUploaded) return '';
   try {
-    await salvageRunLog(await where.objectStore.getObject(where.store.bucket, key), salvaged, closingLines);
-    await uploadRunLog(ctx, { path: salvaged }, location, key, put);
+    await salvageRunLog(where.store.open(ref, await where.objectStore.getObject(where.store.bucket, key)), salvaged, closingLines);
+    await uploadRunLog(ctx, { path: salvaged }, location, key, put, seal);
     return '';
   } catch (err) {
     fs.rmSync(salvaged, { force: true });

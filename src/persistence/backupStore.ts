@@ -57,6 +57,10 @@ export interface BackupStore {
   readonly key: ArtifactKey;
   /** The same location, sealing and opening with `key`. */
   withKey(key: ArtifactKey): BackupStore;
+  /** An artifact's bytes as this store writes them (for a copy kept elsewhere first, e.g. the log spool). */
+  seal(ref: ArtifactRef, body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array>;
+  /** An artifact's stored bytes opened, as this store reads them. */
+  open(ref: ArtifactRef, stored: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array>;
   keys(backup: string): BackupKeys;
   putTarball(backup: string, body: AsyncIterable<Uint8Array>): Promise<void>;
   /** Uploads a run log file, already gzipped by the run logger. */
@@ -150,6 +154,8 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
     prefix,
     key,
     withKey: (k) => createBackupStore({ ...opts, key: k }),
+    seal: (ref, body) => sealBody(key, ref, body),
+    open: (ref, stored) => openBody(key, ref, stored),
     keys,
     putTarball: (b, body) => put(keys(b).tarball, { backup: b, artifact: 'tarball' }, body),
     putLog: (b, file) => putFile(keys(b).log, { backup: b, artifact: 'log' }, file),

@@ -5,7 +5,7 @@
 //   { "kind": "EncryptedBackup", "name": "<b>", "algorithm": "AES-256-GCM-CHUNKED-v1",
 //     "keyManager": "stowage.dev/secret", "keyId": "k1", "wrappedKey": "<base64>",
 //     "backup": "<base64 of the Backup's JSON, sealed with the 'metadata' context>" }
-import type { Backup } from '../apis/v1/index.js';
+import type { Backup, DownloadTargetKind } from '../apis/v1/index.js';
 import {
   backupArtifactContext, CHUNKED_ALGORITHM, decryptBuffer, decryptStream, encryptBuffer, encryptStream, restoreArtifactContext,
   type BackupArtifact, type RestoreArtifact,
@@ -50,6 +50,20 @@ function contextOf(ref: ArtifactRef): string {
 const ARTIFACT_WORDS: Record<BackupArtifact | RestoreArtifact, string> = {
   tarball: 'the tarball', log: 'the log', 'resource-list': 'the resource list', results: 'the results', manifest: 'the manifest', metadata: 'stowage-backup.json',
 };
+
+/** The artifact a DownloadRequest target kind names. */
+export function downloadArtifact(kind: DownloadTargetKind, name: string): ArtifactRef {
+  switch (kind) {
+    case 'BackupContents': return { backup: name, artifact: 'tarball' };
+    case 'BackupLog': return { backup: name, artifact: 'log' };
+    case 'BackupResourceList': return { backup: name, artifact: 'resource-list' };
+    case 'BackupResults': return { backup: name, artifact: 'results' };
+    case 'BackupManifest': return { backup: name, artifact: 'manifest' };
+    case 'RestoreLog': return { restore: name, artifact: 'log' };
+    case 'RestoreResults': return { restore: name, artifact: 'results' };
+    case 'RestoreResourceList': return { restore: name, artifact: 'resource-list' };
+  }
+}
 
 export function describeArtifact(ref: ArtifactRef): string {
   return `${ARTIFACT_WORDS[ref.artifact]} of ${'backup' in ref ? `backup "${ref.backup}"` : `restore "${ref.restore}"`}`;

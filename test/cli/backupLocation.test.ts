@@ -52,7 +52,7 @@ describe('stowage backup-location with a running server', () => {
     fs.rmSync(root, { recursive: true, force: true });
   });
 
-  it('creates a location with encryption and signing, picking a Secret\'s only key; the server refuses it until it can honour both', async () => {
+  it('creates a location with encryption and signing, picking a Secret\'s only key; the server refuses it until it can honour signing', async () => {
     const r = await cli(
       'backup-location', 'create', 'primary', '--provider', 'stowage.dev/filesystem', '--bucket', 'backups', '--config', `root=${root}`,
       '--default', '--validation-frequency', '10s', '--backup-sync-period', '2m',
@@ -60,7 +60,7 @@ describe('stowage backup-location with a running server', () => {
     );
     expect(r.code, show(r)).toBe(1);
     expect(r.stdout).toContain('Backup storage location "primary" created.\nWaiting for the server to validate the location...\n');
-    expect(r.stderr).toContain('error: backup storage location "primary" is Unavailable: spec.encryption (client-side encryption) and spec.signing (signed manifests) are not supported by this server yet');
+    expect(r.stderr).toContain('error: backup storage location "primary" is Unavailable: spec.signing (signed manifests) is not supported by this server yet');
     const l = await location('primary');
     expect(l.metadata.labels).toEqual({ team: 'a' });
     expect(l.spec).toEqual({

@@ -4,21 +4,14 @@
 // `npm test`.
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyUnavailableError } from '../../src/plugin/api/index.js';
 import { createPluginPool, type PluginPool } from '../../src/plugin/host/index.js';
-import { livePids, memoryLogger, pluginDir, removeTempDirs, requireBuilt, ROOT, RUN, sampleProcesses, selfCommand, waitFor } from './support.js';
+import { installFileKms, livePids, memoryLogger, pluginDir, removeTempDirs, requireBuilt, ROOT, RUN, sampleProcesses, selfCommand, waitFor } from './support.js';
 
 const EXAMPLE = path.join(ROOT, 'examples/file-kms');
 const LAUNCHER = 'stowage-file-kms-under-test';
-
-function installExample(): void {
-  if (fs.existsSync(path.join(EXAMPLE, 'node_modules/stowage/package.json'))) return;
-  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--offline'], { cwd: EXAMPLE, encoding: 'utf8', timeout: 120_000 });
-  if (r.status !== 0) throw new Error(`npm install in ${EXAMPLE} failed: ${r.stderr}`);
-}
 
 async function refusal(p: Promise<unknown>): Promise<KeyUnavailableError> {
   const err = await p.then(() => undefined, (e: unknown) => e);
@@ -29,8 +22,7 @@ async function refusal(p: Promise<unknown>): Promise<KeyUnavailableError> {
 let pool: PluginPool;
 beforeAll(async () => {
   requireBuilt();
-  installExample();
-  const dir = pluginDir({ [LAUNCHER]: path.join(EXAMPLE, 'bin/stowage-file-kms.js') });
+  const dir = pluginDir({ [LAUNCHER]: installFileKms() });
   pool = await createPluginPool({ pluginDirs: [dir.dir], selfCommand: selfCommand().command, logger: memoryLogger().logger });
 });
 afterAll(async () => {

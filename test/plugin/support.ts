@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 // Helpers for the plugin integration tests: plugin directories of fixture launchers, the process
 // table, and loggers that keep what they were given.
 import fs from 'node:fs';
@@ -57,6 +58,16 @@ export function selfCommand(): { command: string[]; link: string } {
 }
 
 /** Pids of live (non-zombie) processes whose command line contains `needle`. */
+/** examples/file-kms installed (its own npm install, offline, once); returns its plugin executable. */
+export function installFileKms(): string {
+  const example = path.join(ROOT, 'examples/file-kms');
+  if (!fs.existsSync(path.join(example, 'node_modules/stowage/package.json'))) {
+    const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--offline'], { cwd: example, encoding: 'utf8', timeout: 120_000 });
+    if (r.status !== 0) throw new Error(`npm install in ${example} failed: ${r.stderr}`);
+  }
+  return path.join(example, 'bin/stowage-file-kms.js');
+}
+
 export function livePids(needle: string): number[] {
   const pids: number[] = [];
   for (const entry of fs.readdirSync('/proc')) {

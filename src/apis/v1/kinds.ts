@@ -148,6 +148,7 @@ const backupStatus = s.named(
         algorithm: s.string({ description: 'e.g. "AES-256-GCM-CHUNKED-v1".' }),
         keyManager: s.string({ description: '"stowage.dev/secret" or the KeyManager plugin that wrapped the data key.' }),
         keyId: s.string({ description: 'Id of the key-encryption key that wrapped the data key.' }),
+        wrappedKey: s.string({ description: 'The data key as wrapped (base64; readable only through the key manager). Recorded as the run starts, so even a run that never wrote stowage-backup.json has readable artifacts.' }),
       }),
       { description: 'Set when the backup is encrypted: what must still be held to read it.' },
     ),

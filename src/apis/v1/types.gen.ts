@@ -235,6 +235,8 @@ export type BackupEncryptionStatus = {
   keyManager?: string;
   /** Id of the key-encryption key that wrapped the data key. */
   keyId?: string;
+  /** The data key as wrapped (base64; readable only through the key manager). Recorded as the run starts, so even a run that never wrote stowage-backup.json has readable artifacts. */
+  wrappedKey?: string;
 };
 
 export type BackupSignatureStatus = {

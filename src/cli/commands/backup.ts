@@ -356,6 +356,7 @@ export async function describeBackupText(ctx: CliContext, b: Backup, opts: { det
     ['Started', formatTimestamp(st.startTimestamp)],
     ['Completed', formatTimestamp(st.completionTimestamp)],
     ['Expiration', formatTimestamp(st.expiration)],
+    ['Encryption', st.encryption === undefined ? 'none' : `${st.encryption.algorithm ?? '<unknown algorithm>'}, key "${st.encryption.keyId ?? '<unknown>'}" of ${st.encryption.keyManager ?? '<unknown key manager>'}`],
   ]);
   s += '\n';
   s += formatFields([
