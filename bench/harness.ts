@@ -63,6 +63,10 @@ export interface BenchOptions {
 
 const LOCATION = 'default';
 const LOCATION_PREFIX = 'stowage';
+/** The same bucket under another prefix, with client-side encryption (keys in a Secret). */
+const ENCRYPTED_LOCATION = 'encrypted';
+const ENCRYPTED_PREFIX = 'stowage-encrypted';
+const KEY_SECRET = 'bench-kek';
 const CREDENTIAL_SECRET = 'bench-s3';
 const WATCH_RETRY_MS = 200;
 
@@ -243,14 +247,25 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       default: true,
     }));
 
-    const tarballBytes = async (backupName: string): Promise<number> => {
-      const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: `${LOCATION_PREFIX}/backups/${backupName}/${backupName}.tar.gz` }));
+    await createObject(client, CORE.secrets, serverNs, {
+      apiVersion: 'v1', kind: 'Secret', metadata: { name: KEY_SECRET }, data: { k1: crypto.randomBytes(32).toString('base64') },
+    });
+    await createObject(client, RESOURCES.BackupStorageLocation, serverNs, newBackupStorageLocation(ENCRYPTED_LOCATION, serverNs, {
+      provider: 'stowage.dev/aws',
+      objectStorage: { bucket, prefix: ENCRYPTED_PREFIX },
+      config: { region: s3ep.region, s3Url: s3ep.endpoint, s3ForcePathStyle: 'true' },
+      credential: { name: CREDENTIAL_SECRET, key: 'cloud' },
+      encryption: { keySecretRef: { name: KEY_SECRET, key: 'k1' } },
+    }));
+
+    const tarballBytes = async (backupName: string, prefixed = LOCATION_PREFIX): Promise<number> => {
+      const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: `${prefixed}/backups/${backupName}/${backupName}.tar.gz` }));
       return head.ContentLength ?? 0;
     };
     const backupTimeout = 600_000 + opts.objects * 20;
-    const runBackup = async (name: string, spec: BackupSpec = { includedNamespaces: p.namespaces }): Promise<{ backup: Backup; seconds: number }> => {
+    const runBackup = async (name: string, spec: BackupSpec = { includedNamespaces: p.namespaces }, location = LOCATION): Promise<{ backup: Backup; seconds: number }> => {
       const t = performance.now();
-      const created = await client.create<Backup>(RESOURCES.Backup, serverNs, newBackup(name, serverNs, { ...spec, storageLocation: LOCATION }));
+      const created = await client.create<Backup>(RESOURCES.Backup, serverNs, newBackup(name, serverNs, { ...spec, storageLocation: location }));
       const backup = await waitFor<Backup>(client, RESOURCES.Backup, serverNs, name, created.metadata.resourceVersion, (b) => isBackupTerminal(b.status?.phase), backupTimeout,
         (b) => log(`backup ${name}: ${b.status?.phase ?? 'New'} ${JSON.stringify(b.status?.progress ?? {})}`));
       const seconds = (performance.now() - t) / 1000;
@@ -282,8 +297,10 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       });
       try {
         if (hook !== undefined) await waitForLocalWebhook(client, serverNs);
-        await waitFor<BackupStorageLocation>(client, RESOURCES.BackupStorageLocation, serverNs, LOCATION, undefined,
-          (l) => l.status?.phase === 'Available', 60_000, (l) => log(`location: ${JSON.stringify(l.status ?? {})}`));
+        for (const l of [LOCATION, ENCRYPTED_LOCATION]) {
+          await waitFor<BackupStorageLocation>(client, RESOURCES.BackupStorageLocation, serverNs, l, undefined,
+            (x) => x.status?.phase === 'Available', 60_000, (x) => log(`location ${l}: ${JSON.stringify(x.status ?? {})}`));
+        }
         // Measure a server in its steady state: a tiny warm-up backup starts the plugin processes
         // (the S3 store, the benchmark's action) and runs every code path once.
         await runBackup(`${prefix}-warmup-${phase}`, { includedNamespaces: [serverNs], includedResources: ['configmaps'] });
@@ -324,6 +341,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const floorRuns: BackupFloorResult[] = [];
     const engineRuns: EngineResult[] = [];
     const stowageRuns: BackupRound[] = [];
+    const encryptedRuns: BackupRound[] = [];
     const b1 = await withServer('backup', undefined, async (measure) => {
       for (let round = 0; round < rounds; round++) {
         log(`backup round ${round + 1} of ${rounds}`);
@@ -335,6 +353,11 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
             stowageRuns.push({ ...m.value, tree: m.tree });
             log(`Stowage backup: ${m.value.backup.status?.progress?.itemsBackedUp ?? 0} items in ${m.value.seconds.toFixed(1)} s`);
           },
+          async () => {
+            const m = await measure(() => runBackup(`${prefix}-backup-encrypted-${round}`, undefined, ENCRYPTED_LOCATION));
+            encryptedRuns.push({ ...m.value, tree: m.tree });
+            log(`Stowage backup, encrypted: ${m.value.backup.status?.progress?.itemsBackedUp ?? 0} items in ${m.value.seconds.toFixed(1)} s`);
+          },
         ];
         for (let i = 0; i < steps.length; i++) await steps[(i + round) % steps.length]?.();
       }
@@ -345,8 +368,10 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const engine = { ...(engineRuns[0] as EngineResult), seconds: median(engineRuns.map((r) => r.seconds)), cpuSeconds: median(engineRuns.map((r) => r.cpuSeconds)), rounds: engineRuns.map((r) => r.seconds) };
     const backupName = `${prefix}-backup-0`;
     const backupFigures = { ...backupRounds(backupName, stowageRuns, b1.logFile), tarballBytes: await tarballBytes(backupName) };
+    const encryptedName = `${prefix}-backup-encrypted-0`;
+    const encryptedFigures = { ...backupRounds(encryptedName, encryptedRuns, b1.logFile), tarballBytes: await tarballBytes(encryptedName, ENCRYPTED_PREFIX) };
     log(`backups (median of ${rounds}): floor ${bFloor.seconds.toFixed(1)} s, engine alone ${engine.seconds.toFixed(1)} s, Stowage ${backupFigures.seconds.toFixed(1)} s ` +
-      `(${(backupFigures.seconds / bFloor.seconds).toFixed(2)}× floor)`);
+      `(${(backupFigures.seconds / bFloor.seconds).toFixed(2)}× floor), encrypted ${encryptedFigures.seconds.toFixed(1)} s (${(encryptedFigures.seconds / backupFigures.seconds).toFixed(2)}× unencrypted)`);
 
     // 6. The same backup with a plugin BackupItemAction on every item (run now, on the same objects).
     const pluginDir = path.join(opts.workDir, 'plugins');
@@ -382,7 +407,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const floorMapping = mapped('rf');
     const restoreMapping = mapped('rs');
     const adminModeMapping = mapped('rc');
-    targetNamespaces.push(...Object.values(floorMapping), ...Object.values(restoreMapping), ...Object.values(adminModeMapping));
+    const encryptedMapping = mapped('re');
+    targetNamespaces.push(...Object.values(floorMapping), ...Object.values(restoreMapping), ...Object.values(adminModeMapping), ...Object.values(encryptedMapping));
     log('restore floor: download, parse, create');
     const restoreConcurrency = DEFAULT_RESTORE_CONCURRENCY;
     const rFloor = await restoreFloor({
@@ -396,11 +422,11 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     // 5. Stowage restore, in trust mode requester (the default: every request impersonates the
     // Restore's creator), then the same restore in trust mode cluster-admin (the server's own
     // rights), each into fresh namespaces: what impersonation costs, in the same run.
-    const stowageRestore = async (restoreName: string, mapping: Record<string, string>, trustMode: 'requester' | 'cluster-admin') => {
-      log(`Stowage restore (trust mode ${trustMode})`);
-      const rraw = await withServer(`restore-${trustMode}`, undefined, (measure) => measure(async () => {
+    const stowageRestore = async (restoreName: string, mapping: Record<string, string>, trustMode: 'requester' | 'cluster-admin', from = backupName) => {
+      log(`Stowage restore of ${from} (trust mode ${trustMode})`);
+      const rraw = await withServer(`restore-${trustMode}${from === backupName ? '' : '-encrypted'}`, undefined, (measure) => measure(async () => {
         const t = performance.now();
-        const created = await client.create<Restore>(RESOURCES.Restore, serverNs, newRestore(restoreName, serverNs, { backupName, namespaceMapping: mapping }));
+        const created = await client.create<Restore>(RESOURCES.Restore, serverNs, newRestore(restoreName, serverNs, { backupName: from, namespaceMapping: mapping }));
         const restore = await waitFor<Restore>(client, RESOURCES.Restore, serverNs, restoreName, created.metadata.resourceVersion, (x) => isRestoreTerminal(x.status?.phase), 600_000 + opts.objects * 40,
           (x) => log(`restore: ${x.status?.phase ?? 'New'} ${JSON.stringify(x.status?.progress ?? {})}`));
         return { restore, seconds: (performance.now() - t) / 1000 };
@@ -420,6 +446,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     };
     const restoreFigures = await stowageRestore(`${prefix}-restore`, restoreMapping, 'requester');
     const adminModeRestore = await stowageRestore(`${prefix}-restore-cluster-admin`, adminModeMapping, 'cluster-admin');
+    const encryptedRestore = await stowageRestore(`${prefix}-restore-encrypted`, encryptedMapping, 'requester', encryptedName);
 
     const partial: Omit<BenchReport, 'goals'> = {
       schema: REPORT_SCHEMA,
@@ -436,9 +463,11 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       backupEngine: engine,
       backup: backupFigures,
       backupWithPlugin: pluginFigures,
+      backupEncrypted: encryptedFigures,
       restoreFloor: rFloor,
       restore: restoreFigures,
       restoreClusterAdmin: adminModeRestore,
+      restoreEncrypted: encryptedRestore,
       ratios: {
         backup: backupFigures.seconds / bFloor.seconds,
         engine: engine.seconds / bFloor.seconds,
@@ -446,6 +475,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         restoreClusterAdmin: adminModeRestore.seconds / rFloor.seconds,
         impersonation: restoreFigures.seconds / adminModeRestore.seconds,
         pluginOverhead: pluginFigures.seconds / backupFigures.seconds,
+        encryptedBackup: encryptedFigures.seconds / backupFigures.seconds,
+        encryptedRestore: encryptedRestore.seconds / restoreFigures.seconds,
       },
       totalSeconds: 0,
     };

@@ -2,12 +2,13 @@
 // ratios Stowage/floor and the goals from issue 7 checked against them.
 import os from 'node:os';
 
-export const REPORT_SCHEMA = 3;
+export const REPORT_SCHEMA = 4;
 
 export const GOALS = {
   backup: 1.3,
   restore: 1.5,
   pluginOverhead: 1.5,
+  encryption: 1.1,
   memoryGrowth: 1.5,
 } as const;
 
@@ -65,16 +66,24 @@ export interface BenchReport {
   /** Medians over the rounds, peaks the highest; the restore uses the first round's backup. */
   backup: StowageRun & { rounds: number[]; tarballBytes: number };
   backupWithPlugin: StowageRun & { rounds: number[]; tarballBytes: number; stampedItems: number };
+  /** The Stowage backup to a location with client-side encryption, in the same rounds (schema 4). */
+  backupEncrypted: StowageRun & { rounds: number[]; tarballBytes: number };
   restoreFloor: { seconds: number; readSeconds: number; items: number; created: number; existed: number; skipped: number; cpuSeconds: number };
   /** In trust mode requester (the default): every request of the restore impersonates its creator. */
   restore: StowageRun & { created: number; skipped: number; failed: number; seededObjectsAfter: number };
   /** The same restore in trust mode cluster-admin (the server's own rights), into other fresh namespaces. */
   restoreClusterAdmin: StowageRun & { created: number; skipped: number; failed: number; seededObjectsAfter: number };
+  /** A restore of the encrypted backup, trust mode requester, into other fresh namespaces (schema 4). */
+  restoreEncrypted: StowageRun & { created: number; skipped: number; failed: number; seededObjectsAfter: number };
   /**
    * backup, restore, restoreClusterAdmin: Stowage / floor; engine: in-process engine / floor;
-   * pluginOverhead: with / without the action; impersonation: restore / restoreClusterAdmin.
+   * pluginOverhead: with / without the action; impersonation: restore / restoreClusterAdmin;
+   * encryptedBackup, encryptedRestore: encrypted / unencrypted Stowage run.
    */
-  ratios: { backup: number; engine: number; restore: number; restoreClusterAdmin: number; impersonation: number; pluginOverhead: number };
+  ratios: {
+    backup: number; engine: number; restore: number; restoreClusterAdmin: number; impersonation: number; pluginOverhead: number;
+    encryptedBackup: number; encryptedRestore: number;
+  };
   /** Server peak RSS against a baseline run (--baseline), for the memory-growth goal. */
   memoryGrowth?: { baselineObjects: number; backup: number; restore: number };
   goals: Goal[];
@@ -112,6 +121,10 @@ export function checkGoals(report: Omit<BenchReport, 'goals'>): Goal[] {
       goal: 'backup with a plugin action on every item ≤ 1.5× backup without', target: `≤ ${GOALS.pluginOverhead}×`,
       measured: ratio(report.ratios.pluginOverhead), met: report.ratios.pluginOverhead <= GOALS.pluginOverhead,
     },
+    ...(['Backup', 'Restore'] as const).map((what) => {
+      const v = report.ratios[`encrypted${what}`];
+      return { goal: `encrypted ${what.toLowerCase()} ≤ ${GOALS.encryption}× the unencrypted one`, target: `≤ ${GOALS.encryption}×`, measured: ratio(v), met: v <= GOALS.encryption };
+    }),
   ];
   const m = report.memoryGrowth;
   for (const what of ['backup', 'restore'] as const) {
@@ -150,9 +163,11 @@ export function toMarkdown(r: BenchReport): string {
     `| ${label} | ${s(x.seconds)}${rounds(x.rounds ?? [])} | ${x.items} | ${rate(x.items, x.seconds)} | ${mib(x.serverPeakRssBytes)} | ${mib(x.pluginsPeakRssBytes)} | ${s(x.cpuSeconds)} | ${ratio} |`;
   lines.push(run(`Stowage backup (${(r.backup.tarballBytes / 1024 ** 2).toFixed(1)} MiB)`, r.backup, `**${r2(r.ratios.backup)}×**`));
   lines.push(run('Stowage backup + plugin action on every item', r.backupWithPlugin, `**${r2(r.ratios.pluginOverhead)}×** of the backup without`));
+  lines.push(run(`Stowage backup, client-side encrypted (${(r.backupEncrypted.tarballBytes / 1024 ** 2).toFixed(1)} MiB)`, r.backupEncrypted, `**${r2(r.ratios.encryptedBackup)}×** of the unencrypted backup`));
   lines.push(`| Restore floor (download + parse + create) | ${s(r.restoreFloor.seconds)} | ${r.restoreFloor.items} | ${rate(r.restoreFloor.items, r.restoreFloor.seconds)} | | | ${s(r.restoreFloor.cpuSeconds)} | |`);
   lines.push(run('Stowage restore (trust mode requester: impersonating its creator)', r.restore, `**${r2(r.ratios.restore)}×**`));
   lines.push(run('Stowage restore (trust mode cluster-admin: the server\'s own rights)', r.restoreClusterAdmin, `${r2(r.ratios.restoreClusterAdmin)}×; requester mode takes **${r2(r.ratios.impersonation)}×** its time`));
+  lines.push(run('Stowage restore of the encrypted backup (trust mode requester)', r.restoreEncrypted, `**${r2(r.ratios.encryptedRestore)}×** of the unencrypted restore`));
   lines.push('');
   lines.push(`Restore floor: ${r.restoreFloor.created} created, ${r.restoreFloor.existed} already there, ${r.restoreFloor.skipped} generated token secrets left out. ` +
     `Stowage restore: ${r.restore.created} created, ${r.restore.skipped} skipped, ${r.restore.failed} failed, ${r.restore.warnings} warnings; ` +

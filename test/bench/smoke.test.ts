@@ -52,7 +52,7 @@ describe('benchmark harness (smoke run, N=200)', () => {
     expect(deployedServerFlags(1024, ['--max-old-space-size=1536', '--trace-gc'])).toEqual(['--max-semi-space-size=4', '--max-old-space-size=1536', '--trace-gc']);
 
     expect(report.params).toMatchObject({ objects: OBJECTS, namespaces: NAMESPACES, clientQps: 100, clientBurst: 200, pageSize: 500, restoreConcurrency: 16, backupRounds: 2 });
-    for (const x of [report.backupFloor, report.backupEngine, report.backup, report.backupWithPlugin]) {
+    for (const x of [report.backupFloor, report.backupEngine, report.backup, report.backupWithPlugin, report.backupEncrypted]) {
       expect(x.rounds).toHaveLength(2);
       expect(x.seconds).toBeCloseTo(((x.rounds[0] ?? 0) + (x.rounds[1] ?? 0)) / 2, 6);
     }
@@ -100,14 +100,22 @@ describe('benchmark harness (smoke run, N=200)', () => {
     expect(report.restoreClusterAdmin.phase).toBe('Completed');
     expect(report.restoreClusterAdmin.seededObjectsAfter).toBe(OBJECTS);
     expect(report.ratios.pluginOverhead).toBeCloseTo(report.backupWithPlugin.seconds / report.backup.seconds, 6);
-    expect(report.goals.map((g) => g.met === null)).toEqual([false, false, false, true, true]);
+    // The encrypted rows: the same items, every seeded object restored, and their ratios to the unencrypted runs.
+    expectServerFigures(report.backupEncrypted, 'encrypted backup');
+    expect(report.backupEncrypted.items).toBe(f.items);
+    expectServerFigures(report.restoreEncrypted, 'encrypted restore');
+    expect(report.restoreEncrypted.seededObjectsAfter).toBe(OBJECTS);
+    expect(report.restoreEncrypted.failed).toBe(0);
+    expect(report.ratios.encryptedBackup).toBeCloseTo(report.backupEncrypted.seconds / report.backup.seconds, 6);
+    expect(report.ratios.encryptedRestore).toBeCloseTo(report.restoreEncrypted.seconds / report.restore.seconds, 6);
+    expect(report.goals.map((g) => g.met === null)).toEqual([false, false, false, false, false, true, true]);
     expect(report.goals[0]?.met).toBe(report.ratios.backup <= 1.3);
 
     // The JSON round-trips and the markdown shows every phase with its ratio.
     const again = JSON.parse(JSON.stringify(report)) as BenchReport;
     expect(again).toEqual(report);
     const md = toMarkdown(report);
-    for (const row of ['Seed', 'Backup floor', 'Backup engine alone', 'Stowage backup', 'Stowage backup + plugin action', 'Restore floor', 'Stowage restore']) expect(md).toContain(`| ${row}`);
+    for (const row of ['Seed', 'Backup floor', 'Backup engine alone', 'Stowage backup', 'Stowage backup + plugin action', 'Stowage backup, client-side encrypted', 'Restore floor', 'Stowage restore', 'Stowage restore of the encrypted backup']) expect(md).toContain(`| ${row}`);
     expect(md).toContain(`**${(Math.round(report.ratios.restore * 100) / 100).toString()}×**`);
     expect(md).toContain("Server heap as in the deployed container: sized by Node for its 1024 MiB memory limit, with the deployment's NODE_OPTIONS (--max-old-space-size=512 --max-semi-space-size=16).");
     expect(lines.some((l) => l.includes('Stowage restore:'))).toBe(true);
