@@ -10,7 +10,7 @@ import {
   type BackupPhase,
   type BackupStorageLocation,
 } from '../apis/v1/index.js';
-import { importedBackup, planSync } from './backupSync.js';
+import { importedBackup, importRefusal, planSync } from './backupSync.js';
 
 function loc(name: string, isDefault = false): BackupStorageLocation {
   return newBackupStorageLocation(name, 'stowage', { provider: 'stowage.dev/aws', objectStorage: { bucket: 'b' }, ...(isDefault ? { default: true } : {}) });
@@ -79,5 +79,27 @@ describe('importedBackup', () => {
       },
       spec: { includedNamespaces: ['shop'], storageLocation: 'primary', ttl: '24h' },
     });
+  });
+});
+
+describe('importRefusal', () => {
+  const plain = loc('primary');
+  const required = newBackupStorageLocation('vault', 'stowage', { provider: 'stowage.dev/aws', objectStorage: { bucket: 'b' }, encryption: { keySecretRef: { name: 'kek', key: 'k1' }, required: true } });
+  const key = { dataKey: Buffer.alloc(32), wrapped: { algorithm: 'AES-256-GCM-CHUNKED-v1', keyManager: 'stowage.dev/secret', keyId: 'k1', wrappedKey: Buffer.alloc(61) } };
+
+  it('imports a finished backup under its own name', () => {
+    expect(importRefusal(backup('b1', 'Completed'), plain, 'b1', 'unencrypted')).toBeUndefined();
+    expect(importRefusal(backup('b1', 'PartiallyFailed'), plain, 'b1', 'unencrypted')).toBeUndefined();
+    expect(importRefusal(backup('b1', 'Completed'), required, 'b1', key)).toBeUndefined();
+  });
+
+  it('refuses another name, an unfinished phase, and an unencrypted backup where encryption is required', () => {
+    expect(importRefusal(backup('other', 'Completed'), plain, 'b1', 'unencrypted')).toBe('its stowage-backup.json describes a backup named "other"');
+    for (const phase of ['InProgress', 'New', 'Failed', 'Deleting'] as const) {
+      expect(importRefusal(backup('b1', phase), plain, 'b1', 'unencrypted')).toBe(`its stowage-backup.json records phase ${phase}, not a finished backup`);
+    }
+    expect(importRefusal(backup('b1', undefined), plain, 'b1', 'unencrypted')).toBe('its stowage-backup.json records phase (none), not a finished backup');
+    expect(importRefusal(backup('b1', 'Completed'), required, 'b1', 'unencrypted'))
+      .toBe('backup "b1" is not encrypted, and location "vault" requires encryption (spec.encryption.required)');
   });
 });

@@ -23,6 +23,7 @@ import {
 } from '../apis/v1/index.js';
 import { REQUESTER_ANNOTATION } from '../auth/index.js';
 import { isAlreadyExists, isNotFound } from '../kube/index.js';
+import type { ArtifactKey } from '../persistence/sealing.js';
 import type { Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
@@ -88,6 +89,18 @@ export function importedBackup(stored: Backup, location: BackupStorageLocation, 
   };
 }
 
+/**
+ * Why a stowage-backup.json read from the bucket is not imported, or undefined. Only a finished
+ * backup is (a run writes the file last, as Completed or PartiallyFailed: any other phase was not
+ * written by a run), under its own name, and, where the location requires encryption, encrypted.
+ */
+export function importRefusal(stored: Backup, bsl: BackupStorageLocation, name: string, key: ArtifactKey): string | undefined {
+  if (stored.metadata.name !== name) return `its stowage-backup.json describes a backup named "${stored.metadata.name}"`;
+  const phase = stored.status?.phase;
+  if (phase !== 'Completed' && phase !== 'PartiallyFailed') return `its stowage-backup.json records phase ${phase ?? '(none)'}, not a finished backup`;
+  return unencryptedRefusal(bsl, name, key);
+}
+
 function syncPeriodMs(ctx: ControllerContext, bsl: BackupStorageLocation): number {
   const p = bsl.spec.backupSyncPeriod;
   if (p === undefined || p === '') return ctx.config.backupSyncPeriod;
@@ -121,14 +134,10 @@ export async function syncLocation(ctx: ControllerContext, bsl: BackupStorageLoc
       try {
         const read = await readStoredBackup(ctx, handle, bsl, store, name);
         if (read === undefined) continue; // deleted since the listing
-        const refusal = unencryptedRefusal(bsl, name, read.key);
+        const stored = read.backup;
+        const refusal = importRefusal(stored, bsl, name, read.key);
         if (refusal !== undefined) {
           result.failed.push({ name, reason: refusal });
-          continue;
-        }
-        const stored = read.backup;
-        if (stored.metadata.name !== name) {
-          result.failed.push({ name, reason: `its stowage-backup.json describes a backup named "${stored.metadata.name}"` });
           continue;
         }
         try {

@@ -143,6 +143,8 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
           client: rights.authority.client, source: env.store,
           ...(rights.authorizeTargets !== undefined ? { authorizeTargets: rights.authorizeTargets } : {}), actions, log: env.log, clock: ctx.clock, signal: env.signal,
           spillDir: spillDirOf(ctx),
+          // Every backup this controller restores is Stowage's own (backup sync imports only stowage-backup.json).
+          requireManifest: true,
           maxItemBytes: ctx.config.maxItemBytes,
           onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsRestored: p.itemsRestored }),
         }, req);

@@ -5,7 +5,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { Backup } from '../apis/v1/index.js';
 import { isReplayable, type ObjectStore } from '../plugin/api/index.js';
-import { ArtifactWriteError, createBackupStore, LocationValidationError } from './backupStore.js';
+import { ArtifactWriteError, createBackupStore, LocationValidationError, MAX_METADATA_BYTES } from './backupStore.js';
 import { backupKeys, downloadKey, normalizePrefix, restoreKeys } from './layout.js';
 import { addResult, countResults, emptyResults, resourceListOf } from './results.js';
 
@@ -310,5 +310,12 @@ describe('BackupStore', () => {
     await expect(s.getManifest('b1')).rejects.toThrow('the backup manifest is malformed: tarball is missing');
     await m.store.putObject('b', 'backups/b1/stowage-backup.json', bytes('{"kind":"Restore"}'));
     await expect(s.getBackupMetadata('b1')).rejects.toThrow('stowage-backup.json of backup "b1" is not a Backup object');
+  });
+
+  it('reads at most MAX_METADATA_BYTES of a stowage-backup.json (a planted giant is refused, not loaded)', async () => {
+    const m = memoryStore();
+    const s = createBackupStore({ objectStore: m.store, bucket: 'b' });
+    await m.store.putObject('b', 'backups/huge/stowage-backup.json', bytes(`{"kind":"Backup","pad":"${'x'.repeat(MAX_METADATA_BYTES)}"}`));
+    await expect(s.getBackupEnvelope('huge')).rejects.toThrow(`backups/huge/stowage-backup.json is larger than ${MAX_METADATA_BYTES} bytes`);
   });
 });

@@ -118,6 +118,13 @@ export function isNotFound(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'NotFound';
 }
 
+/**
+ * The most of a stowage-backup.json that is read: the sealed envelope (base64) of the largest
+ * Backup the API server stores (about 1.5 MiB), with room to spare. Backup sync reads whatever the
+ * bucket holds, so a planted giant costs it no more than this.
+ */
+export const MAX_METADATA_BYTES = 2.5 * 1024 * 1024;
+
 export function createBackupStore(opts: BackupStoreOptions): BackupStore {
   const { objectStore: os, bucket } = opts;
   const key = opts.key ?? 'unencrypted';
@@ -188,7 +195,7 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
       return envelope === undefined ? undefined : openEnvelope(key, envelope, b);
     },
     getBackupEnvelope: (b) =>
-      getOptional(keys(b).metadata, async (s) => parseEnvelope(parseJson(await readAllCapped(s, maxBytes, keys(b).metadata), keys(b).metadata), b)),
+      getOptional(keys(b).metadata, async (s) => parseEnvelope(parseJson(await readAllCapped(s, Math.min(maxBytes, MAX_METADATA_BYTES), keys(b).metadata), keys(b).metadata), b)),
     getTarball: async (b) => openBody(key, { backup: b, artifact: 'tarball' }, await os.getObject(bucket, keys(b).tarball)),
     getManifest: (b) => getGzipJson(keys(b).manifest, { backup: b, artifact: 'manifest' }, parseManifest),
     getManifestStream: (b) => getOptional(keys(b).manifest, (s) => Promise.resolve(gunzipCapped(openBody(key, { backup: b, artifact: 'manifest' }, s), maxBytes, keys(b).manifest))),

@@ -69,6 +69,11 @@ export interface RestoreDeps {
   waitTimeoutMs?: number;
   /** Called after every item with the counts so far. */
   onProgress?: (progress: RestoreProgress) => void;
+  /**
+   * Refuse a backup without a manifest. Stowage writes one with every finished backup, so for one
+   * of its own backups a missing manifest means it was deleted, and the tarball is unchecked.
+   */
+  requireManifest?: boolean;
   signal?: AbortSignal;
   /** Discovery results, when the caller already has them. */
   discovered?: readonly ApiResource[];
@@ -273,6 +278,9 @@ async function readBackup(
 ): Promise<{ items: ArchivedItem[]; alternates: ArchivedItem[]; oversized: OversizedEntry[] }> {
   // Checked entry by entry while reading: neither a table of the tarball's entries nor the whole manifest is held.
   const check = await manifestCheckOf(deps.source, backupName);
+  if (check === undefined && deps.requireManifest === true) {
+    throw new RestoreRefusedError('manifest-missing', `backup ${backupName} has no manifest in object storage, though Stowage writes one with every finished backup: it was deleted, so the tarball cannot be checked and is not restored`);
+  }
   try {
     let tarball: AsyncIterable<Uint8Array>;
     try {

@@ -171,7 +171,8 @@ describe('client-side encryption with keys in a Secret', () => {
     ['a dropped chunk', 'drop', /the tarball of backup "t-drop" has lost chunks: chunk 1 \(at byte \d+\) holds chunk 2/],
     ['a truncation', 'trunc', /the tarball of backup "t-trunc" is truncated: it ends after chunk \d+ \(at byte \d+\) without its final chunk/],
     ['another backup\'s chunks', 'swap', /the tarball of backup "t-swap" fails authentication at chunk 0 \(at byte 28\): it was altered, it belongs to another backup, or the data key is wrong/],
-  ] as const)('refuses a tarball with %s, naming it, and creates nothing', { timeout: 240_000 }, async ([, tag, reason]) => {
+    ['its manifest deleted', 'nomanifest', /backup t-nomanifest has no manifest in object storage, though Stowage writes one with every finished backup: it was deleted, so the tarball cannot be checked and is not restored/],
+  ] as const)('refuses a backup with %s, naming it, and creates nothing', { timeout: 240_000 }, async ([, tag, reason]) => {
     const name = `t-${tag}`;
     await backup(name);
     const file = tarball(name);
@@ -184,7 +185,12 @@ describe('client-side encryption with keys in a Secret', () => {
       : tag === 'drop' ? Buffer.concat([bytes.subarray(0, HEADER + CHUNK), bytes.subarray(HEADER + 2 * CHUNK)])
         : tag === 'trunc' ? bytes.subarray(0, HEADER + 2 * CHUNK)
           : fs.readFileSync(tarball('b1'));
-    fs.writeFileSync(file, altered);
+    if (tag === 'nomanifest') {
+      fs.rmSync(path.join(dir(name), `${name}-manifest.json.gz`));
+      const v = await cli('backup', 'verify', name);
+      expect(v.code).not.toBe(0);
+      expect(v.stderr).toContain(`backup "${name}" has no manifest in object storage: Stowage writes one with every finished backup, so it was deleted`);
+    } else fs.writeFileSync(file, altered);
     const target = uniqueName(`enc-${tag}`);
     const r = await restore(`r-${tag}`, name, target);
     expect(r.status?.phase).toBe('Failed');

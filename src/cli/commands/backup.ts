@@ -693,7 +693,7 @@ async function verifyBackup(cmd: Command, s: Session): Promise<void> {
     manifest = parseManifest(await readJson(body, `the manifest of backup "${name}"`));
   } catch (err) {
     if (err instanceof HttpStatusError && err.status === 404) {
-      throw new CliError(`backup "${name}" has no manifest in object storage (made by Velero or before manifests existed?), so it cannot be verified`);
+      throw new CliError(`backup "${name}" has no manifest in object storage: Stowage writes one with every finished backup, so it was deleted (or the backup was made by Velero), and the backup cannot be verified`);
     }
     throw err;
   }
