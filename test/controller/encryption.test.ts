@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   RESOURCES, newBackup, newRestore, type Backup, type BackupStorageLocation, type Restore,
 } from '../../src/apis/v1/index.js';
+import { CRASH_AT_ENV } from '../../src/controller/faults.js';
 import { CORE, isNotFound, type DynamicClient } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
@@ -327,5 +328,61 @@ describe('client-side encryption through a KeyManager plugin (examples/file-kms)
     } finally {
       sampler.stop();
     }
+  });
+});
+
+describe('a server SIGKILLed mid-backup on an encrypting location', () => {
+  const kubeconfig = inject('cluster').kubeconfigPath;
+  const ns = uniqueName('enc-crash');
+  const source = uniqueName('enc-crash-src');
+  const loc = filesystemLocation();
+  const servers: RunningServer[] = [];
+  let client: DynamicClient;
+
+  afterAll(async () => {
+    for (const s of servers) await s.stop().catch(() => undefined);
+    client?.close();
+    fs.rmSync(loc.root, { recursive: true, force: true });
+  });
+
+  it('seals the log its successor salvages, with the data key the dead run recorded, and the CLI reads it', { timeout: 180_000 }, async () => {
+    client = testClient(kubeconfig);
+    await ensureBuilt();
+    await ensureNamespace(client, ns);
+    await ensureNamespace(client, source);
+    await client.create(CORE.secrets, ns, { metadata: { name: 'kek' }, data: { k1: crypto.randomBytes(32).toString('base64') } });
+    for (let i = 0; i < 3; i++) await client.create(CM, source, { metadata: { name: `c${i}` }, data: { v: `crash-${i}` } });
+    loc.spec.encryption = { keySecretRef: { name: 'kek', key: 'k1' } };
+    // Throttled, so the run's log has lines on disk when the hook kills the server after the tarball.
+    const first = await startServer({
+      kubeconfigPath: kubeconfig, namespace: ns, location: loc, env: { [CRASH_AT_ENV]: 'after-tarball' }, args: ['--client-qps', '4', '--client-burst', '1'],
+    });
+    servers.push(first);
+    await locationAvailable(client, ns);
+    await client.create(RESOURCES.Backup, ns, newBackup('b', ns, { includedNamespaces: [source], includedResources: ['configmaps'] }));
+    await waitUntil('the server to kill itself', async () => (first.proc.signalCode !== null || first.proc.exitCode !== null ? true : undefined), 90_000);
+    expect(first.proc.signalCode).toBe('SIGKILL');
+    const recorded = (await client.get<Backup>(RESOURCES.Backup, ns, 'b')).status?.encryption;
+    expect(recorded).toMatchObject({ keyManager: 'stowage.dev/secret', keyId: 'k1' });
+    expect(recorded?.wrappedKey).toMatch(/^[A-Za-z0-9+/]+=*$/);
+
+    const second = await startServer({ kubeconfigPath: kubeconfig, namespace: ns, scratchDir: first.scratchDir });
+    servers.push(second);
+    const b = await waitFinished<Backup>(client, RESOURCES.Backup, ns, 'b', 90_000);
+    expect(b.status?.phase).toBe('Failed');
+    expect(b.status?.failureReason).toMatch(/its partial log \(\d+ lines\) was recovered from this server's scratch directory and uploaded/);
+    expect(b.status?.encryption, 'the successor keeps the recorded key').toEqual(recorded);
+    const logFile = path.join(loc.root, 'backups', 'backups', 'b', 'b-logs.gz');
+    expect(fs.readFileSync(logFile).subarray(0, 6).toString('latin1')).toBe('STWENC');
+    expect(fs.readFileSync(path.join(loc.root, 'backups', 'backups', 'b', 'b.tar.gz')).subarray(0, 6).toString('latin1')).toBe('STWENC');
+    const logs = await runCli(['backup', 'logs', 'b'], { kubeconfig, namespace: ns, timeoutMs: 60_000 });
+    expect(logs.code, show(logs)).toBe(0);
+    expect(logs.stdout).toContain('backup failed: the Stowage server running this backup stopped before it finished');
+    // The lines the dead run wrote, decrypted, then the successor's closing line that counts them.
+    const recovered = /its partial log \((\d+) lines\)/.exec(b.status?.failureReason ?? '')?.[1];
+    expect(recovered, b.status?.failureReason).toMatch(/^\d+$/);
+    // The throttled run has flushed its first lines before the hook fires (crashPoints counts on it too).
+    if (Number(recovered) > 0) expect(logs.stdout, logs.stdout).toContain(`starting backup ${ns}/b`);
+    expect(logs.stdout, logs.stdout).toContain(`recoveredLines=${recovered ?? ''}`);
   });
 });

@@ -168,6 +168,9 @@ describe('charts/stowage', () => {
     const bsl = find(objs, 'BackupStorageLocation', 'default') as KubeObject & { spec: { credential: Json; config: Json } };
     expect(bsl.spec.credential).toEqual({ name: secret.metadata?.name, key: 'cloud' });
     expect(bsl.spec.config).toEqual({ region: 'eu-west-1', s3Url: 'https://minio.example.com:9000', s3ForcePathStyle: 'true' });
+    expect(bsl.spec).not.toHaveProperty('encryption');
+    const archive = find(objs, 'BackupStorageLocation', 'archive') as KubeObject & { spec: { encryption: Json } };
+    expect(archive.spec.encryption).toEqual({ keySecretRef: { name: 'archive-kek', key: 'k2' }, required: true });
 
     // Every configuration value becomes its server flag.
     const spec = podSpec(find(objs, 'Deployment'));
