@@ -30,7 +30,7 @@ import {
 } from '../apis/v1/index.js';
 import { parseLinkPublicKey, sealContext, sealLink } from '../auth/index.js';
 import { isNotFound } from '../kube/index.js';
-import { createBackupStore, isNotFound as isStoreNotFound } from '../persistence/backupStore.js';
+import { isNotFound as isStoreNotFound } from '../persistence/backupStore.js';
 import { downloadKey, normalizePrefix } from '../persistence/layout.js';
 import { downloadArtifact } from '../persistence/sealing.js';
 import type { ObjectStore } from '../plugin/api/index.js';
@@ -41,7 +41,7 @@ import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ActiveRun, type ControllerContext, type ControllerDefinition } from './context.js';
 import { backupRefusal } from './backupRights.js';
 import { encrypts, keyedForBackup } from './keys.js';
-import { openObjectStore, resolveLocation } from './locations.js';
+import { backupStoreOn, openObjectStore, resolveLocation } from './locations.js';
 import { resolveBackupOf } from './resolveBackup.js';
 import { stamp } from './runs.js';
 
@@ -276,8 +276,7 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     t: DownloadToken, by: { namespace: string; name: string }, bsl: BackupStorageLocation, objectStore: ObjectStore, handle: PluginHandle, body: AsyncIterable<Uint8Array>,
   ): Promise<AsyncIterable<Uint8Array>> {
     const backup = await ctx.client.get<Backup>(RESOURCES.Backup, by.namespace, by.name);
-    const plain = createBackupStore({ objectStore, bucket: t.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' });
-    const keyed = await keyedForBackup(ctx, handle, bsl, plain, backup);
+    const keyed = await keyedForBackup(ctx, handle, bsl, backupStoreOn(objectStore, bsl), backup);
     return keyed.open(downloadArtifact(t.kind, t.name), body);
   }
 

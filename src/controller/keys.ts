@@ -9,7 +9,7 @@ import {
 } from '../encryption/index.js';
 import { isNotFound, type KubeObject } from '../kube/index.js';
 import type { BackupStore } from '../persistence/backupStore.js';
-import { openEnvelope, type ArtifactKey, type BackupEnvelope, type WrappedDataKey } from '../persistence/sealing.js';
+import { openEnvelope, type ArtifactKey, type WrappedDataKey } from '../persistence/sealing.js';
 import type { KeyManager } from '../plugin/api/index.js';
 import type { PluginHandle } from '../plugin/host/index.js';
 import type { StoreContext } from './locations.js';
@@ -118,11 +118,6 @@ export async function openBackupKey(
   }
 }
 
-/** The key sealing an envelope's backup (see openBackupKey). */
-export function keyOfEnvelope(ctx: StoreContext, handle: PluginHandle, bsl: BackupStorageLocation, backup: string, envelope: BackupEnvelope): Promise<ArtifactKey> {
-  return openBackupKey(ctx, handle, bsl, backup, envelope.encrypted ? envelope.wrapped : undefined);
-}
-
 /**
  * A stored backup as its stowage-backup.json records it, and the store keyed to read the rest of
  * it; undefined when it has no stowage-backup.json.
@@ -132,20 +127,25 @@ export async function readStoredBackup(
 ): Promise<{ backup: Backup; store: BackupStore; key: ArtifactKey } | undefined> {
   const envelope = await store.getBackupEnvelope(backup);
   if (envelope === undefined) return undefined;
-  const key = await keyOfEnvelope(ctx, handle, bsl, backup, envelope);
+  const key = await openBackupKey(ctx, handle, bsl, backup, envelope.encrypted ? envelope.wrapped : undefined);
   return { backup: await openEnvelope(key, envelope, backup), store: store.withKey(key), key };
 }
 
 /**
- * The store keyed for an existing backup: its stowage-backup.json's wrapping when it has one, else
- * what its status recorded as the run started (a Failed run writes no stowage-backup.json).
+ * The store keyed for an existing backup: with the wrapped key its status recorded as the run
+ * started (sync copies it from stowage-backup.json); for a Backup that records none, the wrapping
+ * its stowage-backup.json holds, read only where the location encrypts or the status says the
+ * backup is encrypted: anywhere else the backup is plain and nothing is read.
  */
 export async function keyedForBackup(
   ctx: StoreContext, handle: PluginHandle, bsl: BackupStorageLocation, store: BackupStore, backup: Pick<Backup, 'metadata' | 'status'>,
 ): Promise<BackupStore> {
   const name = backup.metadata.name ?? '';
-  const envelope = await store.getBackupEnvelope(name);
-  const wrapped = envelope !== undefined ? (envelope.encrypted ? envelope.wrapped : undefined) : wrappedKeyOfStatus(backup);
+  let wrapped = wrappedKeyOfStatus(backup);
+  if (wrapped === undefined && (encrypts(bsl) || backup.status?.encryption !== undefined)) {
+    const envelope = await store.getBackupEnvelope(name);
+    if (envelope?.encrypted === true) wrapped = envelope.wrapped;
+  }
   return store.withKey(await openBackupKey(ctx, handle, bsl, name, wrapped));
 }
 

@@ -136,7 +136,11 @@ export async function openObjectStore(ctx: StoreContext, handle: PluginHandle, b
 
 /** Opens the location's BackupStore through `handle` (the caller releases the handle). */
 export async function openBackupStore(ctx: StoreContext, handle: PluginHandle, bsl: BackupStorageLocation): Promise<BackupStore> {
-  const objectStore = await openObjectStore(ctx, handle, bsl);
+  return backupStoreOn(await openObjectStore(ctx, handle, bsl), bsl);
+}
+
+/** The location's BackupStore over an object store already opened for it (unencrypted; see keys.ts for its keys). */
+export function backupStoreOn(objectStore: ObjectStore, bsl: BackupStorageLocation): BackupStore {
   return createBackupStore({ objectStore, bucket: bsl.spec.objectStorage.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' });
 }
 

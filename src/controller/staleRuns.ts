@@ -22,7 +22,7 @@ import { isConflict, isNotFound, type KubeObject } from '../kube/index.js';
 import { renderJson, runLogFileName, type RunKind } from '../logging/index.js';
 import { salvageRunLog } from '../logging/salvage.js';
 import { recordBackupOutcome } from '../metrics/index.js';
-import { createBackupStore, type BackupStore } from '../persistence/backupStore.js';
+import type { BackupStore } from '../persistence/backupStore.js';
 import { backupKeys, restoreKeys } from '../persistence/layout.js';
 import { KeyUnavailableError, type ObjectStore } from '../plugin/api/index.js';
 import type { PluginHandle } from '../plugin/host/index.js';
@@ -31,7 +31,7 @@ import { formatDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext } from './context.js';
 import { encrypts, keyedForBackup } from './keys.js';
-import { BSL_RESOURCE, openObjectStore, resolveLocation } from './locations.js';
+import { backupStoreOn, BSL_RESOURCE, openObjectStore, resolveLocation } from './locations.js';
 import { stamp, uploadRunLog } from './runs.js';
 import { resolveBackupOf } from './resolveBackup.js';
 
@@ -81,7 +81,7 @@ async function open(s: Stale, backup: Backup): Promise<Where> {
   let plain: BackupStore;
   try {
     objectStore = await openObjectStore(s.ctx, s.handle, bsl);
-    plain = createBackupStore({ objectStore, bucket: bsl.spec.objectStorage.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' });
+    plain = backupStoreOn(objectStore, bsl);
   } catch (err) {
     return { gone: `its location "${bsl.metadata.name}" could not be opened: ${safeErrorMessage(err)}` };
   }

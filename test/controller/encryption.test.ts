@@ -36,6 +36,13 @@ function locationAvailable(client: DynamicClient, ns: string): Promise<true> {
   }, 60_000);
 }
 
+/** Stops the describe's server and client and removes its location's files. */
+async function tearDown(server: RunningServer | undefined, client: DynamicClient | undefined, root: string): Promise<void> {
+  await server?.stop();
+  client?.close();
+  fs.rmSync(root, { recursive: true, force: true });
+}
+
 /** Every file under `dir`, recursively. */
 function filesUnder(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
@@ -102,11 +109,7 @@ describe('client-side encryption with keys in a Secret', () => {
     await locationAvailable(client, ns);
   }, 180_000);
 
-  afterAll(async () => {
-    await server?.stop();
-    client?.close();
-    fs.rmSync(loc.root, { recursive: true, force: true });
-  });
+  afterAll(() => tearDown(server, client, loc.root));
 
   it('restores an encrypted backup exactly; the bucket holds no secret value; describe and downloads see through it', { timeout: 240_000 }, async () => {
     const b = await backup('b1');
@@ -280,9 +283,7 @@ describe('client-side encryption through a KeyManager plugin (examples/file-kms)
   }, 180_000);
 
   afterAll(async () => {
-    await server?.stop();
-    client?.close();
-    fs.rmSync(loc.root, { recursive: true, force: true });
+    await tearDown(server, client, loc.root);
     removeTempDirs();
   });
 
