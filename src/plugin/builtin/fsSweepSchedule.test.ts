@@ -54,10 +54,13 @@ describe('scheduled temp-file sweep', () => {
     fs.utimesSync(left, old, old);
 
     vi.advanceTimersByTime(SWEEP_INTERVAL_MS);
-    await until(() => !fs.existsSync(left));
+    const sweptLine = () => logged.map((l) => JSON.parse(l) as { msg?: string; message?: string; count?: number; files?: string[] })
+      .find((l) => (l.msg ?? l.message) === 'removed temp files left by killed uploads');
+    // The sweep reports once its whole walk is done, after the file is gone: wait for the report, not the removal.
+    await until(() => sweptLine() !== undefined);
+    expect(fs.existsSync(left)).toBe(false);
     expect(fs.existsSync(inProgress)).toBe(true);
-    const line = logged.map((l) => JSON.parse(l) as { msg?: string; message?: string; count?: number; files?: string[] }).find((l) => (l.msg ?? l.message) === 'removed temp files left by killed uploads');
-    expect(line).toMatchObject({ count: 1, files: [left] });
+    expect(sweptLine()).toMatchObject({ count: 1, files: [left] });
 
     release();
     await upload;
