@@ -188,7 +188,6 @@ describe('archive reader: refusals', () => {
     const bomb = await gzTarStream(100, 4 * 1024 * 1024);
     expect(bomb.length).toBeLessThan(800 * 1024);
     const { source, served } = metered(bomb);
-    const started = performance.now();
     const err = await readArchive(source).then(() => undefined, (e: unknown) => e);
     expect(err).toBeInstanceOf(ArchiveError);
     const { reason, message } = err as ArchiveError;
@@ -201,7 +200,6 @@ describe('archive reader: refusals', () => {
     expect(inflated).toBeLessThan(DEFAULT_READ_LIMITS.inflateRatioFloorBytes + 4 * 1024 * 1024);
     expect(inflated).toBeGreaterThan(100 * compressed);
     expect(served()).toBeLessThan(bomb.length / 2);
-    expect(performance.now() - started).toBeLessThan(10_000);
   });
 
   it('refuses by ratio only past the floor, and lets an honestly compressed archive grow past it', async () => {

@@ -419,12 +419,11 @@ describe('namespaceFilter with long lists', () => {
     expect(literal.literalIncludes()).toHaveLength(999);
   });
 
-  it('checks 100,000 items against 1,000 names in well under a second', () => {
+  // Speed is bench/'s to measure; this checks the answer holds at that size.
+  it('checks 100,000 items against 1,000 included and 1,000 excluded names', () => {
     const f = namespaceFilter(names(1000), names(1000, 'x'));
-    const t0 = performance.now();
     let n = 0;
     for (let i = 0; i < 100_000; i++) if (f.shouldInclude(`ns-${i % 2000}`)) n++;
     expect(n).toBe(50_000);
-    expect(performance.now() - t0).toBeLessThan(1000);
   });
 });
