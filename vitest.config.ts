@@ -1,7 +1,9 @@
 import { defineConfig } from 'vitest/config';
+import { SlowFirstSequencer } from './test/support/sequencer.js';
 
 export default defineConfig({
   test: {
+    sequence: { sequencer: SlowFirstSequencer },
     projects: [
       {
         test: {

@@ -27,6 +27,22 @@ function run(label, cmd, args) {
 const VITEST = path.join(root, 'node_modules', 'vitest', 'vitest.mjs');
 const reports = path.join(root, 'node_modules', '.cache');
 
+/**
+ * Each failed test as 'file > name: first lines of the message', and each file that failed to load
+ * (no assertions): CI keeps only the end of the output, and the reporter's own account is far above.
+ */
+function failuresOf(report) {
+  const out = [];
+  for (const file of report.testResults ?? []) {
+    const name = path.relative(root, file.name);
+    const failed = (file.assertionResults ?? []).filter((a) => a.status === 'failed');
+    for (const a of failed) out.push(`${name} > ${a.fullName}: ${firstLines(a.failureMessages?.[0])}`);
+    if (failed.length === 0 && file.status === 'failed') out.push(`${name}: ${firstLines(file.message)}`);
+  }
+  return out;
+}
+const firstLines = (msg = '') => msg.split('\n').filter((l) => l.trim() !== '').slice(0, 3).join(' | ').slice(0, 600);
+
 /** One vitest run on `node`; the JSON report gives CI a plain 'N passed, N failed' closing line. */
 function vitest(label, node, args) {
   const report = path.join(reports, `vitest-report-${label.replace(/\W+/g, '-')}.json`);
@@ -39,10 +55,11 @@ function vitest(label, node, args) {
     stdio: 'inherit',
     env: runtimeEnv(node),
   });
-  const result = { label: `${label} (node ${version})`, ok: r.status === 0, passed: 0, failed: 0, skipped: 0, written: false };
+  const result = { label: `${label} (node ${version})`, ok: r.status === 0, passed: 0, failed: 0, skipped: 0, written: false, failures: [] };
   if (fs.existsSync(report)) {
     const j = JSON.parse(fs.readFileSync(report, 'utf8'));
     Object.assign(result, { passed: j.numPassedTests, failed: j.numFailedTests, skipped: j.numPendingTests + j.numTodoTests, written: true });
+    result.failures = failuresOf(j);
   }
   process.stderr.write(`=== ${label} finished in ${((Date.now() - t0) / 1000).toFixed(1)}s (exit ${r.status ?? r.signal})\n`);
   return result;
@@ -77,6 +94,7 @@ results.push(vitest(extra.length === 0 ? 'unit and integration tests' : 'tests',
 for (const r of results) {
   const line = r.written ? `${r.passed} passed, ${r.failed} failed${r.skipped > 0 ? `, ${r.skipped} skipped` : ''}` : 'no test report was written';
   process.stderr.write(`=== ${r.label}: ${line}\n`);
+  for (const f of r.failures) process.stderr.write(`=== FAILED ${f}\n`);
 }
 const sum = (k) => results.reduce((n, r) => n + r[k], 0);
 let summary = results.every((r) => r.written) ? `${sum('passed')} passed, ${sum('failed')} failed` : 'no test report was written';
