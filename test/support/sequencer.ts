@@ -1,7 +1,8 @@
 // Longest integration files first, so the 3 workers end together instead of a 3-minute outage test
 // starting last. Vitest's own order uses the durations it cached from the last run; a fresh clone
 // (CI) has none and would go by file size, so the durations measured on CI are committed in
-// durations.json (refresh with `node scripts/test-durations.mjs` after a full `npm test`).
+// durations.json (refresh with `node scripts/test-durations.mjs` after a full `npm test`), and each
+// file's estimate is the larger of the two.
 import fs from 'node:fs';
 import path from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
@@ -14,14 +15,13 @@ export class SlowFirstSequencer extends BaseSequencer {
     const rank = new Map(base.map((f, i) => [f, i]));
     const root = this.ctx.config.root;
     const estimate = (f: TestSpecification): number => {
-      const cached = this.ctx.cache.getFileTestResults(`${f.project.name}:${path.relative(root, f.moduleId)}`);
-      return cached ? cached.duration / 1000 : (committed[path.relative(root, f.moduleId)] ?? 0);
+      const file = path.relative(root, f.moduleId);
+      const cached = this.ctx.cache.getFileTestResults(`${f.project.name}:${file}`);
+      // The larger of the two: a filtered or bailed-out run caches a near-zero duration.
+      return Math.max((cached?.duration ?? 0) / 1000, committed[file] ?? 0);
     };
-    return [...base].sort((a, b) => {
-      // Groups and projects keep the base order (unit first); within one, longest first.
-      const group = a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder;
-      if (group !== 0 || a.project.name !== b.project.name) return (rank.get(a) ?? 0) - (rank.get(b) ?? 0);
-      return estimate(b) - estimate(a) || (rank.get(a) ?? 0) - (rank.get(b) ?? 0);
-    });
+    const byRank = (a: TestSpecification, b: TestSpecification): number => (rank.get(a) ?? 0) - (rank.get(b) ?? 0);
+    // Projects keep the base order (group order, so unit first); within one, longest first.
+    return [...base].sort((a, b) => (a.project.name !== b.project.name ? byRank(a, b) : estimate(b) - estimate(a) || byRank(a, b)));
   }
 }
