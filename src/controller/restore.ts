@@ -25,6 +25,7 @@ import { readsFrom, type ControllerContext, type ControllerDefinition } from './
 import { locationProblem, readStoredResourceList, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { resolveBackupOf } from './resolveBackup.js';
+import { loadRestoreTransforms, resourceModifierRefErrors, type RestoreTransforms } from './restoreTransforms.js';
 import { failStaleRun } from './staleRuns.js';
 
 const RESTORES = RESOURCES.Restore;
@@ -43,7 +44,7 @@ type Validation = { errors: string[]; backup?: Backup; location?: BackupStorageL
 
 export function validateRestore(ctx: ControllerContext, r: Restore): Validation {
   const spec = r.spec;
-  const errors = [...specFieldErrors('Restore', spec), ...validateFilters(spec), ...validateNamespaceMapping(spec.namespaceMapping, spec)];
+  const errors = [...specFieldErrors('Restore', spec), ...validateFilters(spec), ...validateNamespaceMapping(spec.namespaceMapping, spec), ...resourceModifierRefErrors(spec)];
   const resolved = resolveBackupOf(ctx, r);
   if (resolved.backup === undefined) {
     errors.push(resolved.error);
@@ -122,7 +123,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
   const refuse = (r: Restore, errors: string[]): Promise<void> =>
     failValidation(ctx, 'restore', RESTORES, r, errors, () => recordRestoreOutcome(ctx.metrics, { schedule: '', phase: 'FailedValidation' }));
 
-  function execute(r: Restore, backup: Backup, location: BackupStorageLocation, rights: Rights, signal: AbortSignal): Promise<void> {
+  function execute(r: Restore, backup: Backup, location: BackupStorageLocation, rights: Rights, transforms: RestoreTransforms, signal: AbortSignal): Promise<void> {
     const name = r.metadata.name;
     const schedule = backup.metadata.labels?.[LABEL_SCHEDULE_NAME] ?? '';
     const dryRun = r.spec.dryRun === true;
@@ -136,6 +137,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
       onStarted: () => ctx.metrics.restoreAttemptTotal.inc({ schedule }),
       engine: async (env) => {
         env.log.info(rights.logLine);
+        if (transforms.logLine !== undefined) env.log.info(transforms.logLine);
         const actions = await resolveRestoreItemActions(env.handle.restoreItemActions().map((a) => ({ name: a.name, action: a })));
         const req = newRestoreRequest(r, backup, { priorities: ctx.config.restoreResourcePriorities });
         return runRestore({
@@ -147,6 +149,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
           requireManifest: true,
           maxItemBytes: ctx.config.maxItemBytes,
           onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsRestored: p.itemsRestored }),
+          mappings: transforms.mappings, ...(transforms.modifiers !== undefined ? { modifiers: transforms.modifiers } : {}),
         }, req);
       },
       // Failed or not: results carry every item's outcome (`restore describe` shows a dry run's predictions from them).
@@ -213,7 +216,12 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
           await refuse(r, rights.errors);
           return;
         }
-        await execute(r, v.backup, v.location, rights, rc.signal);
+        const transforms = await loadRestoreTransforms(ctx, r, rights.authority);
+        if ('errors' in transforms) {
+          await refuse(r, transforms.errors);
+          return;
+        }
+        await execute(r, v.backup, v.location, rights, transforms, rc.signal);
       },
     },
   };

@@ -98,7 +98,10 @@ const RESTORE_ROWS: Record<string, Row> = {
   'spec.hooks': refused,
   'spec.restorePVs': refused,
   'spec.itemOperationTimeout': refused,
-  'spec.resourceModifier': refused,
+  'spec.resourceModifier': by('test/controller/transforms.test.ts', 'src/controller/restoreTransforms.test.ts'),
+  'spec.resourceModifier.apiGroup': by('src/controller/restoreTransforms.test.ts'),
+  'spec.resourceModifier.kind': by('test/controller/transforms.test.ts', 'src/controller/restoreTransforms.test.ts'),
+  'spec.resourceModifier.name': by('test/controller/transforms.test.ts', 'src/controller/restoreTransforms.test.ts'),
   'spec.uploaderConfig': refused,
 };
 

@@ -5,6 +5,7 @@
 import type winston from 'winston';
 import { CORE, isApiUnreachable, isNotFound, type DynamicClient } from '../kube/index.js';
 import type { KubeObject } from '../plugin/api/index.js';
+import { takeChanges } from './actions/mappings.js';
 import type { ActionMatcher } from './actions/selector.js';
 import { predictItem } from './dryRun.js';
 import { hasSelector, maintainedBy } from './maintained.js';
@@ -14,7 +15,9 @@ import { itemErrorMessage, type Outcomes, type Target } from './outcomes.js';
 import { itemKey, type PlannedItem, type RestorePlan } from './plan.js';
 import { targetNamespace, type ItemOutcome, type RestoreRequest } from './request.js';
 import { newServing, type Serving } from './serving.js';
+import type { ResourceModifiers } from './modifiers/index.js';
 import { prepareItem } from './transform.js';
+import { applyTransforms, noteTransforms } from './transforms.js';
 import { writeItem, type WriteContext } from './writes.js';
 
 export interface ExecutorContext {
@@ -35,6 +38,8 @@ export interface ExecutorContext {
   stop(reason: unknown): void;
   /** Told how many items are being restored at once, after each start. */
   onInFlight(n: number): void;
+  /** The Restore's resource modifier rules, applied after the actions. */
+  modifiers?: ResourceModifiers;
 }
 
 export interface Executor {
@@ -47,6 +52,8 @@ interface Parts {
   order: Order;
   serving: Serving;
   writes: WriteContext;
+  /** Patched objects a dry run has kept so far (transforms.ts caps them). */
+  kept: { patched: number };
 }
 
 export function newExecutor(ctx: ExecutorContext): Executor {
@@ -71,7 +78,7 @@ export function newExecutor(ctx: ExecutorContext): Executor {
     client: ctx.client, log: ctx.log, req: ctx.req, outcomes: ctx.outcomes, waitTimeoutMs: ctx.waitTimeoutMs, signal: ctx.signal,
     stop: ctx.stop, onExisting: (p) => order.noteExisting(p),
   };
-  const parts: Parts = { ctx, order, serving, writes };
+  const parts: Parts = { ctx, order, serving, writes, kept: { patched: 0 } };
   return { restoreItem: order.restoreItem };
 }
 
@@ -91,7 +98,16 @@ async function restoreOne(parts: Parts, p: PlannedItem, original: KubeObject): P
   const offered = p.versionChange !== undefined && !p.versionChange.copy ? { ...prepared, apiVersion: p.versionChange.used } : prepared;
   const acted = await runActions(parts, p, original, offered);
   if ('outcome' in acted) return acted.outcome;
-  const { item } = acted;
+  const transformed = applyTransforms(ctx.modifiers, p, acted.item, acted.changes);
+  // Rule text may quote a Secret's values (a failed test): scrubbed like any item error.
+  const transforms = transformed.transforms.map((t) => itemErrorMessage(p, original, t));
+  if (transformed.error !== undefined) {
+    const failed = ctx.outcomes.record(p, at, 'failed', itemErrorMessage(p, original, transformed.error));
+    noteTransforms(failed, p.groupResource, transforms, undefined, parts.kept);
+    return failed;
+  }
+  const { item } = transformed;
+  if (transforms.length > 0) ctx.log.info(`${p.groupResource} ${displayName(p.namespace, p.name)}: transformed: ${transforms.join('; ')}`);
   if (!isRecord(item.metadata) || typeof item.metadata.name !== 'string' || item.metadata.name === '') {
     return ctx.outcomes.record(p, at, 'failed', 'a restore item action returned an object without metadata.name');
   }
@@ -99,7 +115,9 @@ async function restoreOne(parts: Parts, p: PlannedItem, original: KubeObject): P
   const pending = await prerequisites(parts, p, target);
   if (!Array.isArray(pending)) return pending;
   const desired = { item, keepStatus, original };
-  return ctx.req.dryRun ? predictItem(parts.writes, p, target, desired, pending) : writeItem(parts.writes, p, target, desired);
+  const outcome = await (ctx.req.dryRun ? predictItem(parts.writes, p, target, desired, pending) : writeItem(parts.writes, p, target, desired));
+  noteTransforms(outcome, p.groupResource, transforms, ctx.req.dryRun ? item : undefined, parts.kept);
+  return outcome;
 }
 
 /**
@@ -107,10 +125,11 @@ async function restoreOne(parts: Parts, p: PlannedItem, original: KubeObject): P
  * restores the additional items they name first. Returns the item to write, or the outcome when an
  * action failed or skipped it.
  */
-async function runActions(parts: Parts, p: PlannedItem, original: KubeObject, offered: KubeObject): Promise<{ item: KubeObject } | { outcome: ItemOutcome }> {
+async function runActions(parts: Parts, p: PlannedItem, original: KubeObject, offered: KubeObject): Promise<{ item: KubeObject; changes: string[] } | { outcome: ItemOutcome }> {
   const { ctx, order } = parts;
   const at = { namespace: p.namespace, name: p.name };
   let item = offered;
+  const changes: string[] = [];
   for (const m of ctx.matchers) {
     if (!m.applies({ resource: p.resource, namespace: p.namespace, labels: item.metadata.labels })) continue;
     let out: Awaited<ReturnType<typeof m.action.execute>>;
@@ -131,8 +150,9 @@ async function runActions(parts: Parts, p: PlannedItem, original: KubeObject, of
       if (ap.key !== p.key) await order.restoreFirst(p, ap);
     }
     item = out.item;
+    changes.push(...takeChanges(item));
   }
-  return { item };
+  return { item, changes };
 }
 
 /**

@@ -26,6 +26,10 @@ export interface ItemOutcome {
   reason: string;
   /** Dry run only: whether the apiserver validated the predicted create/update (server-side dry run). */
   validated?: boolean;
+  /** What changed the item on the way (mapping actions, resource modifier rules), in order. */
+  transforms?: string[];
+  /** Dry run only: the transformed object as it would be written (a Secret's values redacted). */
+  patched?: Record<string, unknown>;
 }
 
 export interface RestoreRequest {

@@ -27,6 +27,8 @@ import { mapLimitSettled } from '../util/concurrency.js';
 import { errorMessage, sanitizeMessage } from '../util/errors.js';
 import { actionMatcher, resolveRestoreItemActions, type ActionMatcher, type ResolvedRestoreItemAction } from './actions/selector.js';
 import { BUILTIN_RESTORE_ITEM_ACTIONS } from './actions/index.js';
+import { mappingActions, type MappingConfig } from './actions/mappings.js';
+import type { ResourceModifiers } from './modifiers/index.js';
 import { newExecutor, type Executor } from './executor.js';
 import { newOutcomes } from './outcomes.js';
 import { oversizedVerdict, type OversizedVerdict } from './oversized.js';
@@ -83,6 +85,10 @@ export interface RestoreDeps {
    * "requester" when validation could not check the namespaces from the backup's resource list.
    */
   authorizeTargets?: (targets: TargetNamespace[]) => Promise<string[]>;
+  /** The mapping ConfigMaps' configuration (storage class, images, node labels): built-in actions run after the other built-ins. */
+  mappings?: MappingConfig;
+  /** The Restore's resource modifier rules (spec.resourceModifier), applied to each item after every action. */
+  modifiers?: ResourceModifiers;
 }
 
 export interface RestoreStats {
@@ -174,6 +180,7 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
       onInFlight: (n) => {
         stats.maxInFlight = Math.max(stats.maxInFlight, n);
       },
+      ...(deps.modifiers !== undefined ? { modifiers: deps.modifiers } : {}),
     });
     const stopped = await runTiers(deps, ready.plan, exec, concurrency, stats, req, stop.signal);
     return finish(stopped);
@@ -200,7 +207,7 @@ async function readAndPlan(deps: RestoreDeps, req: RestoreRequest, spill: SpillF
     const refused = await deps.authorizeTargets(targetsOfPlan(plan.items.values(), req));
     if (refused.length > 0) throw new RestoreRefusedError('not-allowed', refused.join('; '));
   }
-  const builtins = await resolveRestoreItemActions(BUILTIN_RESTORE_ITEM_ACTIONS);
+  const builtins = await resolveRestoreItemActions([...BUILTIN_RESTORE_ITEM_ACTIONS, ...mappingActions(deps.mappings ?? {})]);
   const matchers = [...builtins, ...(deps.actions ?? [])].map(actionMatcher);
   return { discovered, plan, matchers, oversized: oversizedVerdict(oversized, items, req, discovered) };
 }

@@ -183,7 +183,14 @@ const restoreSpec = keepUnknown(s.named(
     hooks: notYet(s.unknownObject({ description: 'Init containers to add and commands to run in restored pods.' }), 'restore hooks are not supported yet'),
     restorePVs: notYet(s.bool({ nullable: true, description: 'Restore volumes from their snapshots.' }), 'restoring volumes from snapshots is not supported yet'),
     itemOperationTimeout: notYet(s.string({ description: 'How long to wait for asynchronous item action operations.' }), ITEM_OPERATIONS),
-    resourceModifier: notYet(s.unknownObject({ description: 'A reference to a ConfigMap of resource modifier rules.' }), 'resource modifiers are not supported yet'),
+    resourceModifier: s.named('ResourceModifierRef', s.object(
+      {
+        apiGroup: s.string({ description: 'Empty: ConfigMaps are core objects.' }),
+        kind: s.string({ description: '"ConfigMap".' }),
+        name: s.string({ description: 'The ConfigMap, in the Restore\'s namespace, whose one data entry is a rules file in Velero\'s resource modifier format.' }),
+      },
+      { required: ['kind', 'name'], description: 'Resource modifier rules (Velero\'s format) applied to every restored item after the restore item actions.' },
+    )),
     uploaderConfig: notYet(s.unknownObject({ description: 'Settings of the volume data uploader.' }), UPLOADER),
   }),
 ));

@@ -356,13 +356,22 @@ export type RestoreSpec = {
   restorePVs?: boolean | null;
   /** How long to wait for asynchronous item action operations. Not supported yet: a run that sets it fails validation. */
   itemOperationTimeout?: string;
-  /** A reference to a ConfigMap of resource modifier rules. Not supported yet: a run that sets it fails validation. */
-  resourceModifier?: Record<string, unknown>;
+  resourceModifier?: ResourceModifierRef;
   /** Settings of the volume data uploader. Not supported yet: a run that sets it fails validation. */
   uploaderConfig?: Record<string, unknown>;
 };
 
 export type ExistingResourcePolicy = 'none' | 'update';
+
+/** Resource modifier rules (Velero's format) applied to every restored item after the restore item actions. */
+export type ResourceModifierRef = {
+  /** Empty: ConfigMaps are core objects. */
+  apiGroup?: string;
+  /** "ConfigMap". */
+  kind: string;
+  /** The ConfigMap, in the Restore's namespace, whose one data entry is a rules file in Velero's resource modifier format. */
+  name: string;
+};
 
 export type RestoreStatus = {
   phase?: RestorePhase;

@@ -100,6 +100,14 @@ describe('flags', () => {
     expect(() => restoreSpecFromFlags({ fromBackup: 'b', fromSchedule: 's' })).toThrow(UsageError);
     expect(() => restoreSpecFromFlags({ fromBackup: 'b', existingResourcePolicy: 'replace' })).toThrow(/must be none or update/);
     expect(() => restoreSpecFromFlags({ fromBackup: 'b', namespaceMappings: { a: 'B_' } })).toThrow(/"B_" is not a valid namespace name/);
+    expect(restoreSpecFromFlags({ fromBackup: 'b', resourceModifierConfigmap: 'mods' })).toEqual({ backupName: 'b', resourceModifier: { kind: 'ConfigMap', name: 'mods' } });
+    expect(() => restoreSpecFromFlags({ fromBackup: 'b', resourceModifierConfigmap: 'a/b' })).toThrow(/--resource-modifier-configmap: "a\/b" is not a valid ConfigMap name/);
+  });
+
+  it('shows what transformed an item, and with --details how and the object a dry run would write', () => {
+    const o = { groupResource: 'deployments.apps', namespace: 'a', name: 'web', action: 'created' as const, reason: 'would be created', transforms: ['rule 0'], patched: { spec: { replicas: 3 } } };
+    expect(outcomesSection([o], true)).toContain('    deployments.apps a/web: would be created (transformed; --details shows how)\n');
+    expect(outcomesSection([o], true, true)).toContain('    deployments.apps a/web: would be created\n      transformed by rule 0\n      as it would be written:\n        spec:\n          replicas: 3\n');
   });
 });
 

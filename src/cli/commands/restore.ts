@@ -1,5 +1,6 @@
 // `stowage restore create|get|describe|logs`.
 import { Command, Option } from 'commander';
+import YAML from 'yaml';
 import {
   EXISTING_RESOURCE_POLICIES,
   RESOURCES,
@@ -51,9 +52,11 @@ interface CreateFlags extends FilterFlags {
   preserveNodeports?: boolean;
   labels?: Record<string, string>;
   wait?: boolean;
+  resourceModifierConfigmap?: string;
 }
 
 const NAMESPACE_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const CONFIGMAP_NAME_RE = /^[-._a-zA-Z0-9]+$/;
 
 /** The Restore spec `restore create` submits, from its flags (exported for tests). */
 export function restoreSpecFromFlags(f: CreateFlags): RestoreSpec {
@@ -80,6 +83,12 @@ export function restoreSpecFromFlags(f: CreateFlags): RestoreSpec {
   if (f.dryRun === true) spec.dryRun = true;
   if (f.restoreStatus !== undefined) spec.restoreStatus = { includedResources: f.restoreStatus };
   if (f.preserveNodeports === true) spec.preserveNodePorts = true;
+  if (f.resourceModifierConfigmap !== undefined) {
+    if (!CONFIGMAP_NAME_RE.test(f.resourceModifierConfigmap) || f.resourceModifierConfigmap.length > 253) {
+      throw new UsageError(`--resource-modifier-configmap: "${f.resourceModifierConfigmap}" is not a valid ConfigMap name`);
+    }
+    spec.resourceModifier = { kind: 'ConfigMap', name: f.resourceModifierConfigmap };
+  }
   return spec;
 }
 
@@ -201,6 +210,10 @@ export interface ItemOutcome {
   action: 'created' | 'updated' | 'skipped' | 'failed';
   reason: string;
   validated?: boolean;
+  /** What changed the item on the way (mapping actions, resource modifier rules). */
+  transforms?: string[];
+  /** Dry run only: the object as it would be written. */
+  patched?: Record<string, unknown>;
 }
 
 /** The restore-<r>-results.gz file: warnings and errors by scope, and (when written) every item's outcome. */
@@ -217,7 +230,18 @@ const ACTION_TITLES: Record<ItemOutcome['action'], [string, string]> = {
   failed: ['Failed', 'Would fail'],
 };
 
-export function outcomesSection(outcomes: readonly ItemOutcome[], dryRun: boolean): string {
+/** Under an item with --details: what transformed it, and (dry run) the object as it would be written. */
+function detailsOf(o: ItemOutcome): string {
+  let s = '';
+  for (const t of o.transforms ?? []) s += `      transformed by ${t}\n`;
+  if (o.patched !== undefined) {
+    s += '      as it would be written:\n';
+    s += YAML.stringify(o.patched).trimEnd().split('\n').map((l) => `        ${l}\n`).join('');
+  }
+  return s;
+}
+
+export function outcomesSection(outcomes: readonly ItemOutcome[], dryRun: boolean, details = false): string {
   if (outcomes.length === 0) return `${dryRun ? 'Plan' : 'Items'}:  <none>\n`;
   let s = dryRun ? 'Plan (dry run: nothing was written to the cluster):\n' : 'Items:\n';
   for (const act of ['created', 'updated', 'skipped', 'failed'] as const) {
@@ -229,7 +253,8 @@ export function outcomesSection(outcomes: readonly ItemOutcome[], dryRun: boolea
       const why = o.reason !== '' && o.reason !== act ? `: ${o.reason}` : '';
       // The server's reason says it was not validated; results written by older servers may not.
       const unvalidated = dryRun && o.validated === false && !o.reason.includes('not validated') ? ' (not validated by the API server)' : '';
-      s += `    ${id}${why}${unvalidated}\n`;
+      s += `    ${id}${why}${unvalidated}${!details && (o.transforms?.length ?? 0) > 0 ? ' (transformed; --details shows how)' : ''}\n`;
+      if (details) s += detailsOf(o);
     }
   }
   return s;
@@ -247,7 +272,7 @@ async function fetchRestoreResults(ctx: CliContext, name: string, timeoutMs: num
   }
 }
 
-export async function describeRestoreText(ctx: CliContext, r: Restore, timeoutMs: number): Promise<string> {
+export async function describeRestoreText(ctx: CliContext, r: Restore, timeoutMs: number, details = false): Promise<string> {
   const st = r.status ?? {};
   const phase = st.phase ?? 'New';
   const dryRun = r.spec.dryRun === true;
@@ -265,6 +290,7 @@ export async function describeRestoreText(ctx: CliContext, r: Restore, timeoutMs
     ['Existing resource policy', r.spec.existingResourcePolicy ?? 'none'],
     ['Restore status of', r.spec.restoreStatus?.includedResources?.join(', ') ?? '<none>'],
     ['Preserve node ports', r.spec.preserveNodePorts === true ? 'yes' : 'no'],
+    ['Resource modifier', r.spec.resourceModifier !== undefined ? `${r.spec.resourceModifier.kind ?? 'ConfigMap'} ${r.spec.resourceModifier.name ?? ''}` : '<none>'],
   ]);
   s += '\n';
   s += formatFields([
@@ -283,7 +309,7 @@ export async function describeRestoreText(ctx: CliContext, r: Restore, timeoutMs
       const results = await fetchRestoreResults(ctx, r.metadata.name, timeoutMs);
       if (results === undefined) s += 'Results:  <not in object storage>\n';
       else {
-        if (results.outcomes !== undefined) s += outcomesSection(results.outcomes, dryRun) + '\n';
+        if (results.outcomes !== undefined) s += outcomesSection(results.outcomes, dryRun, details) + '\n';
         s += messagesSection('Warnings', results.warnings) + '\n' + messagesSection('Errors', results.errors);
       }
     } catch (err) {
@@ -296,7 +322,7 @@ export async function describeRestoreText(ctx: CliContext, r: Restore, timeoutMs
 }
 
 async function describeRestores(cmd: Command, s: Session): Promise<void> {
-  const o = cmd.opts<{ output: string; timeout: string }>();
+  const o = cmd.opts<{ output: string; timeout: string; details?: boolean }>();
   const format = parseOutputFormat(o.output);
   const names = cmd.processedArgs[0] as string[];
   const timeoutMs = parseTimeout('timeout', o.timeout);
@@ -313,7 +339,7 @@ async function describeRestores(cmd: Command, s: Session): Promise<void> {
     return;
   }
   const parts: string[] = [];
-  for (const r of items) parts.push(await describeRestoreText(ctx, r, timeoutMs));
+  for (const r of items) parts.push(await describeRestoreText(ctx, r, timeoutMs, o.details === true));
   if (parts.length > 0) process.stdout.write(parts.join('\n---\n\n'));
   else if (missing.length === 0) process.stderr.write(`No restores found in namespace ${ctx.namespace}.\n`);
   failMissing(missing);
@@ -344,6 +370,7 @@ export function restoreCommand(): Command {
     .option('--dry-run', 'only report what would be created, updated or skipped; write nothing to the cluster')
     .option('--restore-status <resources>', 'also restore the status of these resources, comma-separated (* for all)', commaList)
     .option('--preserve-nodeports', 'keep the nodePorts of Services')
+    .option('--resource-modifier-configmap <name>', 'apply the resource modifier rules (Velero\'s format) in this ConfigMap of the server\'s namespace')
     .option('--labels <labels>', 'labels for the restore, e.g. ticket=123', keyValueList('labels', '='))
     .option('-w, --wait', 'wait for the restore to finish, showing its progress')
     .addHelpText(
@@ -369,6 +396,7 @@ Examples:
       .description('Show the details of restores; for a dry run, what would be created, updated or skipped and why')
       .argument('[names...]', 'restores to describe (default: all)')
       .addOption(outputOption())
+      .option('--details', 'also show what transformed each item (mapping actions, resource modifier rules) and, for a dry run, the object as it would be written')
       .addOption(new Option('--timeout <duration>', 'how long to wait for the server to provide the results').default('1m')),
   ).action(action(async (cmd, s) => describeRestores(cmd, s)));
 
