@@ -186,6 +186,8 @@ resourceModifierRules:
       'ConfigMap s/m, data "rules.yaml": resourceModifierRules must be a non-empty list',
     ]);
     expect(errors('a: [')[0]).toMatch(/^ConfigMap s\/m, data "rules.yaml" is not YAML: /);
+    expect(errors('version: v1\nresourceModifierRules: [{conditions: {groupResource: pods, resourceNameRegex: "web\\\\z"}, patches: [{operation: remove, path: /a}]}]'))
+      .toEqual(['ConfigMap s/m, data "rules.yaml": resourceModifierRules[0].conditions.resourceNameRegex: \\z is RE2 syntax with no JavaScript equivalent here']);
     expect(errors('version: V1\nresourceModifierRules: [{conditions: {groupResource: pods, resourceNameRegex: "(?i)^WEB"}, patches: [{operation: Remove, path: /a}]}]')).toEqual([]);
   });
 });

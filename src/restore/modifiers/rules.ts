@@ -65,6 +65,9 @@ export function patchValue(v: unknown, at: string): JsonValue {
 
 /** A resourceNameRegex (Go RE2 syntax) as a JavaScript RegExp; leading `(?flags)` become flags. */
 function compileNameRegex(src: string): RegExp {
+  // RE2 escapes JavaScript would read as a plain letter without the u flag: refused, not matched differently.
+  const foreign = /\\[zCQEpP]/.exec(src.replace(/\\\\/g, ''));
+  if (foreign !== null) throw new Error(`${foreign[0]} is RE2 syntax with no JavaScript equivalent here`);
   const m = /^\(\?([imsU]+)\)/.exec(src);
   if (m === null) return new RegExp(src);
   const flags = m[1] as string;
