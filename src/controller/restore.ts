@@ -207,18 +207,16 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
           return;
         }
         if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) return { requeueAfter: 1000 };
+        // Read once the run is not waiting: listed with the other reasons when refused.
+        const transforms = await loadRestoreTransforms(ctx, r, authority);
+        const transformErrors = 'errors' in transforms ? transforms.errors : [];
         if (v.errors.length > 0 || v.backup === undefined || v.location === undefined) {
-          await refuse(r, v.errors);
+          await refuse(r, [...v.errors, ...transformErrors]);
           return;
         }
         const rights = await restoreRights(ctx, r, v.backup, v.location, authority);
-        if ('errors' in rights) {
-          await refuse(r, rights.errors);
-          return;
-        }
-        const transforms = await loadRestoreTransforms(ctx, r, rights.authority);
-        if ('errors' in transforms) {
-          await refuse(r, transforms.errors);
+        if ('errors' in rights || 'errors' in transforms) {
+          await refuse(r, [...('errors' in rights ? rights.errors : []), ...transformErrors]);
           return;
         }
         await execute(r, v.backup, v.location, rights, transforms, rc.signal);

@@ -62,7 +62,8 @@ async function readMappings(ctx: ControllerContext): Promise<{ config: MappingCo
 export async function loadRestoreTransforms(ctx: ControllerContext, r: Restore, authority: Authority): Promise<RestoreTransforms | { errors: string[] }> {
   const errors: string[] = [];
   let modifiers: ResourceModifiers | undefined;
-  if (r.spec.resourceModifier !== undefined) {
+  // A reference that names no ConfigMap is refused by validateRestore (resourceModifierRefErrors).
+  if (r.spec.resourceModifier !== undefined && resourceModifierRefErrors(r.spec).length === 0) {
     const m = await readModifiers(r, r.metadata.namespace ?? ctx.namespace, authority);
     if ('errors' in m) errors.push(...m.errors);
     else modifiers = m.modifiers;
