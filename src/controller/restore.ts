@@ -25,6 +25,8 @@ import { readsFrom, type ControllerContext, type ControllerDefinition } from './
 import { locationProblem, readStoredResourceList, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { resolveBackupOf } from './resolveBackup.js';
+import { restoreScope } from './runScope.js';
+import { createRunSlots, takeSlot } from './runSlots.js';
 import { failStaleRun } from './staleRuns.js';
 
 const RESTORES = RESOURCES.Restore;
@@ -114,6 +116,11 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
   // Validation reads backups and locations from the shared caches.
   const backups = ctx.informer<Backup>('Backup');
   const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation');
+  // Restores writing to disjoint namespaces run at once, up to --concurrent-restores (runSlots.ts).
+  const slots = createRunSlots({
+    kind: 'restore', limit: Math.max(1, ctx.config.concurrentRestores), flag: '--concurrent-restores',
+    stillWaiting: (key) => (informer.get(key)?.status?.phase ?? 'New') === 'New',
+  });
 
   const patchStatus = (r: Restore, status: Partial<Record<keyof RestoreStatus, unknown>>, resourceVersion?: string): Promise<Restore> =>
     ctx.client.patchStatus<Restore>(RESTORES, r.metadata.namespace, r.metadata.name,
@@ -185,13 +192,16 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
   return {
     name: 'restore',
     watches: [informer, readsFrom(backups), readsFrom(locations)],
-    workers: 1,
+    // One worker more than can run: a queued restore's status says what it waits for while all run.
+    workers: Math.max(1, ctx.config.concurrentRestores) + 1,
+    bind: (enqueue) => slots.bind(enqueue),
     reconciler: {
       async reconcile(key: string, rc: ReconcileContext): Promise<Result> {
         ctx.metrics.restoreTotal.set(informer.keys().length);
         const r = informer.get(key);
+        const phase = r?.status?.phase ?? 'New';
+        if (r === undefined || phase !== 'New') slots.drop(key);
         if (r === undefined) return;
-        const phase = r.status?.phase ?? 'New';
         if (phase === 'InProgress') {
           return await failStaleRun(ctx, 'restore', r, (status, rv) => patchStatus(r, status, rv), STALE_RESTORE_REASON);
         }
@@ -208,12 +218,18 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
           await refuse(r, v.errors);
           return;
         }
-        const rights = await restoreRights(ctx, r, v.backup, v.location, authority);
-        if ('errors' in rights) {
-          await refuse(r, rights.errors);
-          return;
+        const slot = await takeSlot(ctx, slots, 'restore', RESTORES, r, key, restoreScope(r.spec, v.backup.spec));
+        if (slot === undefined) return; // queued: woken when what it waits for ends
+        try {
+          const rights = await restoreRights(ctx, r, v.backup, v.location, authority);
+          if ('errors' in rights) {
+            await refuse(r, rights.errors);
+            return;
+          }
+          await execute(r, v.backup, v.location, rights, rc.signal);
+        } finally {
+          slot.release();
         }
-        await execute(r, v.backup, v.location, rights, rc.signal);
       },
     },
   };
