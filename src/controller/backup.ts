@@ -155,7 +155,10 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
           failValidation(ctx, 'backup', BACKUPS, b, errors, () => recordBackupOutcome(ctx.metrics, { schedule: scheduleOf(b), phase: 'FailedValidation' }));
         // A Backup nobody can be held to (in trust mode requester: no stamp) never runs, whatever else holds.
         if ('error' in authority) return failed([...v.errors, authority.error]);
-        if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) return { requeueAfter: 1000 };
+        if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) {
+          slots.drop(key); // while its location is not ready it holds up no other run (it keeps its age for later)
+          return { requeueAfter: 1000 };
+        }
         if (v.errors.length > 0 || v.location === undefined) return failed(v.errors);
         const slot = await takeSlot(ctx, slots, 'backup', BACKUPS, b, key, backupScope(b.spec));
         if (slot === undefined) return; // queued: woken when what it waits for ends

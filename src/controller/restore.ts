@@ -213,7 +213,10 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
           await refuse(r, [...(v.pending === undefined ? v.errors : []), authority.error]);
           return;
         }
-        if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) return { requeueAfter: 1000 };
+        if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) {
+          slots.drop(key); // while its location is not ready it holds up no other run (it keeps its age for later)
+          return { requeueAfter: 1000 };
+        }
         if (v.errors.length > 0 || v.backup === undefined || v.location === undefined) {
           await refuse(r, v.errors);
           return;
