@@ -193,7 +193,9 @@ export async function runServer(opts: ServerOptions): Promise<number> {
         logger.info('became the leader: starting controllers');
         for (const d of definitions) {
           if (d.onStart !== undefined) await d.onStart();
-          running.push(startController({ name: d.name, reconciler: d.reconciler, informers: d.watches, workers: d.workers ?? 1, logger }));
+          const c = startController({ name: d.name, reconciler: d.reconciler, informers: d.watches, workers: d.workers ?? 1, logger });
+          d.bind?.((key) => c.enqueue(key));
+          running.push(c);
         }
         signal.addEventListener('abort', () => {
           if (shutdown.signal.aborted) return;

@@ -37,7 +37,10 @@ export interface ServerConfig {
   downloadAddress: string;
   /** Base URL clients reach the download endpoint at (behind a Service or Ingress); '' derives it. */
   downloadUrl: string;
+  /** Backups running at once (those whose scopes overlap queue whatever the limit). */
   concurrentBackups: number;
+  /** Restores running at once (those writing to a shared namespace queue whatever the limit). */
+  concurrentRestores: number;
   defaultBackupStorageLocation: string;
   pluginStartTimeout: number;
   pluginIdleTimeout: number;
@@ -130,6 +133,7 @@ export const DEFAULT_CONFIG: Readonly<ServerConfig> = Object.freeze({
   downloadAddress: '',
   downloadUrl: '',
   concurrentBackups: 1,
+  concurrentRestores: 1,
   defaultBackupStorageLocation: 'default',
   pluginStartTimeout: 30_000,
   pluginIdleTimeout: 300_000,
@@ -187,7 +191,8 @@ export const CONFIG_FLAGS: readonly ConfigFlag[] = [
   flag('metricsAddress', 'metrics-address', 'address', 'Address serving /metrics, /healthz and /readyz'),
   flag('downloadAddress', 'download-address', 'address', 'Address serving downloads the store cannot presign (default :8086 in a pod, else a free loopback port)'),
   flag('downloadUrl', 'download-url', 'string', 'Base URL clients reach the download address at (default derived from the pod IP and port)'),
-  flag('concurrentBackups', 'concurrent-backups', 'int', 'Backups processed at the same time', 1),
+  flag('concurrentBackups', 'concurrent-backups', 'int', 'Backups run at the same time; backups whose namespaces overlap (or both including cluster-scoped resources) queue whatever the limit', 1),
+  flag('concurrentRestores', 'concurrent-restores', 'int', 'Restores run at the same time; restores writing to a shared target namespace (or both restoring cluster-scoped resources) queue whatever the limit', 1),
   flag('defaultBackupStorageLocation', 'default-backup-storage-location', 'name', 'Location used when a backup names none and no location is marked default'),
   flag('pluginStartTimeout', 'plugin-start-timeout', 'duration', 'How long a plugin may take to start and hand-shake', 1),
   flag('pluginIdleTimeout', 'plugin-idle-timeout', 'duration', 'How long an unused plugin process is kept running', 1),

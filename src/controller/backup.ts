@@ -19,6 +19,8 @@ import { readsFrom, type ControllerContext, type ControllerDefinition } from './
 import { isReadOnly, locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { crashPoint } from './faults.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
+import { backupScope } from './runScope.js';
+import { createRunSlots, takeSlot } from './runSlots.js';
 import { stamp } from './runs.js';
 import { failStaleRun } from './staleRuns.js';
 
@@ -54,6 +56,11 @@ export function validateBackup(ctx: ControllerContext, backup: Backup): Validati
 export function backupController(ctx: ControllerContext): ControllerDefinition {
   const informer = ctx.informer<Backup>('Backup');
   const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation'); // validation reads the location from the cache
+  // Which backups may run at once (runSlots.ts): non-overlapping ones, up to --concurrent-backups.
+  const slots = createRunSlots({
+    kind: 'backup', limit: Math.max(1, ctx.config.concurrentBackups), flag: '--concurrent-backups',
+    stillWaiting: (key) => (informer.get(key)?.status?.phase ?? 'New') === 'New',
+  });
 
   const patchStatus = (b: Backup, status: Partial<Record<keyof BackupStatus, unknown>>, resourceVersion?: string): Promise<Backup> =>
     ctx.client.patchStatus<Backup>(BACKUPS, b.metadata.namespace, b.metadata.name,
@@ -123,13 +130,16 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
   return {
     name: 'backup',
     watches: [informer, readsFrom(locations)],
-    workers: Math.max(1, ctx.config.concurrentBackups),
+    // One worker more than can run: a queued backup's status says what it waits for while all run.
+    workers: Math.max(1, ctx.config.concurrentBackups) + 1,
+    bind: (enqueue) => slots.bind(enqueue),
     reconciler: {
       async reconcile(key: string, rc: ReconcileContext): Promise<Result> {
         ctx.metrics.backupTotal.set(informer.keys().length);
         const b = informer.get(key);
+        const phase = b?.status?.phase ?? 'New';
+        if (b === undefined || phase !== 'New') slots.drop(key);
         if (b === undefined) return;
-        const phase = b.status?.phase ?? 'New';
         if (phase === 'InProgress') {
           await failStaleRun(ctx, 'backup', b, (status, rv) => patchStatus(b, status, rv), STALE_RUN_REASON);
           return;
@@ -145,18 +155,27 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
           failValidation(ctx, 'backup', BACKUPS, b, errors, () => recordBackupOutcome(ctx.metrics, { schedule: scheduleOf(b), phase: 'FailedValidation' }));
         // A Backup nobody can be held to (in trust mode requester: no stamp) never runs, whatever else holds.
         if ('error' in authority) return failed([...v.errors, authority.error]);
-        if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) return { requeueAfter: 1000 };
-        if (v.errors.length > 0 || v.location === undefined) return failed(v.errors);
-        // Trust mode requester: what of the scope the requester may read, settled before the run starts.
-        let scope: Pick<BackupDeps, 'scope' | 'scopeFailure'> = {};
-        if (authority.mode === 'requester') {
-          const planned = await planBackupScope({
-            client: authority.client, serverClient: ctx.client, reviewer: authority.reviewer, pageSize: ctx.config.clientPageSize,
-          }, b);
-          if ('validationErrors' in planned) return failed(planned.validationErrors);
-          scope = 'scope' in planned ? { scope: planned.scope } : { scopeFailure: planned.failure };
+        if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) {
+          slots.drop(key); // while its location is not ready it holds up no other run (it keeps its age for later)
+          return { requeueAfter: 1000 };
         }
-        await execute(b, v.location, authority, scope, rc.signal);
+        if (v.errors.length > 0 || v.location === undefined) return failed(v.errors);
+        const slot = await takeSlot(ctx, slots, 'backup', BACKUPS, b, key, backupScope(b.spec));
+        if (slot === undefined) return; // queued: woken when what it waits for ends
+        try {
+          // Trust mode requester: what of the scope the requester may read, settled before the run starts.
+          let scope: Pick<BackupDeps, 'scope' | 'scopeFailure'> = {};
+          if (authority.mode === 'requester') {
+            const planned = await planBackupScope({
+              client: authority.client, serverClient: ctx.client, reviewer: authority.reviewer, pageSize: ctx.config.clientPageSize,
+            }, b);
+            if ('validationErrors' in planned) return await failed(planned.validationErrors);
+            scope = 'scope' in planned ? { scope: planned.scope } : { scopeFailure: planned.failure };
+          }
+          await execute(b, v.location, authority, scope, rc.signal);
+        } finally {
+          slot.release();
+        }
       },
     },
   };

@@ -52,6 +52,8 @@ export interface ControllerDefinition {
   workers?: number;
   /** Runs once when this replica starts leading, before the workers start (e.g. the stale-run sweep). */
   onStart?: () => Promise<void>;
+  /** Called with the controller's enqueue once it runs: for keys woken by something other than their own events. */
+  bind?: (enqueue: (key: string) => void) => void;
 }
 
 /**

@@ -138,7 +138,7 @@ export async function failValidation(
   try {
     await ctx.client.patchStatus(resource, obj.metadata.namespace ?? ctx.namespace, obj.metadata.name, {
       metadata: { resourceVersion: obj.metadata.resourceVersion },
-      status: { phase: 'FailedValidation', validationErrors: errors, completionTimestamp: stamp(ctx.clock.now()) },
+      status: { phase: 'FailedValidation', validationErrors: errors, completionTimestamp: stamp(ctx.clock.now()), waitingFor: null },
     });
   } catch (err) {
     if (isConflict(err) || isNotFound(err)) return;
@@ -159,7 +159,7 @@ async function start<R extends EngineResult>(ctx: ControllerContext, def: RunDef
       rv = (await ctx.client.patch<RunObject>(resource, ns, obj.metadata.name, { metadata: { resourceVersion: rv }, spec: def.recordSpec }, 'merge')).metadata.resourceVersion;
     }
     const patched = await ctx.client.patchStatus<RunObject>(resource, ns, obj.metadata.name, {
-      metadata: { resourceVersion: rv }, status: { phase: 'InProgress', startTimestamp: stamp(started), validationErrors: null, ...def.startStatus(started) },
+      metadata: { resourceVersion: rv }, status: { phase: 'InProgress', startTimestamp: stamp(started), validationErrors: null, waitingFor: null, ...def.startStatus(started) },
     });
     return { rv: patched.metadata.resourceVersion };
   } catch (err) {

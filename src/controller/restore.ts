@@ -26,6 +26,8 @@ import { locationProblem, readStoredResourceList, resolveLocation, waitForLocati
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { resolveBackupOf } from './resolveBackup.js';
 import { loadRestoreTransforms, resourceModifierRefErrors, type RestoreTransforms } from './restoreTransforms.js';
+import { restoreScope } from './runScope.js';
+import { createRunSlots, takeSlot } from './runSlots.js';
 import { failStaleRun } from './staleRuns.js';
 
 const RESTORES = RESOURCES.Restore;
@@ -115,6 +117,11 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
   // Validation reads backups and locations from the shared caches.
   const backups = ctx.informer<Backup>('Backup');
   const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation');
+  // Restores writing to disjoint namespaces run at once, up to --concurrent-restores (runSlots.ts).
+  const slots = createRunSlots({
+    kind: 'restore', limit: Math.max(1, ctx.config.concurrentRestores), flag: '--concurrent-restores',
+    stillWaiting: (key) => (informer.get(key)?.status?.phase ?? 'New') === 'New',
+  });
 
   const patchStatus = (r: Restore, status: Partial<Record<keyof RestoreStatus, unknown>>, resourceVersion?: string): Promise<Restore> =>
     ctx.client.patchStatus<Restore>(RESTORES, r.metadata.namespace, r.metadata.name,
@@ -188,13 +195,16 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
   return {
     name: 'restore',
     watches: [informer, readsFrom(backups), readsFrom(locations)],
-    workers: 1,
+    // One worker more than can run: a queued restore's status says what it waits for while all run.
+    workers: Math.max(1, ctx.config.concurrentRestores) + 1,
+    bind: (enqueue) => slots.bind(enqueue),
     reconciler: {
       async reconcile(key: string, rc: ReconcileContext): Promise<Result> {
         ctx.metrics.restoreTotal.set(informer.keys().length);
         const r = informer.get(key);
+        const phase = r?.status?.phase ?? 'New';
+        if (r === undefined || phase !== 'New') slots.drop(key);
         if (r === undefined) return;
-        const phase = r.status?.phase ?? 'New';
         if (phase === 'InProgress') {
           return await failStaleRun(ctx, 'restore', r, (status, rv) => patchStatus(r, status, rv), STALE_RESTORE_REASON);
         }
@@ -206,7 +216,10 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
           await refuse(r, [...(v.pending === undefined ? v.errors : []), authority.error]);
           return;
         }
-        if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) return { requeueAfter: 1000 };
+        if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) {
+          slots.drop(key); // while its location is not ready it holds up no other run (it keeps its age for later)
+          return { requeueAfter: 1000 };
+        }
         // Read once the run is not waiting: listed with the other reasons when refused.
         const transforms = await loadRestoreTransforms(ctx, r, authority);
         const transformErrors = 'errors' in transforms ? transforms.errors : [];
@@ -214,12 +227,18 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
           await refuse(r, [...v.errors, ...transformErrors]);
           return;
         }
-        const rights = await restoreRights(ctx, r, v.backup, v.location, authority);
-        if ('errors' in rights || 'errors' in transforms) {
-          await refuse(r, [...('errors' in rights ? rights.errors : []), ...transformErrors]);
-          return;
+        const slot = await takeSlot(ctx, slots, 'restore', RESTORES, r, key, restoreScope(r.spec, v.backup.spec));
+        if (slot === undefined) return; // queued: woken when what it waits for ends
+        try {
+          const rights = await restoreRights(ctx, r, v.backup, v.location, authority);
+          if ('errors' in rights || 'errors' in transforms) {
+            await refuse(r, [...('errors' in rights ? rights.errors : []), ...transformErrors]);
+            return;
+          }
+          await execute(r, v.backup, v.location, rights, transforms, rc.signal);
+        } finally {
+          slot.release();
         }
-        await execute(r, v.backup, v.location, rights, transforms, rc.signal);
       },
     },
   };

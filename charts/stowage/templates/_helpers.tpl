@@ -99,6 +99,7 @@ credential:
   "clientPageBytes" "client-page-bytes"
   "apiOutageTimeout" "api-outage-timeout"
   "concurrentBackups" "concurrent-backups"
+  "concurrentRestores" "concurrent-restores"
   "pluginStartTimeout" "plugin-start-timeout"
   "pluginIdleTimeout" "plugin-idle-timeout"
   "terminationGracePeriod" "termination-grace-period"

@@ -142,6 +142,7 @@ const backupStatus = s.named(
     errors: s.int({ minimum: 0 }),
     failureReason: s.string(),
     formatVersion: s.string({ description: 'Version of the tarball layout, e.g. "1.1.0".' }),
+    waitingFor: s.string({ description: 'While the backup is New and queued: the running or earlier backups whose scope overlaps it, or the --concurrent-backups slots it waits for.' }),
     encryption: s.named(
       'BackupEncryptionStatus',
       s.object({
@@ -216,6 +217,7 @@ const restoreStatus = s.named(
     warnings: s.int({ minimum: 0 }),
     errors: s.int({ minimum: 0 }),
     failureReason: s.string(),
+    waitingFor: s.string({ description: 'While the restore is New and queued: the running or earlier restores writing to its target namespaces (or both cluster-scoped), or the --concurrent-restores slots it waits for.' }),
   }),
 );
 

@@ -215,6 +215,8 @@ export type BackupStatus = {
   failureReason?: string;
   /** Version of the tarball layout, e.g. "1.1.0". */
   formatVersion?: string;
+  /** While the backup is New and queued: the running or earlier backups whose scope overlaps it, or the --concurrent-backups slots it waits for. */
+  waitingFor?: string;
   /** Set when the backup is encrypted: what must still be held to read it. */
   encryption?: BackupEncryptionStatus;
   /** Set when the backup's manifest is signed. */
@@ -384,6 +386,8 @@ export type RestoreStatus = {
   warnings?: number;
   errors?: number;
   failureReason?: string;
+  /** While the restore is New and queued: the running or earlier restores writing to its target namespaces (or both cluster-scoped), or the --concurrent-restores slots it waits for. */
+  waitingFor?: string;
 };
 
 export type RestorePhase = 'New' | 'FailedValidation' | 'InProgress' | 'Completed' | 'PartiallyFailed' | 'Failed';

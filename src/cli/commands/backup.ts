@@ -341,7 +341,7 @@ export async function describeBackupText(ctx: CliContext, b: Backup, opts: { det
   const st = b.status ?? {};
   const phase = st.phase ?? 'New';
   let s = metadataSection(b.metadata) + '\n';
-  s += describeRunHeader(phase, st.validationErrors, st.failureReason, st.errors, st.warnings);
+  s += describeRunHeader(phase, st.validationErrors, st.failureReason, st.errors, st.warnings, st.waitingFor);
   s += filtersSection(b.spec) + '\n';
   // Fields Stowage does not implement (hooks, volume snapshots, ...) are named as such, never shown
   // as if they ran: a Backup of this server that sets one fails validation; one synced from a

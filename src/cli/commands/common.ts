@@ -7,8 +7,11 @@ export function describeRunHeader(
   failureReason: string | undefined,
   errors: number | undefined,
   warnings: number | undefined,
+  waitingFor?: string,
 ): string {
-  let s = formatFields([['Phase', phase]]);
+  // A queued run (still New) says what it waits for.
+  const queued = phase.startsWith('New') && waitingFor !== undefined && waitingFor !== '';
+  let s = formatFields([['Phase', phase], ...(queued ? [['Queued', waitingFor] as const] : [])]);
   if (validationErrors !== undefined && validationErrors.length > 0) {
     s += '\nValidation errors:\n' + validationErrors.map((e) => `  ${e}`).join('\n') + '\n';
   }

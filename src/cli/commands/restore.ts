@@ -277,7 +277,7 @@ export async function describeRestoreText(ctx: CliContext, r: Restore, timeoutMs
   const phase = st.phase ?? 'New';
   const dryRun = r.spec.dryRun === true;
   let s = metadataSection(r.metadata) + '\n';
-  s += describeRunHeader(`${phase}${dryRun ? ' (dry run)' : ''}`, st.validationErrors, st.failureReason, st.errors, st.warnings);
+  s += describeRunHeader(`${phase}${dryRun ? ' (dry run)' : ''}`, st.validationErrors, st.failureReason, st.errors, st.warnings, st.waitingFor);
   // A restore from a schedule records the backup it picked in spec.backupName when it starts.
   const picked = r.spec.backupName ?? '';
   const fromSchedule = (r.spec.scheduleName ?? '') !== '';
