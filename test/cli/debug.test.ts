@@ -11,13 +11,18 @@ import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import * as tar from 'tar-stream';
 import YAML from 'yaml';
-import { RESOURCES, newBackupStorageLocation } from '../../src/apis/v1/index.js';
+import { RESOURCES, newBackupStorageLocation, newDownloadRequest, newRestore, type DownloadRequest } from '../../src/apis/v1/index.js';
+import { REQUESTER_ANNOTATION, createLinkKey, formatRequester, sealContext, type Requester } from '../../src/auth/index.js';
 import { CORE, loadKubeConfig, type DynamicClient } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { ensureNamespace, filesystemLocation, s3LocationSpec, startServer, testClient, type RunningServer } from '../support/server.js';
 import { ensureBuilt, runCli, show, type CliResult, type RunOptions } from './helpers.js';
 
 const random = (n: number): string => crypto.randomBytes(n).toString('hex');
+
+// As the API server authenticates the test control plane's admin token; alice has no rights in the server's namespace.
+const ADMIN: Requester = { username: 'admin', uid: 'admin', groups: ['system:masters', 'system:authenticated'] };
+const ALICE: Requester = { username: 'alice', uid: 'alice-uid', groups: ['team-a', 'system:authenticated'] };
 
 /** Every file of a tar.gz, by path. */
 async function readBundle(file: string): Promise<Map<string, string>> {
@@ -133,7 +138,7 @@ describe('stowage debug with a running server', () => {
   it('writes a bundle for a backup with every expected file, and no seeded secret anywhere', async () => {
     const r = await cli('debug', '--backup', 'b', '--output', 'b.tar.gz');
     expect(r.code, show(r)).toBe(0);
-    expect(r.stdout).toMatch(/Debug bundle written to .*b\.tar\.gz \(10 files, /);
+    expect(r.stdout).toMatch(/Debug bundle written to .*b\.tar\.gz \(9 files, /);
     expect(r.stderr).toBe('');
     const files = await readBundle(path.join(tmp, 'b.tar.gz'));
     expect([...files.keys()].sort()).toEqual([
@@ -181,6 +186,55 @@ describe('stowage debug with a running server', () => {
     expect(files.get('r/restore/r/describe.txt')).toContain(`secrets ${copy}/db-creds`);
     expect(files.get('r/README.txt')).toContain('Asked for:  restore "r"');
     expectNoSeed(files);
+  });
+
+  it('names what it could not gather (a restore that failed validation has no log nor results) and writes the rest', async () => {
+    await client.create(RESOURCES.Restore, ns, newRestore('broken', ns, { backupName: 'missing-backup' }));
+    await waitUntil('restore "broken" failed validation', async () => {
+      const r = await client.get<{ status?: { phase?: string } }>(RESOURCES.Restore, ns, 'broken');
+      return r.status?.phase === 'FailedValidation' ? true : undefined;
+    });
+    const r = await cli('debug', '--restore', 'broken', '--output', 'broken.tar.gz');
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stderr).toBe(
+      'warning: not gathered: the log of restore "broken": the restore is FailedValidation, so it has no log\n' +
+      'warning: not gathered: the results of restore "broken": the restore is FailedValidation, so it has no results yet\n',
+    );
+    const files = await readBundle(path.join(tmp, 'broken.tar.gz'));
+    expect([...files.keys()].sort()).toEqual(['broken/README.txt', 'broken/crds.yaml', 'broken/locations.yaml', 'broken/restore/broken/describe.txt',
+      'broken/restore/broken/restore.yaml', 'broken/server.log', 'broken/version.yaml']);
+    expect(files.get('broken/README.txt')).toContain('Not gathered:\n  - the log of restore "broken": the restore is FailedValidation, so it has no log\n');
+    expect(files.get('broken/restore/broken/describe.txt')).toContain('missing-backup');
+    expectNoSeed(files);
+  });
+
+  /** A ServerLog DownloadRequest created by admin with `who`'s requester stamp (admin may impersonate, so the webhook lets it). */
+  async function serverLogRequest(who: Requester, name = ns): Promise<{ url?: string; message?: string }> {
+    const req = newDownloadRequest(ns, { kind: 'ServerLog', name });
+    const key = createLinkKey();
+    req.spec.publicKey = key.publicKey;
+    req.metadata.annotations = { [REQUESTER_ANNOTATION]: formatRequester(who) };
+    const created = await client.create<DownloadRequest>(RESOURCES.DownloadRequest, ns, req);
+    const dr = await waitUntil('the ServerLog request answered', async () => {
+      const d = await client.get<DownloadRequest>(RESOURCES.DownloadRequest, ns, created.metadata.name);
+      return d.status?.phase === 'Processed' ? d : undefined;
+    }, 30_000);
+    if (dr.status?.sealedURL === undefined) return { message: dr.status?.message ?? '' };
+    const url = key.open(dr.status.sealedURL, sealContext(created));
+    if (typeof url !== 'string') throw new Error(url.error);
+    return { url };
+  }
+
+  it('serves the server log tail only to a requester who may get pods/log in the server\'s namespace, and only for its own namespace', async () => {
+    const admin = await serverLogRequest(ADMIN);
+    expect(admin.url).toMatch(/\/download\//);
+    const res = await fetch(admin.url ?? '');
+    expect(res.status).toBe(200);
+    expect(await res.text()).toMatch(/became the leader/);
+    const alice = await serverLogRequest(ALICE);
+    expect(alice.message).toBe(`alice may not read the server's log: that takes get pods/log in namespace ${ns} (what \`kubectl logs\` of the server pod takes)`);
+    const other = await serverLogRequest(ADMIN, 'kube-system');
+    expect(other.message).toBe(`a ServerLog target names the namespace of the server whose log it reads: this DownloadRequest is in namespace ${ns}, and its target names "kube-system"`);
   });
 
   it('refuses an unknown backup or restore with exit 1 and a bad name or flag with exit 2, writing nothing', async () => {
