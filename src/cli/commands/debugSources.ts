@@ -119,10 +119,10 @@ export async function gatherResults(ctx: CliContext, kind: 'backup' | 'restore',
   return results;
 }
 
-/** The namespaces whose Secrets may show up in a run's texts: its scope (all, when it names none or "*"). */
+/** The namespaces whose Secrets may show up in a run's texts: its scope (all, when it names none, or by a pattern such as `team-*`). */
 export function namespacesOf(spec: { includedNamespaces?: string[]; namespaceMapping?: Record<string, string> }): string[] | 'all' {
   const inc = spec.includedNamespaces ?? [];
-  if (inc.length === 0 || inc.includes('*')) return 'all';
+  if (inc.length === 0 || inc.some((n) => /[*?[\]]/.test(n))) return 'all';
   return [...new Set([...inc, ...Object.values(spec.namespaceMapping ?? {})])];
 }
 
