@@ -17,7 +17,7 @@ import { restoreController } from './controller/restore.js';
 import { scheduleController } from './controller/schedule.js';
 import { createRunRegistry, type ControllerContext, type ControllerDefinition } from './controller/context.js';
 import { CUSTOM_RESOURCE_DEFINITIONS, createDynamicClient, createEventRecorder, isNotFound, loadKubeConfig, type KubeObject } from './kube/index.js';
-import { LogSpool, createServerLogger } from './logging/index.js';
+import { LogSpool, createLogTail, createServerLogger } from './logging/index.js';
 import { createMetrics, startMetricsServer } from './metrics/index.js';
 import { PROVIDER_ALIASES } from './plugin/builtin/providers.js';
 import { createPluginPool, removeAllCredentialFiles } from './plugin/host/index.js';
@@ -45,7 +45,8 @@ export interface ServerOptions {
 
 export async function runServer(opts: ServerOptions): Promise<number> {
   const { config } = opts;
-  const logger = createServerLogger({ level: config.logLevel, format: config.logFormat });
+  const logTail = createLogTail();
+  const logger = createServerLogger({ level: config.logLevel, format: config.logFormat, tail: logTail });
   const kc = loadKubeConfig(config.kubeconfig === '' ? undefined : config.kubeconfig);
   // Every request of the controllers and their runs waits out an unreachable API for up to
   // apiOutageTimeout (kube/outage.ts) rather than failing the run, and status writes of our own
@@ -146,7 +147,7 @@ export async function runServer(opts: ServerOptions): Promise<number> {
     return inf as Informer<T>;
   };
   const ctx: ControllerContext = {
-    config, namespace, client, logger, metrics, plugins, spool, clock: systemClock, runLogDir, scratchDir,
+    config, namespace, client, logger, metrics, plugins, spool, clock: systemClock, runLogDir, scratchDir, logTail,
     serverVersion: SERVER_VERSION,
     // Events are best effort: one that cannot be sent now is dropped, not held through an outage.
     events: createEventRecorder(client.withOutageTimeout(0), { onError: (err) => logger.debug(`could not record an event: ${errorMessage(err)}`) }),

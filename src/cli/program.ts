@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { backupCommand } from './commands/backup.js';
 import { backupLocationCommand } from './commands/backupLocation.js';
+import { debugCommand } from './commands/debug.js';
 import { addGlobalOptions } from './commands/kubeContext.js';
 import { restoreCommand } from './commands/restore.js';
 import { versionCommand } from './commands/version.js';
@@ -26,7 +27,7 @@ export function buildProgram(): Command {
   addGlobalOptions(program);
   applyCliSettings(program);
 
-  const client = [backupCommand(), backupLocationCommand(), restoreCommand(), versionCommand()];
+  const client = [backupCommand(), backupLocationCommand(), restoreCommand(), versionCommand(), debugCommand()];
   for (const c of client) {
     applyCliSettings(c);
     program.addCommand(c);

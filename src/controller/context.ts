@@ -6,7 +6,7 @@ import type { StowageKind } from '../apis/v1/index.js';
 import type { Authority } from '../auth/index.js';
 import type { ServerConfig } from '../config/index.js';
 import type { DynamicClient, EventRecorder, KubeObject } from '../kube/index.js';
-import type { LogSpool } from '../logging/index.js';
+import type { LogSpool, LogTail } from '../logging/index.js';
 import type { StowageMetrics } from '../metrics/index.js';
 import type { PluginPool } from '../plugin/host/index.js';
 import type { Informer, Reconciler, WatchSource } from '../runtime/index.js';
@@ -28,6 +28,8 @@ export interface ControllerContext {
   runLogDir: string;
   /** Scratch space (credential files for plugins, temporary downloads). */
   scratchDir: string;
+  /** The server log's last lines in memory (served as the ServerLog download target); absent, that target is refused. */
+  logTail?: LogTail;
   serverVersion: string;
   /** Shared informer over one of Stowage's kinds in `namespace`; one per kind per server. */
   informer<T extends KubeObject = KubeObject>(kind: StowageKind): Informer<T>;

@@ -42,6 +42,12 @@ describe('download tokens', () => {
     const partial = signer.sign({ exp: 2_000, loc: 'default', bucket: 'b' } as unknown as DownloadToken);
     expect(signer.verify(partial, 0)).toEqual({ error: 'malformed download token', status: 403 });
   });
+
+  it('takes a ServerLog token without an object, but no stored target without one', () => {
+    const serverLog: DownloadToken = { exp: 2_000, kind: 'ServerLog', name: 'stowage', loc: '', bucket: '', key: '' };
+    expect(signer.verify(signer.sign(serverLog), 0)).toEqual(serverLog);
+    expect(signer.verify(signer.sign({ ...serverLog, kind: 'BackupLog' }), 0)).toEqual({ error: 'malformed download token', status: 403 });
+  });
 });
 
 describe('download endpoint address', () => {

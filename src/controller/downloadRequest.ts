@@ -9,7 +9,10 @@
 //     expiring description of one target (its kind and name, location, bucket and key), so the
 //     endpoint needs no state and a link for one object cannot fetch another;
 //   - for the log of a backup or restore that is running on this server, always the endpoint: it
-//     serves the lines so far and, with `?follow=1`, streams new ones until the run ends.
+//     serves the lines so far and, with `?follow=1`, streams new ones until the run ends;
+//   - for the ServerLog target (`stowage debug`), the endpoint: it serves the server's last log
+//     lines from memory, to whoever could read the server pod's log (`get pods/log` in its
+//     namespace), since no kubelet may serve pod logs to the CLI (or the user may lack a route to it).
 // Anyone with `get` on DownloadRequests can read their status, so the URL is never written there in
 // plain text: it is sealed to the one-time public key the client put in spec.publicKey
 // (auth/sealedLink.ts), and a request without one is refused.
@@ -27,8 +30,9 @@ import {
   type DownloadTargetKind,
   type Restore,
   type SealedDownloadURL,
+  type StoredDownloadTargetKind,
 } from '../apis/v1/index.js';
-import { parseLinkPublicKey, sealContext, sealLink } from '../auth/index.js';
+import { describeAccess, parseLinkPublicKey, sealContext, sealLink, type Authority } from '../auth/index.js';
 import { isNotFound } from '../kube/index.js';
 import { isNotFound as isStoreNotFound } from '../persistence/backupStore.js';
 import { downloadKey, normalizePrefix } from '../persistence/layout.js';
@@ -65,7 +69,7 @@ export interface DownloadToken {
   /** The DownloadRequest target the link was made for. */
   kind: DownloadTargetKind;
   name: string;
-  /** Location name, bucket and key of the object. */
+  /** Location name, bucket and key of the object ('' for ServerLog, which is not stored). */
   loc: string;
   bucket: string;
   key: string;
@@ -113,7 +117,8 @@ export function createTokenSigner(secret: Buffer = crypto.randomBytes(32)): Toke
         return malformed;
       }
       // Signed by this process, so well-formed; checked anyway, since what it names is served.
-      if (typeof t.exp !== 'number' || !isString(t.kind) || !isString(t.name) || !isString(t.loc) || !isString(t.bucket) || !isString(t.key)) return malformed;
+      if (typeof t.exp !== 'number' || !isString(t.kind) || !isString(t.name)) return malformed;
+      if (t.kind !== 'ServerLog' && (!isString(t.loc) || !isString(t.bucket) || !isString(t.key))) return malformed;
       if (t.exp <= now) return { error: EXPIRED_LINK, status: 410 };
       return t as DownloadToken;
     },
@@ -188,6 +193,11 @@ function text(res: http.ServerResponse, status: number, body: string): void {
 
 // ---- the controller -----------------------------------------------------------------------------
 
+/** A target (or token) for an object in storage, not the server's own log. */
+function isStored<T extends { kind: DownloadTargetKind }>(t: T): t is T & { kind: StoredDownloadTargetKind } {
+  return t.kind !== 'ServerLog';
+}
+
 function runOf(target: DownloadTarget): { kind: 'backup' | 'restore'; live: boolean } {
   const kind = target.kind.startsWith('Restore') ? 'restore' : 'backup';
   return { kind, live: target.kind === 'BackupLog' || target.kind === 'RestoreLog' };
@@ -245,7 +255,7 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
    * store's file:// URL would neither expire nor be bound to anything), or the endpoint for the
    * stored object.
    */
-  async function urlFor(target: DownloadTarget, backup: Backup, namespace: string, exp: number): Promise<string> {
+  async function urlFor(target: DownloadTarget & { kind: StoredDownloadTargetKind }, backup: Backup, namespace: string, exp: number): Promise<string> {
     const bsl = location(backup.spec.storageLocation);
     const bucket = bsl.spec.objectStorage.bucket;
     const key = downloadKey(normalizePrefix(bsl.spec.objectStorage.prefix), target.kind, target.name);
@@ -273,14 +283,14 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
 
   /** The object's bytes decrypted (and authenticated as they are read) with its backup's key. */
   async function opened(
-    t: DownloadToken, by: { namespace: string; name: string }, bsl: BackupStorageLocation, objectStore: ObjectStore, handle: PluginHandle, body: AsyncIterable<Uint8Array>,
+    t: DownloadToken & { kind: StoredDownloadTargetKind }, by: { namespace: string; name: string }, bsl: BackupStorageLocation, objectStore: ObjectStore, handle: PluginHandle, body: AsyncIterable<Uint8Array>,
   ): Promise<AsyncIterable<Uint8Array>> {
     const backup = await ctx.client.get<Backup>(RESOURCES.Backup, by.namespace, by.name);
     const keyed = await keyedForBackup(ctx, handle, bsl, backupStoreOn(objectStore, bsl), backup);
     return keyed.open(downloadArtifact(t.kind, t.name), body);
   }
 
-  async function serveObject(t: DownloadToken, res: http.ServerResponse): Promise<void> {
+  async function serveObject(t: DownloadToken & { kind: StoredDownloadTargetKind }, res: http.ServerResponse): Promise<void> {
     const bsl = resolveLocation(ctx, t.loc);
     if (bsl === undefined) {
       text(res, 404, `backup storage location "${t.loc}" no longer exists`);
@@ -361,10 +371,42 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
       text(res, t.status, t.error);
       return;
     }
+    if (!isStored(t)) {
+      serveServerLog(res);
+      return;
+    }
     const run = t.run === undefined ? undefined : ctx.runs.get(t.run.kind, t.run.namespace, t.run.name);
     if (run !== undefined) await serveLive(run, url.searchParams.get('follow') === '1', res);
     else await serveObject(t, res);
   };
+
+  /** The server's last log lines, as the server logger rendered (and scrubbed) them. */
+  function serveServerLog(res: http.ServerResponse): void {
+    const tail = ctx.logTail;
+    if (tail === undefined) {
+      text(res, 404, 'this server keeps no log tail in memory');
+      return;
+    }
+    const lines = tail.lines();
+    res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'x-stowage-dropped-lines': String(tail.dropped()) });
+    res.end(lines.length === 0 ? '' : `${lines.join('\n')}\n`);
+  }
+
+  /**
+   * Why the requester may not read this server's log, or undefined. The rule is the one for the
+   * pod's log itself: `get pods/log` in the server's namespace.
+   */
+  async function serverLogRefusal(authority: Authority, target: DownloadTarget, namespace: string): Promise<string | undefined> {
+    if (target.name !== namespace) {
+      return `a ServerLog target names the namespace of the server whose log it reads: this DownloadRequest is in namespace ${namespace}, and its target names "${target.name}"`;
+    }
+    if (ctx.logTail === undefined) return 'this server keeps no log tail in memory';
+    if (authority.mode === 'cluster-admin') return undefined;
+    const access = { verb: 'get', group: '', resource: 'pods', subresource: 'log', namespace: ctx.namespace };
+    const answer = await authority.reviewer.review(access);
+    if (answer.allowed) return undefined;
+    return `${authority.requester.username} may not read the server's log: that takes ${describeAccess(access)} (what \`kubectl logs\` of the server pod takes)${answer.reason !== '' ? ` (${answer.reason})` : ''}`;
+  }
 
   /** `download backup "b1"`, `download the log of restore "r1"`: what a refusal says was asked. */
   function actionOf(target: DownloadTarget): string {
@@ -381,6 +423,11 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     const recipient = parseLinkPublicKey(rawKey);
     if ('error' in recipient) return { refused: recipient.error };
     const { target } = dr.spec;
+    if (!isStored(target)) {
+      const refusal = await serverLogRefusal(authority, target, namespace);
+      if (refusal !== undefined) return { refused: refusal };
+      return { sealedURL: sealLink(recipient, ownURL({ kind: target.kind, name: target.name, loc: '', bucket: '', key: '' }, exp), sealContext(dr)) };
+    }
     const backup = await backupOf(target, namespace);
     const holder = target.kind.startsWith('Restore') ? `its backup "${backup.metadata.name}"` : 'it';
     const refusal = await backupRefusal(ctx, authority, backup, actionOf(target), holder, 'download-request');

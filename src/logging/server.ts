@@ -3,6 +3,7 @@
 import winston from 'winston';
 import type { LogFormat } from '../config/config.js';
 import { LEVEL, MESSAGE, infoFields, isLogLevel, redactFormat, renderJson, renderText, type SecretSet } from './format.js';
+import { TailTransport, type LogTail } from './tail.js';
 
 export type { LogFormat };
 
@@ -14,6 +15,8 @@ export interface ServerLoggerOptions {
   stream?: NodeJS.WritableStream;
   /** Values scrubbed from every line; well-known credential shapes are scrubbed regardless. */
   secrets?: SecretSet;
+  /** Also keeps the rendered lines here (served to `stowage debug`). */
+  tail?: LogTail;
 }
 
 /** A winston format rendering `time level message key=value ...` or a JSON object per line. */
@@ -38,7 +41,10 @@ export function createServerLogger(opts: ServerLoggerOptions = {}): winston.Logg
     levels: winston.config.npm.levels,
     level,
     format: winston.format.combine(redactFormat(opts.secrets), lineFormat(format)),
-    transports: [new winston.transports.Stream({ stream: opts.stream ?? process.stdout })],
+    transports: [
+      new winston.transports.Stream({ stream: opts.stream ?? process.stdout }),
+      ...(opts.tail !== undefined ? [new TailTransport(opts.tail)] : []),
+    ],
     exitOnError: false,
   });
   return logger;

@@ -3,7 +3,7 @@
 // is visible to sync only while it is whole. A store seals what it writes with one backup's data
 // key, or not at all (sealing.ts): `withKey` gives the same location under another key.
 import { createReadStream } from 'node:fs';
-import type { Backup, DownloadTargetKind } from '../apis/v1/index.js';
+import type { Backup, StoredDownloadTargetKind } from '../apis/v1/index.js';
 import { parseManifest, type BackupManifest } from '../archive/index.js';
 import { replayableBody, type ObjectStore } from '../plugin/api/index.js';
 import { errorMessage } from '../util/errors.js';
@@ -102,7 +102,7 @@ export interface BackupStore {
   completeRestore(restore: string, artifacts: RestoreArtifacts): Promise<void>;
   getRestoreResults(restore: string): Promise<RunResults | undefined>;
   deleteRestore(restore: string): Promise<void>;
-  signedURL(kind: DownloadTargetKind, name: string, ttlSeconds: number): Promise<string>;
+  signedURL(kind: StoredDownloadTargetKind, name: string, ttlSeconds: number): Promise<string>;
   /**
    * Checks the bucket is reachable and nothing but backups/ and restores/ sits at the top level of
    * the prefix. Rejects with a message saying which.

@@ -2,7 +2,7 @@
 //   backups/<b>/<b>.tar.gz, <b>-logs.gz, <b>-resource-list.json.gz, <b>-results.gz,
 //               <b>-manifest.json.gz, stowage-backup.json (written last)
 //   restores/<r>/restore-<r>-logs.gz, restore-<r>-results.gz, restore-<r>-resource-list.json.gz
-import type { DownloadTargetKind } from '../apis/v1/index.js';
+import type { StoredDownloadTargetKind } from '../apis/v1/index.js';
 
 export const BACKUPS_DIR = 'backups/';
 export const RESTORES_DIR = 'restores/';
@@ -68,7 +68,7 @@ export function restoreKeys(prefix: string, restore: string): RestoreKeys {
 }
 
 /** The key a DownloadRequest target points at. */
-export function downloadKey(prefix: string, kind: DownloadTargetKind, name: string): string {
+export function downloadKey(prefix: string, kind: StoredDownloadTargetKind, name: string): string {
   switch (kind) {
     case 'BackupContents': return backupKeys(prefix, name).tarball;
     case 'BackupLog': return backupKeys(prefix, name).log;

@@ -5,7 +5,7 @@
 //   { "kind": "EncryptedBackup", "name": "<b>", "algorithm": "AES-256-GCM-CHUNKED-v1",
 //     "keyManager": "stowage.dev/secret", "keyId": "k1", "wrappedKey": "<base64>",
 //     "backup": "<base64 of the Backup's JSON, sealed with the 'metadata' context>" }
-import type { Backup, DownloadTargetKind } from '../apis/v1/index.js';
+import type { Backup, StoredDownloadTargetKind } from '../apis/v1/index.js';
 import {
   backupArtifactContext, CHUNKED_ALGORITHM, decryptBuffer, decryptStream, encryptBuffer, encryptStream, restoreArtifactContext,
   type BackupArtifact, type RestoreArtifact,
@@ -52,7 +52,7 @@ const ARTIFACT_WORDS: Record<BackupArtifact | RestoreArtifact, string> = {
 };
 
 /** The artifact a DownloadRequest target kind names. */
-export function downloadArtifact(kind: DownloadTargetKind, name: string): ArtifactRef {
+export function downloadArtifact(kind: StoredDownloadTargetKind, name: string): ArtifactRef {
   switch (kind) {
     case 'BackupContents': return { backup: name, artifact: 'tarball' };
     case 'BackupLog': return { backup: name, artifact: 'log' };

@@ -25,7 +25,8 @@ export const BSL_ACCESS_MODES = ['ReadWrite', 'ReadOnly'] as const;
 export const SCHEDULE_PHASES = ['New', 'Enabled', 'FailedValidation'] as const;
 export const DELETE_BACKUP_REQUEST_PHASES = ['New', 'InProgress', 'Processed'] as const;
 export const DOWNLOAD_REQUEST_PHASES = ['New', 'Processed'] as const;
-export const DOWNLOAD_TARGET_KINDS = [
+/** Download targets stored in object storage, next to their backup or restore. */
+export const STORED_DOWNLOAD_TARGET_KINDS = [
   'BackupLog',
   'BackupContents',
   'BackupResourceList',
@@ -35,6 +36,12 @@ export const DOWNLOAD_TARGET_KINDS = [
   'RestoreResults',
   'RestoreResourceList',
 ] as const;
+export type StoredDownloadTargetKind = (typeof STORED_DOWNLOAD_TARGET_KINDS)[number];
+/**
+ * Every download target. `ServerLog` is the answering server's recent log lines, kept in its
+ * memory (for `stowage debug`); its name is the server's namespace.
+ */
+export const DOWNLOAD_TARGET_KINDS = [...STORED_DOWNLOAD_TARGET_KINDS, 'ServerLog'] as const;
 /** A download target in words, for messages ("the log of backup \"b1\""). */
 export const DOWNLOAD_TARGET_WORDS: Readonly<Record<(typeof DOWNLOAD_TARGET_KINDS)[number], string>> = {
   BackupLog: 'log of backup',
@@ -45,6 +52,7 @@ export const DOWNLOAD_TARGET_WORDS: Readonly<Record<(typeof DOWNLOAD_TARGET_KIND
   RestoreLog: 'log of restore',
   RestoreResults: 'results of restore',
   RestoreResourceList: 'resource list of restore',
+  ServerLog: 'recent log lines of the server in namespace',
 };
 export const SERVER_STATUS_REQUEST_PHASES = ['New', 'Processed'] as const;
 export const VSL_PHASES = ['Available', 'Unavailable'] as const;

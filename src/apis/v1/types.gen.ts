@@ -458,7 +458,7 @@ export type DownloadTarget = {
   name: string;
 };
 
-export type DownloadTargetKind = 'BackupLog' | 'BackupContents' | 'BackupResourceList' | 'BackupResults' | 'BackupManifest' | 'RestoreLog' | 'RestoreResults' | 'RestoreResourceList';
+export type DownloadTargetKind = 'BackupLog' | 'BackupContents' | 'BackupResourceList' | 'BackupResults' | 'BackupManifest' | 'RestoreLog' | 'RestoreResults' | 'RestoreResourceList' | 'ServerLog';
 
 export type DownloadRequestStatus = {
   phase?: DownloadRequestPhase;

@@ -275,7 +275,7 @@ async function fetchResourceList(ctx: CliContext, name: string, timeoutMs: numbe
 
 type StoredResults = { warnings?: ScopedMessages; errors?: ScopedMessages; resources?: ResourceRecord[]; pulledIn?: PulledInRecord[] };
 
-async function fetchResults(ctx: CliContext, name: string, timeoutMs: number, tlsOpts: ReturnType<typeof tls> = {}): Promise<StoredResults | undefined> {
+export async function fetchResults(ctx: CliContext, name: string, timeoutMs: number, tlsOpts: ReturnType<typeof tls> = {}): Promise<StoredResults | undefined> {
   try {
     const body = await download(ctx, { kind: 'BackupResults', name }, { timeoutMs, ...tlsOpts });
     return (await readJson(body, `the results of backup "${name}"`)) as StoredResults;

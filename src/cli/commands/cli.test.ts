@@ -183,7 +183,8 @@ describe('progress', () => {
     t = 1300;
     p.update({ phase: 'Completed', done: 10, total: 10 });
     p.finish();
-    expect(s.text()).toBe('InProgress: 1/10 items (10%)\nInProgress: 3/10 items (30%)\nCompleted: 10/10 items (100%)\n');
+    // The second line has seen 2 items in 1.2 s: 1.7 items/s, 7 left, about 5 s.
+    expect(s.text()).toBe('InProgress: 1/10 items (10%)\nInProgress: 3/10 items (30%), 1.7 items/s, ETA 5s\nCompleted: 10/10 items (100%)\n');
   });
 });
 

@@ -260,7 +260,7 @@ export function outcomesSection(outcomes: readonly ItemOutcome[], dryRun: boolea
   return s;
 }
 
-async function fetchRestoreResults(ctx: CliContext, name: string, timeoutMs: number): Promise<RestoreResultsFile | undefined> {
+export async function fetchRestoreResults(ctx: CliContext, name: string, timeoutMs: number): Promise<RestoreResultsFile | undefined> {
   try {
     const body = await download(ctx, { kind: 'RestoreResults', name }, { timeoutMs });
     const v = await readJson(body, `the results of restore "${name}"`);
