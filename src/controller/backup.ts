@@ -17,6 +17,7 @@ import { validateFilters } from '../util/filters.js';
 import { encryptionStatus, newBackupKey } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { isReadOnly, locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
+import { cancelBeforeStart, cancelRequested, cancelWatch } from './cancel.js';
 import { crashPoint } from './faults.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { stamp } from './runs.js';
@@ -91,6 +92,12 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         crashPoint('after-tarball');
         const result = o.result;
         if (o.phase === 'Failed' || result === undefined) return endLog();
+        // Canceled: no tarball was kept (its upload was aborted) and no stowage-backup.json is
+        // written, so nothing can restore or sync it; the results say what it had done.
+        if (o.phase === 'Canceled') {
+          await store.putResults(name, result.results);
+          return endLog();
+        }
         // The marker holds the final status (sync imports it): unset fields are left out, not null.
         const recorded = Object.fromEntries(Object.entries(status).filter(([, v]) => v !== null)) as BackupStatus;
         const artifacts = { resourceList: result.resourceList, results: result.results, backup: { ...b, metadata: cleanMeta(b), status: recorded } };
@@ -122,7 +129,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
 
   return {
     name: 'backup',
-    watches: [informer, readsFrom(locations)],
+    watches: [informer, readsFrom(locations), cancelWatch(ctx, 'backup', informer)],
     workers: Math.max(1, ctx.config.concurrentBackups),
     reconciler: {
       async reconcile(key: string, rc: ReconcileContext): Promise<Result> {
@@ -138,6 +145,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         // Backup sync creates imported Backups first and sets their status right after: between the
         // two they look new, and running them would overwrite the backup in the bucket.
         if (b.metadata.annotations?.[ANNOTATION_SYNCED_FROM] !== undefined) return;
+        if (cancelRequested(b)) return cancelBeforeStart(ctx, 'backup', BACKUPS, b, () => recordBackupOutcome(ctx.metrics, { schedule: scheduleOf(b), phase: 'Canceled' }));
         if (ctx.shutdown.aborted) return; // a shutting-down server starts nothing new
         const v = validateBackup(ctx, b);
         const authority = ctx.authority(b);
