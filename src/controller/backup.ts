@@ -92,9 +92,11 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         crashPoint('after-tarball');
         const result = o.result;
         if (o.phase === 'Failed' || result === undefined) return endLog();
-        // Canceled: no tarball was kept (its upload was aborted) and no stowage-backup.json is
-        // written, so nothing can restore or sync it; the results say what it had done.
+        // Canceled: whatever of the tarball a store kept of the aborted upload is deleted, and no
+        // stowage-backup.json is written, so nothing can restore or sync it; the results and the
+        // log say what it had done.
         if (o.phase === 'Canceled') {
+          await store.deleteBackup(name);
           await store.putResults(name, result.results);
           return endLog();
         }
