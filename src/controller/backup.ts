@@ -17,6 +17,7 @@ import { validateFilters } from '../util/filters.js';
 import { encryptionStatus, newBackupKey } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { isReadOnly, locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
+import { cancelBeforeStart, cancelRequested, cancelWatch } from './cancel.js';
 import { crashPoint } from './faults.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { backupScope } from './runScope.js';
@@ -98,6 +99,14 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         crashPoint('after-tarball');
         const result = o.result;
         if (o.phase === 'Failed' || result === undefined) return endLog();
+        // Canceled: whatever of the tarball a store kept of the aborted upload is deleted, and no
+        // stowage-backup.json is written, so nothing can restore or sync it; the results and the
+        // log say what it had done.
+        if (o.phase === 'Canceled') {
+          await store.deleteBackup(name);
+          await store.putResults(name, result.results);
+          return endLog();
+        }
         // The marker holds the final status (sync imports it): unset fields are left out, not null.
         const recorded = Object.fromEntries(Object.entries(status).filter(([, v]) => v !== null)) as BackupStatus;
         const artifacts = { resourceList: result.resourceList, results: result.results, backup: { ...b, metadata: cleanMeta(b), status: recorded } };
@@ -129,7 +138,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
 
   return {
     name: 'backup',
-    watches: [informer, readsFrom(locations)],
+    watches: [informer, readsFrom(locations), cancelWatch(ctx, 'backup', informer)],
     // One worker more than can run: a queued backup's status says what it waits for while all run.
     workers: Math.max(1, ctx.config.concurrentBackups) + 1,
     bind: (enqueue) => slots.bind(enqueue),
@@ -148,6 +157,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         // Backup sync creates imported Backups first and sets their status right after: between the
         // two they look new, and running them would overwrite the backup in the bucket.
         if (b.metadata.annotations?.[ANNOTATION_SYNCED_FROM] !== undefined) return;
+        if (cancelRequested(b)) return cancelBeforeStart(ctx, 'backup', BACKUPS, b, () => recordBackupOutcome(ctx.metrics, { schedule: scheduleOf(b), phase: 'Canceled' }));
         if (ctx.shutdown.aborted) return; // a shutting-down server starts nothing new
         const v = validateBackup(ctx, b);
         const authority = ctx.authority(b);

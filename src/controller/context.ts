@@ -77,8 +77,8 @@ export interface ActiveRun {
   linesSoFar(): Promise<string[]>;
   /** Live lines of the run's log; returns the unsubscribe function. */
   follow(cb: (line: string) => void, opts?: { fromStart?: boolean; onEnd?: () => void }): () => void;
-  /** Aborts the run (it ends Failed with `reason`). */
-  abort(reason: string): void;
+  /** Aborts the run: it ends Failed with `reason`, or Canceled when the reason is a RunCanceled (cancel.ts). */
+  abort(reason: string | Error): void;
   /** Settles when the run has finished and its status is written. */
   done: Promise<void>;
 }

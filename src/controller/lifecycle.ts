@@ -20,17 +20,18 @@ import type { ArtifactKey, ArtifactRef } from '../persistence/sealing.js';
 import { normalizePrefix } from '../persistence/layout.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext } from './context.js';
+import { abortIfCanceledNow, cancelOf } from './cancel.js';
 import { encrypts } from './keys.js';
 import { openBackupStore } from './locations.js';
 import { openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
 
-export type RunPhase = 'Completed' | 'PartiallyFailed' | 'Failed';
+export type RunPhase = 'Completed' | 'PartiallyFailed' | 'Failed' | 'Canceled';
 export type RunObject = KubeObject & { metadata: { name: string; namespace?: string; resourceVersion?: string } };
 type Status = Record<string, unknown>;
 
 /** What an engine returns: its counts are the run's counts (status, event, end line and metrics all show these). */
 export interface EngineResult {
-  phase: RunPhase;
+  phase: Exclude<RunPhase, 'Canceled'>;
   failureReason?: string;
   warnings: number;
   errors: number;
@@ -40,7 +41,7 @@ export interface RunEnv {
   store: BackupStore;
   /** The run's own log. */
   log: winston.Logger;
-  /** Aborted on shutdown or when the run is aborted: the engine stops and returns Failed. */
+  /** Aborted on shutdown, a lost lease or a cancel (cancel.ts): the engine stops and returns Failed (the lifecycle makes a cancel Canceled). */
   signal: AbortSignal;
   started: Date;
   handle: ReturnType<ControllerContext['plugins']['handle']>;
@@ -170,6 +171,7 @@ async function start<R extends EngineResult>(ctx: ControllerContext, def: RunDef
 
 function endLine<R>(kind: RunKind, o: RunOutcome<R>, summary: string): string {
   if (o.phase === 'Failed') return `${kind} failed: ${o.failure ?? 'failed'}`;
+  if (o.phase === 'Canceled') return `${kind} ${o.failure ?? 'canceled'}; done before it stopped: ${summary}, ${o.warnings} warnings, ${o.errors} errors`;
   return `${kind} ${o.phase === 'Completed' ? 'completed' : 'partially failed'}: ${summary}, ${o.warnings} warnings, ${o.errors} errors`;
 }
 
@@ -182,6 +184,7 @@ function logEnder<R extends EngineResult>(ctx: ControllerContext, def: RunDefini
   return (o: RunOutcome<R>): Promise<void> => {
     ended ??= (async () => {
       if (o.phase === 'Failed') log.logger.error(endLine(def.kind, o, ''));
+      else if (o.phase === 'Canceled') log.logger.warn(endLine(def.kind, o, def.summary(o)));
       else log.logger.info(endLine(def.kind, o, def.summary(o)));
       const closeError = await log.close().then(() => undefined, (err: unknown) => err);
       const s = store();
@@ -222,7 +225,12 @@ export async function runLifecycle<R extends EngineResult>(ctx: ControllerContex
   const abort = new AbortController();
   const onShutdown = (): void => abort.abort(new Error(`the server shut down before the ${kind} finished`));
   def.signal.addEventListener('abort', onShutdown, { once: true });
+  abort.signal.addEventListener('abort', () => {
+    const canceled = cancelOf(abort.signal);
+    if (canceled !== undefined) log.logger.warn(`${canceled.message} (spec.cancel): stopping the ${kind}`);
+  }, { once: true });
   const run = registerRun(ctx, kind, namespace, name, log, abort);
+  abortIfCanceledNow(ctx, kind, namespace, name);
   const progress = throttled<Record<string, number>>(1000, async (p) => {
     await patchWhileInProgress(ctx, resource, obj, version, { progress: p }).catch(() => undefined);
   });
@@ -251,8 +259,12 @@ export async function runLifecycle<R extends EngineResult>(ctx: ControllerContex
     } finally {
       def.signal.removeEventListener('abort', onShutdown);
     }
+    // A cancel that came while the engine ran ends the run Canceled, with what it did (its result)
+    // so far; one that came after the engine returned changes nothing, the run is as the engine says.
+    const canceled = cancelOf(abort.signal);
+    if (canceled !== undefined && (failure !== undefined || result === undefined)) failure = canceled.message;
     const outcome: RunOutcome<R> = {
-      phase: failure !== undefined ? 'Failed' : (result?.phase ?? 'Failed'), started, finished: ctx.clock.now(),
+      phase: canceled !== undefined && failure === canceled.message ? 'Canceled' : failure !== undefined ? 'Failed' : (result?.phase ?? 'Failed'), started, finished: ctx.clock.now(),
       warnings: result?.warnings ?? 0, errors: result?.errors ?? 0,
       ...(result !== undefined ? { result } : {}), ...(failure !== undefined ? { failure } : {}),
     };
@@ -305,7 +317,8 @@ async function finish<R extends EngineResult>(ctx: ControllerContext, def: RunDe
     ctx.logger.info(`${ref} was deleted or changed phase before it finished; its ${o.phase} outcome is not recorded`);
     return;
   }
-  const message = o.phase === 'Failed' ? o.failure ?? 'failed' : `${def.summary(o)}; ${o.warnings} warnings, ${o.errors} errors`;
+  const counts = `${def.summary(o)}; ${o.warnings} warnings, ${o.errors} errors`;
+  const message = o.phase === 'Failed' ? o.failure ?? 'failed' : o.phase === 'Canceled' ? `${o.failure ?? 'canceled'}; done before it stopped: ${counts}` : counts;
   void ctx.events.event(obj, o.phase === 'Completed' ? 'Normal' : 'Warning', o.phase, message);
   // Not a second end line: the run log has that (mirrored here); this says the outcome is recorded.
   ctx.logger.info(`${ref} ${o.phase}: ${message}`);

@@ -23,6 +23,7 @@ import { validateFilters, validateNamespaceMapping } from '../util/filters.js';
 import { keyedForBackup, unencryptedRefusal } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { locationProblem, readStoredResourceList, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
+import { cancelBeforeStart, cancelRequested, cancelWatch } from './cancel.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { resolveBackupOf } from './resolveBackup.js';
 import { loadRestoreTransforms, resourceModifierRefErrors, type RestoreTransforms } from './restoreTransforms.js';
@@ -54,7 +55,9 @@ export function validateRestore(ctx: ControllerContext, r: Restore): Validation 
   }
   const backup = resolved.backup;
   const phase = backup.status?.phase ?? 'New';
-  if (phase !== 'Completed' && phase !== 'PartiallyFailed') {
+  if (phase === 'Canceled') {
+    errors.push(`backup "${backup.metadata.name}" was canceled before it finished: it holds no complete tarball and can never be restored; restore a Completed or PartiallyFailed backup`);
+  } else if (phase !== 'Completed' && phase !== 'PartiallyFailed') {
     errors.push(`backup "${backup.metadata.name}" is ${phase}; only Completed or PartiallyFailed backups can be restored`);
   }
   const location = resolveLocation(ctx, backup.spec.storageLocation);
@@ -194,7 +197,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
 
   return {
     name: 'restore',
-    watches: [informer, readsFrom(backups), readsFrom(locations)],
+    watches: [informer, readsFrom(backups), readsFrom(locations), cancelWatch(ctx, 'restore', informer)],
     // One worker more than can run: a queued restore's status says what it waits for while all run.
     workers: Math.max(1, ctx.config.concurrentRestores) + 1,
     bind: (enqueue) => slots.bind(enqueue),
@@ -208,7 +211,9 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         if (phase === 'InProgress') {
           return await failStaleRun(ctx, 'restore', r, (status, rv) => patchStatus(r, status, rv), STALE_RESTORE_REASON);
         }
-        if (phase !== 'New' || ctx.shutdown.aborted) return;
+        if (phase !== 'New') return;
+        if (cancelRequested(r)) return cancelBeforeStart(ctx, 'restore', RESTORES, r, () => recordRestoreOutcome(ctx.metrics, { schedule: '', phase: 'Canceled' }));
+        if (ctx.shutdown.aborted) return;
         const v = validateRestore(ctx, r);
         const authority = ctx.authority(r);
         if ('error' in authority) {

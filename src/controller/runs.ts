@@ -27,7 +27,7 @@ export function registerRun(ctx: ControllerContext, kind: RunKind, namespace: st
     logPath: log.path,
     linesSoFar: () => log.linesSoFar(),
     follow: (cb, opts) => log.follow(cb, opts),
-    abort: (reason) => abort.abort(new Error(reason)),
+    abort: (reason) => abort.abort(typeof reason === 'string' ? new Error(reason) : reason),
     done,
   };
   ctx.runs.add(run);

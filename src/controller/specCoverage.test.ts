@@ -56,6 +56,7 @@ const BACKUP_ROWS: Record<string, Row> = {
   'spec.orderedResources': by('src/backup/request.test.ts'),
   // Implemented with issue 17's discovery work (part 1), whose tests are in discovery.test.ts.
   'spec.includeAllGroupVersions': by('test/backup/discovery.test.ts'),
+  'spec.cancel': by('test/controller/cancel.test.ts', 'src/webhook/admission.test.ts'),
   'spec.snapshotVolumes': refused,
   'spec.hooks': refused,
   'spec.volumeSnapshotLocations': refused,
@@ -95,6 +96,7 @@ const RESTORE_ROWS: Record<string, Row> = {
   'spec.restoreStatus.excludedResources': by('src/controller/specCoverage.test.ts'),
   'spec.preserveNodePorts': by('src/restore/actions/actions.test.ts'),
   'spec.dryRun': by('test/restore/restore.test.ts', 'test/controller/restore.test.ts'),
+  'spec.cancel': by('test/controller/cancel.test.ts', 'src/webhook/admission.test.ts'),
   'spec.hooks': refused,
   'spec.restorePVs': refused,
   'spec.itemOperationTimeout': refused,
@@ -110,7 +112,9 @@ const SCHEDULE_ROWS: Record<string, Row> = {
   // The template is the Backup spec, copied whole into each Backup (proved below): each of its
   // fields is honoured or refused exactly as the Backup's is.
   'spec.template': by('src/controller/schedule.test.ts', 'test/lifecycle/schedule.test.ts'),
-  ...Object.fromEntries(Object.entries(BACKUP_ROWS).map(([p, row]) => [p.replace(/^spec\./, 'spec.template.'), row])),
+  // But cancel: the template does not declare it (a backup is not created canceled), so there it
+  // is an unknown field, refused by name (proved below).
+  ...Object.fromEntries(Object.entries(BACKUP_ROWS).filter(([p]) => p !== 'spec.cancel').map(([p, row]) => [p.replace(/^spec\./, 'spec.template.'), row])),
   'spec.paused': by('src/controller/schedule.test.ts', 'test/lifecycle/schedule.test.ts'),
   'spec.skipImmediately': by('src/controller/schedule.test.ts', 'test/lifecycle/schedule.test.ts'),
   'spec.useOwnerReferencesInBackup': by('src/controller/schedule.test.ts'),
@@ -282,13 +286,20 @@ describe('every spec field is honoured (with a test) or refused at validation', 
   it('a Schedule copies its whole template into each Backup, so template fields mean what the Backup\'s do', () => {
     const template = Object.fromEntries(
       [...fieldPaths(specSchema('Backup'), 'spec', new Map())]
-        .filter(([p, sch]) => /^spec\.[^.[]+$/.test(p) && sch.unsupported === undefined)
+        .filter(([p, sch]) => /^spec\.[^.[]+$/.test(p) && sch.unsupported === undefined && p !== 'spec.cancel')
         .map(([p, sch]) => [p.slice('spec.'.length), sampleValue(sch)]),
     ) as BackupSpec;
     expect(Object.keys(template).length).toBeGreaterThan(10);
     const b = backupFromSchedule(newSchedule('nightly', NS, { schedule: '@daily', template }), 'nightly-20260102000000');
     expect(b.spec).toEqual(template);
     expect(b.metadata.labels?.[LABEL_SCHEDULE_NAME]).toBe('nightly');
+  });
+
+  it('a Schedule\'s template cannot ask for canceled backups: spec.template.cancel is an unknown field', () => {
+    expect(scheduleErrors({ template: { cancel: true } })).toContainEqual(expect.stringMatching(/^spec\.template\.cancel: unknown field/));
+    // A Backup's own cancel is valid (it is acted on by the controller, not refused).
+    expect(backupErrors({ cancel: true })).toEqual([]);
+    expect(restoreErrors({ cancel: true })).toEqual([]);
   });
 });
 

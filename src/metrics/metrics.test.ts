@@ -23,6 +23,7 @@ describe('createMetrics', () => {
     expect(names).toEqual(
       [
         'backup_attempt_total',
+        'backup_canceled_total',
         'backup_duration_seconds',
         'backup_failure_total',
         'backup_items_total',
@@ -35,6 +36,7 @@ describe('createMetrics', () => {
         'backup_validation_failure_total',
         'plugin_restarts_total',
         'restore_attempt_total',
+        'restore_canceled_total',
         'restore_duration_seconds',
         'restore_failed_total',
         'restore_partial_failure_total',
@@ -60,7 +62,9 @@ describe('createMetrics', () => {
     recordBackupOutcome(m, { schedule: 'daily', phase: 'PartiallyFailed' });
     recordBackupOutcome(m, { schedule: 'daily', phase: 'Failed' });
     recordBackupOutcome(m, { schedule: '', phase: 'FailedValidation' });
+    recordBackupOutcome(m, { schedule: 'daily', phase: 'Canceled' });
     const l = { schedule: 'daily' };
+    expect(await value(m, 'stowage_backup_canceled_total', l)).toBe(1);
     expect(await value(m, 'stowage_backup_success_total', l)).toBe(1);
     expect(await value(m, 'stowage_backup_partial_failure_total', l)).toBe(1);
     expect(await value(m, 'stowage_backup_failure_total', l)).toBe(1);
@@ -75,11 +79,11 @@ describe('createMetrics', () => {
 
   it('records restore outcomes by phase', async () => {
     const m = createMetrics({ defaultMetrics: false });
-    for (const phase of ['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation'] as const)
+    for (const phase of ['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation', 'Canceled'] as const)
       recordRestoreOutcome(m, { schedule: '', phase, durationSeconds: 1 });
-    for (const n of ['success', 'partial_failure', 'failed', 'validation_failed'])
+    for (const n of ['success', 'partial_failure', 'failed', 'validation_failed', 'canceled'])
       expect(await value(m, `stowage_restore_${n}_total`, { schedule: '' })).toBe(1);
-    expect(await m.registry.metrics()).toContain('stowage_restore_duration_seconds_count{schedule=""} 4');
+    expect(await m.registry.metrics()).toContain('stowage_restore_duration_seconds_count{schedule=""} 5');
   });
 
   it('initialises a schedule at zero, tracks locations and plugin restarts', async () => {

@@ -11,6 +11,7 @@ export interface StowageMetrics {
   backupPartialFailureTotal: Counter<'schedule'>;
   backupFailureTotal: Counter<'schedule'>;
   backupValidationFailureTotal: Counter<'schedule'>;
+  backupCanceledTotal: Counter<'schedule'>;
   backupDurationSeconds: Histogram<'schedule'>;
   backupTarballSizeBytes: Gauge<'schedule'>;
   backupItemsTotal: Gauge<'schedule'>;
@@ -21,6 +22,7 @@ export interface StowageMetrics {
   restorePartialFailureTotal: Counter<'schedule'>;
   restoreFailedTotal: Counter<'schedule'>;
   restoreValidationFailedTotal: Counter<'schedule'>;
+  restoreCanceledTotal: Counter<'schedule'>;
   restoreDurationSeconds: Histogram<'schedule'>;
   pluginRestartsTotal: Counter<'plugin'>;
   backupStorageLocationAvailable: Gauge<'location'>;
@@ -53,6 +55,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): StowageMetrics {
     backupPartialFailureTotal: counter('backup_partial_failure_total', 'Total number of partially failed backups'),
     backupFailureTotal: counter('backup_failure_total', 'Total number of failed backups'),
     backupValidationFailureTotal: counter('backup_validation_failure_total', 'Total number of backups that failed validation'),
+    backupCanceledTotal: counter('backup_canceled_total', 'Total number of canceled backups (spec.cancel)'),
     backupDurationSeconds: new Histogram({
       name: `${p}backup_duration_seconds`,
       help: 'Time taken to complete a backup, in seconds',
@@ -72,6 +75,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): StowageMetrics {
     restorePartialFailureTotal: counter('restore_partial_failure_total', 'Total number of partially failed restores'),
     restoreFailedTotal: counter('restore_failed_total', 'Total number of failed restores'),
     restoreValidationFailedTotal: counter('restore_validation_failed_total', 'Total number of restores that failed validation'),
+    restoreCanceledTotal: counter('restore_canceled_total', 'Total number of canceled restores (spec.cancel)'),
     restoreDurationSeconds: new Histogram({
       name: `${p}restore_duration_seconds`,
       help: 'Time taken to complete a restore, in seconds',
@@ -105,16 +109,18 @@ export function initScheduleMetrics(m: StowageMetrics, schedule: string): void {
     m.backupPartialFailureTotal,
     m.backupFailureTotal,
     m.backupValidationFailureTotal,
+    m.backupCanceledTotal,
     m.restoreAttemptTotal,
     m.restoreSuccessTotal,
     m.restorePartialFailureTotal,
     m.restoreFailedTotal,
     m.restoreValidationFailedTotal,
+    m.restoreCanceledTotal,
   ])
     c.inc(l, 0);
 }
 
-export type FinishedPhase = 'Completed' | 'PartiallyFailed' | 'Failed' | 'FailedValidation';
+export type FinishedPhase = 'Completed' | 'PartiallyFailed' | 'Failed' | 'FailedValidation' | 'Canceled';
 
 export interface BackupOutcome {
   /** Schedule name, '' for backups made by hand. */
@@ -144,6 +150,9 @@ export function recordBackupOutcome(m: StowageMetrics, o: BackupOutcome): void {
     case 'FailedValidation':
       m.backupValidationFailureTotal.inc(l);
       break;
+    case 'Canceled':
+      m.backupCanceledTotal.inc(l);
+      break;
   }
   if (o.durationSeconds !== undefined) m.backupDurationSeconds.observe(l, o.durationSeconds);
   if (o.tarballBytes !== undefined) m.backupTarballSizeBytes.set(l, o.tarballBytes);
@@ -170,6 +179,9 @@ export function recordRestoreOutcome(m: StowageMetrics, o: RestoreOutcome): void
       break;
     case 'FailedValidation':
       m.restoreValidationFailedTotal.inc(l);
+      break;
+    case 'Canceled':
+      m.restoreCanceledTotal.inc(l);
       break;
   }
   if (o.durationSeconds !== undefined) m.restoreDurationSeconds.observe(l, o.durationSeconds);

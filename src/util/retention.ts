@@ -7,7 +7,7 @@
 //   - with a keep policy (any keep* > 0) the policy alone decides for them: a backup kept by some
 //     rule stays even past its TTL (so keepMonthly: 12 works without a one-year ttl), and a backup
 //     no rule keeps is deleted even before its TTL.
-// - Unsuccessful backups (Failed, FailedValidation) never count toward the keep rules: they expire
+// - Unsuccessful backups (Failed, FailedValidation, Canceled) never count toward the keep rules: they expire
 //   by TTL only.
 // - The last successful backup of a schedule is never deleted, whatever TTL and policy say: the
 //   newest Completed one, or, when the schedule has no Completed backup, its newest PartiallyFailed one.

@@ -145,3 +145,55 @@ describe('impersonationNeeded', () => {
     ]);
   });
 });
+
+describe('admit: spec.cancel', () => {
+  const run = (o: { cancel?: boolean; phase?: string; canceledBy?: string; stamp?: Requester }): unknown => ({
+    metadata: {
+      name: 'b1', namespace: 'stowage',
+      annotations: { [REQUESTER_ANNOTATION]: formatRequester(o.stamp ?? alice), ...(o.canceledBy !== undefined ? { 'stowage.dev/canceled-by': o.canceledBy } : {}) },
+    },
+    spec: o.cancel === undefined ? {} : { cancel: o.cancel },
+    ...(o.phase !== undefined ? { status: { phase: o.phase } } : {}),
+  });
+
+  it('records who turned cancel on, for backups and restores', async () => {
+    for (const resource of ['backups', 'restores']) {
+      const out = await admit(review({ operation: 'UPDATE', resource, user: admin, oldObject: run({ phase: 'InProgress' }), object: run({ cancel: true, phase: 'InProgress' }) }), never);
+      expect(out.review.response.allowed, resource).toBe(true);
+      expect(decodePatch(out.review.response.patch)).toEqual([{ op: 'add', path: '/metadata/annotations/stowage.dev~1canceled-by', value: 'admin' }]);
+    }
+  });
+
+  it('records the creator of a run created canceled, after the stamp', async () => {
+    const out = await admit(review({ object: { metadata: { name: 'b1', namespace: 'stowage' }, spec: { cancel: true } } }), never);
+    expect(decodePatch(out.review.response.patch)).toEqual([
+      { op: 'add', path: '/metadata/annotations', value: { [REQUESTER_ANNOTATION]: formatRequester(alice) } },
+      { op: 'add', path: '/metadata/annotations/stowage.dev~1canceled-by', value: 'alice' },
+    ]);
+  });
+
+  it('overwrites a canceled-by the user wrote with the cancel, and refuses one written otherwise', async () => {
+    const forged = await admit(review({ operation: 'UPDATE', oldObject: run({ phase: 'New' }), object: run({ cancel: true, canceledBy: 'admin' }) }), never);
+    expect(decodePatch(forged.review.response.patch)).toEqual([{ op: 'add', path: '/metadata/annotations/stowage.dev~1canceled-by', value: 'alice' }]);
+    const changed = await admit(review({ operation: 'UPDATE', oldObject: run({ cancel: true, canceledBy: 'alice' }), object: run({ cancel: true, canceledBy: 'bob' }) }), never);
+    expect(changed.review.response.allowed).toBe(false);
+    expect(changed.review.response.status?.message).toBe('the stowage.dev/canceled-by annotation records who canceled this Backup and is set only by the Stowage admission webhook, when spec.cancel turns true');
+  });
+
+  it('refuses to cancel a finished run, and leaves a repeated or withdrawn cancel alone', async () => {
+    for (const phase of ['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation', 'Canceled', 'Deleting']) {
+      const out = await admit(review({ operation: 'UPDATE', oldObject: run({ phase }), object: run({ cancel: true, phase }) }), never);
+      expect(out.review.response.allowed, phase).toBe(false);
+      expect(out.review.response.status?.message).toBe(`Backup is already ${phase}: only a New or InProgress backup can be canceled`);
+    }
+    const again = await admit(review({ operation: 'UPDATE', oldObject: run({ cancel: true, canceledBy: 'alice', phase: 'Canceled' }), object: run({ cancel: true, canceledBy: 'alice', phase: 'Canceled' }) }), never);
+    expect(again.review.response).toEqual({ uid: 'req-1', allowed: true });
+    const withdrawn = await admit(review({ operation: 'UPDATE', oldObject: run({ cancel: true, canceledBy: 'alice' }), object: run({ cancel: false, canceledBy: 'alice' }) }), never);
+    expect(withdrawn.review.response).toEqual({ uid: 'req-1', allowed: true });
+  });
+
+  it('ignores cancel on the kinds that have none', async () => {
+    const out = await admit(review({ operation: 'UPDATE', resource: 'schedules', oldObject: run({}), object: run({ cancel: true }) }), never);
+    expect(out.review.response).toEqual({ uid: 'req-1', allowed: true });
+  });
+});

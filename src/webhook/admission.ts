@@ -1,9 +1,10 @@
 // The admission decision over one AdmissionReview (admission.k8s.io/v1): stamp the requester on
 // create, refuse anyone else setting or changing the stamp. Pure apart from the impersonation
 // question, which the caller answers (server.ts asks the API server with SubjectAccessReviews).
-import { GROUP, RESOURCES } from '../apis/v1/index.js';
+import { ANNOTATION_CANCELED_BY, GROUP, RESOURCES } from '../apis/v1/index.js';
 import { errorMessage } from '../util/errors.js';
 import { REQUESTER_ANNOTATION, formatRequester, parseRequester, sameRequester, type Requester, type ResourceAccess } from '../auth/index.js';
+import { cancelAdmission } from './cancel.js';
 
 /** The kinds the webhook stamps (plural resource names), with the Kind for messages. */
 export const STAMPED_RESOURCES: ReadonlyMap<string, string> = new Map(
@@ -115,17 +116,38 @@ export async function admit(body: unknown, mayImpersonate: MayImpersonate): Prom
   if (user === undefined) return deny(what, userName, 'the admission request names no user');
   if (obj === undefined) return deny(what, userName, `the admission request for this ${kind} carries no object`);
   if (operation !== 'CREATE' && operation !== 'UPDATE') return deny(what, userName, `the Stowage admission webhook handles CREATE and UPDATE, not ${operation === '' ? 'an unnamed operation' : operation}`);
+  const old = isRecord(req.oldObject) ? (req.oldObject as { metadata?: Meta }) : undefined;
+  const cancel = cancelAdmission(kind, obj, old, user.username);
+  if ('refused' in cancel) return deny(what, userName, cancel.refused);
+  const outcome = await decideStamp(operation, kind, obj, old, user, mayImpersonate, respond, (reason) => deny(what, userName, reason));
+  if (!('annotate' in cancel) || !outcome.review.response.allowed) return outcome;
+  // After the stamp's ops, which create the annotations map when there was none.
+  const prior = outcome.review.response.patch === undefined ? [] : (JSON.parse(Buffer.from(outcome.review.response.patch, 'base64').toString('utf8')) as unknown[]);
+  const patch = [...prior, annotationOp(obj, prior.length > 0, ANNOTATION_CANCELED_BY, cancel.annotate)];
+  return { ...outcome, review: { ...outcome.review, response: { ...outcome.review.response, patchType: 'JSONPatch', patch: b64(JSON.stringify(patch)) } } };
+}
 
+/** The JSON Patch op that sets one annotation (`hasMap`: the annotations map exists by then). */
+function annotationOp(obj: { metadata?: Meta }, hasMap: boolean, key: string, value: string): object {
+  return hasMap || isRecord(obj.metadata?.annotations)
+    ? { op: 'add', path: `/metadata/annotations/${pointerEscape(key)}`, value }
+    : { op: 'add', path: '/metadata/annotations', value: { [key]: value } };
+}
+
+/** The requester stamp: added on create, never changed after (see the file header). */
+async function decideStamp(
+  operation: string, kind: string, obj: { metadata?: Meta }, old: { metadata?: Meta } | undefined, user: Requester, mayImpersonate: MayImpersonate,
+  respond: (allowed: boolean, extra?: Partial<AdmissionResponse>) => AdmissionOutcome['review'], deny: (reason: string) => AdmissionOutcome,
+): Promise<AdmissionOutcome> {
   const before = `the ${REQUESTER_ANNOTATION} annotation records who created this ${kind}`;
   const newStamp = rawStamp(obj);
 
   if (operation === 'UPDATE') {
-    const old = isRecord(req.oldObject) ? (req.oldObject as { metadata?: Meta }) : undefined;
-    if (old === undefined) return deny(what, userName, `the admission request for this UPDATE of a ${kind} carries no old object`);
+    if (old === undefined) return deny(`the admission request for this UPDATE of a ${kind} carries no old object`);
     const oldStamp = rawStamp(old);
     if (oldStamp !== undefined) {
       if (newStamp === oldStamp) return { review: respond(true) };
-      return deny(what, userName, `${before} and cannot be changed or removed: user "${user.username}" tried to ${newStamp === undefined ? 'remove' : 'change'} it`);
+      return deny(`${before} and cannot be changed or removed: user "${user.username}" tried to ${newStamp === undefined ? 'remove' : 'change'} it`);
     }
     // The object predates the webhook: nobody is recorded, and an update does not make its
     // author the requester. Setting a stamp now is judged like setting one on create.
@@ -136,7 +158,7 @@ export async function admit(body: unknown, mayImpersonate: MayImpersonate): Prom
 
   // The request sets a stamp itself.
   const stamped = parseRequester(newStamp ?? '');
-  if ('error' in stamped) return deny(what, userName, `${before} and is set only by the Stowage admission webhook: ${stamped.error}`);
+  if ('error' in stamped) return deny(`${before} and is set only by the Stowage admission webhook: ${stamped.error}`);
   // Several webhook configurations (or a reinvocation) may see one object: our own stamp again is fine.
   if (sameRequester(stamped, user)) return { review: respond(true) };
   let allowed: boolean;
@@ -144,8 +166,8 @@ export async function admit(body: unknown, mayImpersonate: MayImpersonate): Prom
     const answers = await Promise.all(impersonationNeeded(stamped).map((a) => mayImpersonate(user, a)));
     allowed = answers.every((a) => a);
   } catch (err) {
-    return deny(what, userName, `${before}, and whether user "${user.username}" may set it to "${stamped.username}" could not be checked: ${errorMessage(err)}`);
+    return deny(`${before}, and whether user "${user.username}" may set it to "${stamped.username}" could not be checked: ${errorMessage(err)}`);
   }
   if (allowed) return { review: respond(true) };
-  return deny(what, userName, `${before} and is set only by the Stowage admission webhook: user "${user.username}" may not set it (it names "${stamped.username}")`);
+  return deny(`${before} and is set only by the Stowage admission webhook: user "${user.username}" may not set it (it names "${stamped.username}")`);
 }

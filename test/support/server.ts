@@ -92,7 +92,7 @@ export async function waitFinished<T extends Backup | Restore>(
 ): Promise<T> {
   return waitUntil(`${name} finished`, async () => {
     const o = await client.get<T>(res, namespace, name);
-    return ['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation'].includes(o.status?.phase ?? '') ? o : undefined;
+    return ['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation', 'Canceled'].includes(o.status?.phase ?? '') ? o : undefined;
   }, timeoutMs, 200);
 }
 

@@ -3,10 +3,12 @@ import {
   API_VERSION,
   BACKUP_PHASES,
   KINDS,
+  RESTORE_PHASES,
   LABEL_BACKUP_NAME,
   RESOURCES,
   buildCrd,
   isBackupTerminal,
+  isRestoreTerminal,
   labelValue,
   newBackup,
   newDeleteBackupRequest,
@@ -15,7 +17,7 @@ import {
   type RestorePhase,
   type StowageKind,
 } from './index.js';
-import type { DOWNLOAD_TARGET_KINDS, RESTORE_PHASES } from './constants.js';
+import type { DOWNLOAD_TARGET_KINDS } from './constants.js';
 
 // Compile-time: the generated unions and the runtime arrays are the same sets.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -87,7 +89,8 @@ describe('apis/v1', () => {
   });
 
   it('knows which backup phases are final', () => {
-    expect(BACKUP_PHASES.filter((p) => isBackupTerminal(p))).toEqual(['FailedValidation', 'Completed', 'PartiallyFailed', 'Failed']);
+    expect(BACKUP_PHASES.filter((p) => isBackupTerminal(p))).toEqual(['FailedValidation', 'Completed', 'PartiallyFailed', 'Failed', 'Canceled']);
+    expect(RESTORE_PHASES.filter((p) => isRestoreTerminal(p))).toEqual(['FailedValidation', 'Completed', 'PartiallyFailed', 'Failed', 'Canceled']);
     expect(isBackupTerminal(undefined)).toBe(false);
   });
 });

@@ -18,8 +18,9 @@ export const ANNOTATION_SYNCED_FROM = 'stowage.dev/synced-from';
 /** Set on DownloadRequests/ServerStatusRequests by the CLI, for cleanup of stale requests. */
 export const LABEL_CREATED_BY = 'stowage.dev/created-by';
 
-export const BACKUP_PHASES = ['New', 'FailedValidation', 'InProgress', 'Completed', 'PartiallyFailed', 'Failed', 'Deleting'] as const;
-export const RESTORE_PHASES = ['New', 'FailedValidation', 'InProgress', 'Completed', 'PartiallyFailed', 'Failed'] as const;
+/** Canceled: spec.cancel stopped the run; nothing it did is restorable (a backup keeps only its log and results). */
+export const BACKUP_PHASES = ['New', 'FailedValidation', 'InProgress', 'Completed', 'PartiallyFailed', 'Failed', 'Canceled', 'Deleting'] as const;
+export const RESTORE_PHASES = ['New', 'FailedValidation', 'InProgress', 'Completed', 'PartiallyFailed', 'Failed', 'Canceled'] as const;
 export const BSL_PHASES = ['Available', 'Unavailable'] as const;
 export const BSL_ACCESS_MODES = ['ReadWrite', 'ReadOnly'] as const;
 export const SCHEDULE_PHASES = ['New', 'Enabled', 'FailedValidation'] as const;
@@ -60,8 +61,12 @@ export const EXISTING_RESOURCE_POLICIES = ['none', 'update'] as const;
 export const LABEL_SELECTOR_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
 
 /** Backup phases after which nothing more happens to the run. */
-export const BACKUP_TERMINAL_PHASES = ['FailedValidation', 'Completed', 'PartiallyFailed', 'Failed'] as const;
-export const RESTORE_TERMINAL_PHASES = ['FailedValidation', 'Completed', 'PartiallyFailed', 'Failed'] as const;
+export const BACKUP_TERMINAL_PHASES = ['FailedValidation', 'Completed', 'PartiallyFailed', 'Failed', 'Canceled'] as const;
+export const RESTORE_TERMINAL_PHASES = ['FailedValidation', 'Completed', 'PartiallyFailed', 'Failed', 'Canceled'] as const;
+/** The only backup phases a restore may read from (a backup whose stowage-backup.json was written). */
+export const RESTORABLE_BACKUP_PHASES = ['Completed', 'PartiallyFailed'] as const;
+/** Set by the admission webhook when spec.cancel turns true: who asked for the cancel (the run log and status name them). */
+export const ANNOTATION_CANCELED_BY = 'stowage.dev/canceled-by';
 
 /** Defaults the controllers apply when a field is unset (not CRD defaults, so old objects behave the same). */
 export const DEFAULT_BACKUP_TTL = '720h0m0s';

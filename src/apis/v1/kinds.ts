@@ -95,9 +95,9 @@ const SCOPED_FILTERS = 'the scope-specific resource filters are not supported ye
 const ITEM_OPERATIONS = 'asynchronous item action operations are not supported yet';
 const UPLOADER = 'volume data upload is not supported yet';
 
-const backupSpec = keepUnknown(s.named(
-  'BackupSpec',
-  s.object({
+// A Backup's fields, less cancel: a Schedule's template has them all but cancel (a backup cannot be
+// created canceled), so there `cancel` is an unknown field and validation refuses it by name.
+const backupFields = {
     ...filters,
     ttl: s.string({ description: 'How long to keep the backup, as a Go duration ("720h0m0s"). Default 720h.' }),
     storageLocation: s.string({ description: 'Name of the BackupStorageLocation; the default location when unset.' }),
@@ -123,8 +123,14 @@ const backupSpec = keepUnknown(s.named(
     includeAllGroupVersions: s.bool({
       description: 'Also store every other served version of each object (Velero: EnableAPIGroupVersions); a restore prefers the target cluster\'s preferred version.',
     }),
-  }),
-));
+};
+
+const cancel = (what: string, more = ''): Schema => s.bool({
+  description: `true stops the ${what}: a New one never starts, one InProgress is aborted and ends Canceled with what it did so far in its results; a finished one is left as it is.${more}`,
+});
+
+const backupSpec = keepUnknown(s.named('BackupSpec', s.object({ ...backupFields, cancel: cancel('backup', ' A canceled backup keeps no tarball and is never restorable.') })));
+const backupTemplateSpec = keepUnknown(s.named('BackupTemplateSpec', s.object(backupFields, { description: 'The spec of the Backups the schedule creates.' })));
 
 const backupStatus = s.named(
   'BackupStatus',
@@ -180,6 +186,7 @@ const restoreSpec = keepUnknown(s.named(
     ),
     preserveNodePorts: s.bool({ description: 'Keep Service nodePorts.' }),
     dryRun: s.bool({ description: 'Compute what would be created, updated or skipped, and write nothing to the cluster.' }),
+    cancel: cancel('restore', ' The items a canceled restore already created or updated stay, and its results list them.'),
     // Velero's fields, refused until implemented.
     hooks: notYet(s.unknownObject({ description: 'Init containers to add and commands to run in restored pods.' }), 'restore hooks are not supported yet'),
     restorePVs: notYet(s.bool({ nullable: true, description: 'Restore volumes from their snapshots.' }), 'restoring volumes from snapshots is not supported yet'),
@@ -302,7 +309,7 @@ const scheduleSpec = keepUnknown(s.named(
   s.object(
     {
       schedule: s.string({ minLength: 1, description: 'Standard 5-field cron expression, in UTC.' }),
-      template: backupSpec,
+      template: backupTemplateSpec,
       paused: s.bool(),
       skipImmediately: s.bool({ description: 'Do not back up at once when created or unpaused; wait for the next tick.' }),
       useOwnerReferencesInBackup: s.bool({ description: 'Make the Schedule the owner of its Backups.' }),

@@ -184,6 +184,8 @@ export type BackupSpec = {
   orderedResources?: Record<string, string>;
   /** Also store every other served version of each object (Velero: EnableAPIGroupVersions); a restore prefers the target cluster's preferred version. */
   includeAllGroupVersions?: boolean;
+  /** true stops the backup: a New one never starts, one InProgress is aborted and ends Canceled with what it did so far in its results; a finished one is left as it is. A canceled backup keeps no tarball and is never restorable. */
+  cancel?: boolean;
 };
 
 /** A Kubernetes label selector (all requirements must hold). */
@@ -223,7 +225,7 @@ export type BackupStatus = {
   signature?: BackupSignatureStatus;
 };
 
-export type BackupPhase = 'New' | 'FailedValidation' | 'InProgress' | 'Completed' | 'PartiallyFailed' | 'Failed' | 'Deleting';
+export type BackupPhase = 'New' | 'FailedValidation' | 'InProgress' | 'Completed' | 'PartiallyFailed' | 'Failed' | 'Canceled' | 'Deleting';
 
 export type BackupProgress = {
   totalItems: number;
@@ -352,6 +354,8 @@ export type RestoreSpec = {
   preserveNodePorts?: boolean;
   /** Compute what would be created, updated or skipped, and write nothing to the cluster. */
   dryRun?: boolean;
+  /** true stops the restore: a New one never starts, one InProgress is aborted and ends Canceled with what it did so far in its results; a finished one is left as it is. The items a canceled restore already created or updated stay, and its results list them. */
+  cancel?: boolean;
   /** Init containers to add and commands to run in restored pods. Not supported yet: a run that sets it fails validation. */
   hooks?: Record<string, unknown>;
   /** Restore volumes from their snapshots. Not supported yet: a run that sets it fails validation. */
@@ -390,7 +394,7 @@ export type RestoreStatus = {
   waitingFor?: string;
 };
 
-export type RestorePhase = 'New' | 'FailedValidation' | 'InProgress' | 'Completed' | 'PartiallyFailed' | 'Failed';
+export type RestorePhase = 'New' | 'FailedValidation' | 'InProgress' | 'Completed' | 'PartiallyFailed' | 'Failed' | 'Canceled';
 
 export type RestoreProgress = {
   totalItems: number;
@@ -408,7 +412,7 @@ export type RestoreSummary = {
 export type ScheduleSpec = {
   /** Standard 5-field cron expression, in UTC. */
   schedule: string;
-  template: BackupSpec;
+  template: BackupTemplateSpec;
   paused?: boolean;
   /** Do not back up at once when created or unpaused; wait for the next tick. */
   skipImmediately?: boolean;
@@ -420,6 +424,64 @@ export type ScheduleSpec = {
   keepDaily?: number;
   keepWeekly?: number;
   keepMonthly?: number;
+};
+
+/** The spec of the Backups the schedule creates. */
+export type BackupTemplateSpec = {
+  /** Namespaces to include; empty or ["*"] means all. */
+  includedNamespaces?: string[];
+  /** Namespaces to exclude. */
+  excludedNamespaces?: string[];
+  /** Resources to include (plural or group-resource, e.g. "deployments.apps"); empty or ["*"] means all. */
+  includedResources?: string[];
+  /** Resources to exclude. */
+  excludedResources?: string[];
+  /** true: include cluster-scoped resources; false: never; unset/null: only those related to included namespaced items (or all for a full-cluster backup). */
+  includeClusterResources?: boolean | null;
+  /** Only items whose labels match. */
+  labelSelector?: LabelSelector;
+  /** Items matching any of these selectors; cannot be combined with labelSelector. */
+  orLabelSelectors?: LabelSelector[];
+  /** How long to keep the backup, as a Go duration ("720h0m0s"). Default 720h. */
+  ttl?: string;
+  /** Name of the BackupStorageLocation; the default location when unset. */
+  storageLocation?: string;
+  /** Whether to take volume snapshots. Not supported yet: a run that sets it fails validation. */
+  snapshotVolumes?: boolean | null;
+  /** Commands to run in pods before and after they are backed up. Not supported yet: a run that sets it fails validation. */
+  hooks?: Record<string, unknown>;
+  /** VolumeSnapshotLocations to store volume snapshots in. Not supported yet: a run that sets it fails validation. */
+  volumeSnapshotLocations?: string[];
+  /** Move volume snapshot data to the backup storage. Not supported yet: a run that sets it fails validation. */
+  snapshotMoveData?: boolean | null;
+  /** The data mover for snapshot data. Not supported yet: a run that sets it fails validation. */
+  datamover?: string;
+  /** How long to wait for a CSI VolumeSnapshot to be ready. Not supported yet: a run that sets it fails validation. */
+  csiSnapshotTimeout?: string;
+  /** Back up every pod volume with file-system backup. Not supported yet: a run that sets it fails validation. */
+  defaultVolumesToFsBackup?: boolean | null;
+  /** Velero's older name for defaultVolumesToFsBackup. Not supported yet: a run that sets it fails validation. */
+  defaultVolumesToRestic?: boolean | null;
+  /** Settings of the volume data uploader. Not supported yet: a run that sets it fails validation. */
+  uploaderConfig?: Record<string, unknown>;
+  /** How long to wait for asynchronous item action operations. Not supported yet: a run that sets it fails validation. */
+  itemOperationTimeout?: string;
+  /** A reference to a ConfigMap of resource policies. Not supported yet: a run that sets it fails validation. */
+  resourcePolicy?: Record<string, unknown>;
+  /** Labels for the backup (Velero: for the backups a schedule creates). Not supported yet: a run that sets it fails validation. */
+  metadata?: Record<string, unknown>;
+  /** Cluster-scoped resources to include. Not supported yet: a run that sets it fails validation. */
+  includedClusterScopedResources?: string[];
+  /** Cluster-scoped resources to exclude. Not supported yet: a run that sets it fails validation. */
+  excludedClusterScopedResources?: string[];
+  /** Namespace-scoped resources to include. Not supported yet: a run that sets it fails validation. */
+  includedNamespaceScopedResources?: string[];
+  /** Namespace-scoped resources to exclude. Not supported yet: a run that sets it fails validation. */
+  excludedNamespaceScopedResources?: string[];
+  /** Per resource, a comma-separated list of ns/name giving the order to back items up in. */
+  orderedResources?: Record<string, string>;
+  /** Also store every other served version of each object (Velero: EnableAPIGroupVersions); a restore prefers the target cluster's preferred version. */
+  includeAllGroupVersions?: boolean;
 };
 
 export type ScheduleStatus = {

@@ -33,6 +33,7 @@ import { labelKeyProblem, labelValueProblem } from '../../util/labels.js';
 import type { ResourceRecord } from '../../persistence/results.js';
 import { action, type Session } from './action.js';
 import { checkAgreement } from './agreement.js';
+import { cancelCommand } from './cancel.js';
 import { describeRunHeader } from './common.js';
 import { eventsSection, filtersSection, messagesSection, metadataSection, progressText, selectorText, type ScopedMessages } from './describe.js';
 import { download, HttpStatusError, readJson } from './download.js';
@@ -364,14 +365,18 @@ export async function describeBackupText(ctx: CliContext, b: Backup, opts: { det
     ['Items backed up', progressText(st.progress?.itemsBackedUp, st.progress?.totalItems)],
   ]);
   s += '\n';
-  const finished = phase === 'Completed' || phase === 'PartiallyFailed' || phase === 'Failed';
+  const finished = phase === 'Completed' || phase === 'PartiallyFailed' || phase === 'Failed' || phase === 'Canceled';
   if (opts.details) {
     if (!finished) s += `Resource List:  <not available: the backup is ${phase}>\n`;
     else {
-      try {
-        s += resourceListSection(await fetchResourceList(ctx, b.metadata.name, opts.timeoutMs));
-      } catch (err) {
-        s += `Resource List:  <not available: ${errorMessage(err)}>\n`;
+      // A canceled backup kept no tarball: its results (below) say how far it got.
+      if (phase === 'Canceled') s += 'Resource List:  <none: the backup was canceled and keeps no tarball>\n';
+      else {
+        try {
+          s += resourceListSection(await fetchResourceList(ctx, b.metadata.name, opts.timeoutMs));
+        } catch (err) {
+          s += `Resource List:  <not available: ${errorMessage(err)}>\n`;
+        }
       }
       // One read of the results file feeds the completeness record, the messages and what was pulled in.
       let results: StoredResults | undefined;
@@ -414,11 +419,11 @@ async function describeBackups(cmd: Command, s: Session): Promise<void> {
     if (o.details === true) {
       const withLists = [];
       for (const b of items) {
-        const finished = ['Completed', 'PartiallyFailed', 'Failed'].includes(b.status?.phase ?? '');
+        const finished = ['Completed', 'PartiallyFailed', 'Failed', 'Canceled'].includes(b.status?.phase ?? '');
         const results = finished ? await fetchResults(ctx, b.metadata.name, timeoutMs) : undefined;
         withLists.push({
           backup: b,
-          resourceList: finished ? await fetchResourceList(ctx, b.metadata.name, timeoutMs) : null,
+          resourceList: finished && b.status?.phase !== 'Canceled' ? await fetchResourceList(ctx, b.metadata.name, timeoutMs) : null,
           // The completeness record and the pulled-in dependencies; null before the backup ends or when it was made without them.
           resources: results?.resources ?? null,
           pulledIn: results?.pulledIn ?? null,
@@ -831,6 +836,6 @@ Examples:
     ),
   ).action(action(async (cmd, s) => verifyBackup(cmd, s)));
 
-  for (const c of [create, get, describe, logs, del, dl, verify]) backup.addCommand(c);
+  for (const c of [create, get, describe, logs, del, dl, verify, cancelCommand('backup')]) backup.addCommand(c);
   return backup;
 }

@@ -15,7 +15,8 @@ export function describeRunHeader(
   if (validationErrors !== undefined && validationErrors.length > 0) {
     s += '\nValidation errors:\n' + validationErrors.map((e) => `  ${e}`).join('\n') + '\n';
   }
-  if (failureReason !== undefined && failureReason !== '') s += '\n' + formatFields([['Failure reason', failureReason]]);
+  // A canceled run's reason says who canceled it: not a failure.
+  if (failureReason !== undefined && failureReason !== '') s += '\n' + formatFields([[phase.startsWith('Canceled') ? 'Canceled' : 'Failure reason', failureReason]]);
   s += '\n' + formatFields([
     ['Errors', String(errors ?? 0)],
     ['Warnings', String(warnings ?? 0)],

@@ -3,8 +3,10 @@ import { Command, Option } from 'commander';
 import YAML from 'yaml';
 import {
   EXISTING_RESOURCE_POLICIES,
+  LABEL_RESTORE_NAME,
   RESOURCES,
   isRestoreTerminal,
+  labelValue,
   newRestore,
   type Backup,
   type ExistingResourcePolicy,
@@ -18,6 +20,7 @@ import { SPEC_LIST_CAPS } from '../../util/filters.js';
 import { labelKeyProblem, labelValueProblem } from '../../util/labels.js';
 import { action, type Session } from './action.js';
 import { failMissing, fetchNamed, getBackup, printObjects, runLogs } from './backup.js';
+import { cancelCommand } from './cancel.js';
 import { describeRunHeader } from './common.js';
 import { eventsSection, filtersSection, messagesSection, metadataSection, progressText, selectorText, type ScopedMessages } from './describe.js';
 import { download, HttpStatusError, readJson } from './download.js';
@@ -106,6 +109,9 @@ async function createRestore(cmd: Command, s: Session): Promise<void> {
   if (spec.backupName !== undefined) {
     const b: Backup = await getBackup(ctx, spec.backupName);
     const phase = b.status?.phase ?? 'New';
+    if (phase === 'Canceled') {
+      throw new CliError(`backup "${spec.backupName}" was canceled before it finished: it holds no complete tarball and can never be restored; restore a Completed or PartiallyFailed backup`);
+    }
     if (phase !== 'Completed' && phase !== 'PartiallyFailed') {
       throw new CliError(`backup "${spec.backupName}" is ${phase}; only a Completed or PartiallyFailed backup can be restored`);
     }
@@ -303,7 +309,8 @@ export async function describeRestoreText(ctx: CliContext, r: Restore, timeoutMs
     s += formatFields([['Summary', `${st.summary.created} ${w}created, ${st.summary.updated} ${w}updated, ${st.summary.skipped} ${w}skipped, ${st.summary.failed} ${dryRun ? 'would fail' : 'failed'}`]]);
   }
   s += '\n';
-  const finished = phase === 'Completed' || phase === 'PartiallyFailed' || phase === 'Failed';
+  const finished = phase === 'Completed' || phase === 'PartiallyFailed' || phase === 'Failed' || phase === 'Canceled';
+  if (phase === 'Canceled' && !dryRun) s += canceledNote(r.metadata.name);
   if (finished) {
     try {
       const results = await fetchRestoreResults(ctx, r.metadata.name, timeoutMs);
@@ -319,6 +326,12 @@ export async function describeRestoreText(ctx: CliContext, r: Restore, timeoutMs
   }
   s += await eventsSection(ctx, 'Restore', r.metadata);
   return s;
+}
+
+/** What a canceled restore left behind, and how to find it. */
+export function canceledNote(name: string): string {
+  return 'The restore was canceled: the items listed below as Created or Updated were written before it stopped and stay in the cluster;\n' +
+    `the rest of the backup was not restored. Created objects carry the label ${LABEL_RESTORE_NAME}=${labelValue(name)}.\n\n`;
 }
 
 async function describeRestores(cmd: Command, s: Session): Promise<void> {
@@ -416,6 +429,6 @@ Examples:
     }),
   );
 
-  for (const c of [create, get, describe, logs]) restore.addCommand(c);
+  for (const c of [create, get, describe, logs, cancelCommand('restore')]) restore.addCommand(c);
   return restore;
 }
