@@ -142,9 +142,8 @@ export async function detectLayout(opts: BackupStoreOptions): Promise<DetectedLa
   const prefix = normalizePrefix(opts.prefix);
   const top = await listTopLevel(opts);
   const under = `${prefix}${BACKUPS_DIR}`;
-  const names = top.includes(BACKUPS_DIR)
-    ? (await os.listCommonPrefixes(bucket, under, '/')).map((d) => relativeDir(d, under)).filter((n) => n !== '' && !n.includes('/')).sort().slice(0, DETECTION_SAMPLE)
-    : [];
+  // backups/ is listed whatever the top level showed: some S3-compatible stores leave directories out of a delimited listing of the root.
+  const names = (await os.listCommonPrefixes(bucket, under, '/')).map((d) => relativeDir(d, under)).filter((n) => n !== '' && !n.includes('/')).sort().slice(0, DETECTION_SAMPLE);
   const markers = await mapLimit(names, opts.concurrency ?? 8, async (n) => ({
     name: n,
     stowage: await os.objectExists(bucket, `${backupKeys(prefix, n).dir}${BACKUP_METADATA_FILE}`),
