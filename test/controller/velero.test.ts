@@ -96,7 +96,6 @@ describe('Velero buckets', () => {
   }, 240_000);
 
   afterAll(async () => {
-    (await import('node:fs')).writeFileSync('/tmp/velero-server.log', server?.output() ?? '');
     await server?.stop();
     for (const n of [app, other, evilNs]) await client.delete(CORE.namespaces, undefined, n).catch(() => undefined);
   });
