@@ -2,7 +2,8 @@
 // then runs it through the shared run lifecycle (lifecycle.ts) with the restore engine, reading the
 // backup through its location: the restore's results (with every item's outcome, which is what a
 // dry run reports), resource list and log under restores/<r>/, and phase, progress, summary,
-// counts and events. A Restore left InProgress by a dead server
+// counts and events. A backup in a Velero location (veleroRestore.ts) is restored without a manifest,
+// and nothing of the restore is uploaded there. A Restore left InProgress by a dead server
 // is marked Failed. The engine acts with the Restore's authority (auth/authority.ts): in trust mode
 // "requester" every request it makes goes out impersonating the user who created the Restore, so
 // the API server's RBAC and admission decide each item, and a target namespace where that user may
