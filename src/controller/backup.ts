@@ -16,7 +16,7 @@ import { parseDuration, validateTtl } from '../util/duration.js';
 import { validateFilters } from '../util/filters.js';
 import { encryptionStatus, newBackupKey } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
-import { isReadOnly, locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
+import { isReadOnly, isVeleroLocation, locationProblem, veleroLocationRefusal, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { cancelBeforeStart, cancelRequested, cancelWatch } from './cancel.js';
 import { crashPoint } from './faults.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
@@ -46,6 +46,7 @@ export function validateBackup(ctx: ControllerContext, backup: Backup): Validati
   }
   const name = location.metadata.name;
   if (isReadOnly(location)) errors.push(`backup storage location "${name}" is ReadOnly: backups cannot be written to it`);
+  if (isVeleroLocation(location)) errors.push(veleroLocationRefusal(location));
   const problem = locationProblem(ctx, location, backup.metadata.creationTimestamp);
   if (problem !== undefined) {
     if (errors.length === 0 && (problem.wait || problem.recheck === true)) return { errors: [problem.reason], location, pending: problem };

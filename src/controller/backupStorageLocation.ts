@@ -9,8 +9,9 @@ import { splitKey, type Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
-import { checkLocationKeys } from './keys.js';
-import { BSL_RESOURCE, openBackupStore, validatedCurrentSpec } from './locations.js';
+import { checkLocationKeys, encrypts } from './keys.js';
+import { BSL_RESOURCE, backupStoreOn, openObjectStore, validatedCurrentSpec } from './locations.js';
+import { detectLayout, type DetectedLayout } from '../persistence/veleroStore.js';
 import { flushSpool, stamp } from './runs.js';
 
 function frequencyMs(ctx: ControllerContext, bsl: BackupStorageLocation): number {
@@ -44,19 +45,34 @@ export function encryptionSpecProblem(bsl: BackupStorageLocation): string | unde
   return undefined;
 }
 
+/** What one validation found: the phase, and whose layout the bucket holds when that could be told. */
+export interface LocationValidation {
+  available: boolean;
+  message: string;
+  layout?: DetectedLayout;
+}
+
 /** Validates one location now; resolves to the phase and message it recorded. */
-export async function validateLocation(ctx: ControllerContext, bsl: BackupStorageLocation): Promise<{ available: boolean; message: string }> {
+export async function validateLocation(ctx: ControllerContext, bsl: BackupStorageLocation): Promise<LocationValidation> {
   const name = bsl.metadata.name;
   const unsupported = unsupportedLocationFields(bsl) ?? encryptionSpecProblem(bsl);
   if (unsupported !== undefined) return { available: false, message: unsupported };
   const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: `backupstoragelocation/${name}` });
+  let layout: DetectedLayout | undefined;
   try {
-    const store = await openBackupStore(ctx, handle, bsl);
-    await store.validate();
+    const objectStore = await openObjectStore(ctx, handle, bsl);
+    const v = bsl.spec.velero;
+    layout = v === true || v === false
+      ? { layout: v ? 'Velero' : 'Stowage', reason: `spec.velero is ${String(v)}` }
+      : await detectLayout({ objectStore, bucket: bsl.spec.objectStorage.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' });
+    if (layout.layout === 'Velero' && encrypts(bsl)) {
+      return { available: false, layout, message: `the bucket holds Velero's backups (${layout.reason}), which Stowage only reads and never encrypts: remove spec.encryption, or set spec.velero: false` };
+    }
+    await backupStoreOn(objectStore, bsl, layout.layout === 'Velero').validate();
     await checkLocationKeys(ctx, handle, bsl);
-    return { available: true, message: '' };
+    return { available: true, message: '', layout };
   } catch (err) {
-    return { available: false, message: safeErrorMessage(err) };
+    return { available: false, message: safeErrorMessage(err), ...(layout !== undefined ? { layout } : {}) };
   } finally {
     handle.release();
   }
@@ -86,13 +102,14 @@ export function backupStorageLocationController(ctx: ControllerContext): Control
           const due = Date.parse(last) + every;
           if (due > now + 500) return { requeueAfter: due - now };
         }
-        const { available, message } = await validateLocation(ctx, bsl);
+        const { available, message, layout } = await validateLocation(ctx, bsl);
         const phase = available ? 'Available' : 'Unavailable';
-        const changed = bsl.status?.phase !== phase || (bsl.status?.message ?? '') !== message;
+        const changed = bsl.status?.phase !== phase || (bsl.status?.message ?? '') !== message || (layout !== undefined && bsl.status?.layout !== layout.layout);
         try {
           await ctx.client.patchStatus(BSL_RESOURCE, bsl.metadata.namespace, bsl.metadata.name, {
             status: {
               phase, message: available ? null : message, lastValidationTime: stamp(ctx.clock.now()),
+              ...(layout !== undefined ? { layout: layout.layout, layoutReason: layout.reason } : {}),
               ...(bsl.metadata.generation !== undefined ? { observedGeneration: bsl.metadata.generation } : {}),
             },
           });
@@ -104,7 +121,8 @@ export function backupStorageLocationController(ctx: ControllerContext): Control
         // Logs that could not be uploaded while the location was down go up now.
         if (available) await flushSpool(ctx, bsl);
         if (changed) {
-          ctx.logger.log(available ? 'info' : 'warn', `backup storage location ${bsl.metadata.name} is ${phase}${available ? '' : `: ${message}`}`, { location: bsl.metadata.name });
+          const velero = layout?.layout === 'Velero' ? ` (Velero's layout, read only: ${layout.reason})` : '';
+          ctx.logger.log(available ? 'info' : 'warn', `backup storage location ${bsl.metadata.name} is ${phase}${velero}${available ? '' : `: ${message}`}`, { location: bsl.metadata.name });
           void ctx.events.event(bsl, available ? 'Normal' : 'Warning', phase, available ? 'location validated' : message);
         }
         return every > 0 ? { requeueAfter: every } : undefined;

@@ -12,6 +12,9 @@
 //   no stowage-backup.json for them, so "not in the bucket" says nothing; GC expires them by TTL.
 //   New, InProgress and Deleting backups are never touched.
 // ReadOnly locations are synced too: sync writes nothing to storage.
+// A Velero location (locations.ts isVeleroLocation) is synced from Velero's velero-backup.json files
+// instead: its finished backups become read-only Backups labelled imported-from=velero
+// (persistence/veleroBackup.ts), and are removed the same way when Velero's file goes.
 import {
   ANNOTATION_SYNCED_FROM,
   API_VERSION,
@@ -19,11 +22,16 @@ import {
   RESOURCES,
   labelValue,
   type Backup,
+  type BackupStatus,
   type BackupStorageLocation,
 } from '../apis/v1/index.js';
 import { REQUESTER_ANNOTATION } from '../auth/index.js';
 import { isAlreadyExists, isNotFound } from '../kube/index.js';
+import type { BackupStore } from '../persistence/backupStore.js';
 import type { ArtifactKey } from '../persistence/sealing.js';
+import { importVeleroBackup } from '../persistence/veleroBackup.js';
+import { isVeleroStore, type VeleroStore } from '../persistence/veleroStore.js';
+import type { PluginHandle } from '../plugin/host/index.js';
 import type { Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
@@ -111,6 +119,24 @@ function syncPeriodMs(ctx: ControllerContext, bsl: BackupStorageLocation): numbe
   }
 }
 
+type Found = { backup: Backup; status: BackupStatus } | { refusal: string } | undefined;
+
+/** A Stowage backup of the bucket as the Backup resource to create, from its stowage-backup.json. */
+async function readStowageImport(
+  ctx: ControllerContext, handle: PluginHandle, bsl: BackupStorageLocation, store: BackupStore, name: string, namespace: string,
+): Promise<Found> {
+  const read = await readStoredBackup(ctx, handle, bsl, store, name);
+  if (read === undefined) return undefined;
+  const refusal = importRefusal(read.backup, bsl, name, read.key);
+  return refusal !== undefined ? { refusal } : { backup: importedBackup(read.backup, bsl, namespace), status: read.backup.status ?? {} };
+}
+
+/** A Velero backup of the bucket as the read-only Backup resource to create, from its velero-backup.json. */
+async function readVeleroImport(store: VeleroStore, name: string, location: string, namespace: string): Promise<Found> {
+  const raw = await store.getVeleroBackup(name);
+  return raw === undefined ? undefined : importVeleroBackup(raw, name, location, namespace);
+}
+
 export interface SyncResult {
   imported: string[];
   removed: string[];
@@ -132,21 +158,21 @@ export async function syncLocation(ctx: ControllerContext, bsl: BackupStorageLoc
     const plan = planSync(names, clusterBackups, bsl, ctx.config.defaultBackupStorageLocation);
     for (const name of plan.toImport) {
       try {
-        const read = await readStoredBackup(ctx, handle, bsl, store, name);
-        if (read === undefined) continue; // deleted since the listing
-        const stored = read.backup;
-        const refusal = importRefusal(stored, bsl, name, read.key);
-        if (refusal !== undefined) {
-          result.failed.push({ name, reason: refusal });
+        const found = isVeleroStore(store)
+          ? await readVeleroImport(store, name, locationName, namespace)
+          : await readStowageImport(ctx, handle, bsl, store, name, namespace);
+        if (found === undefined) continue; // deleted since the listing
+        if ('refusal' in found) {
+          result.failed.push({ name, reason: found.refusal });
           continue;
         }
         try {
-          await ctx.client.create(BACKUPS, namespace, importedBackup(stored, bsl, namespace));
+          await ctx.client.create(BACKUPS, namespace, found.backup);
         } catch (err) {
           if (isAlreadyExists(err)) continue; // created meanwhile (by its own backup run or another sync)
           throw err;
         }
-        await ctx.client.patchStatus(BACKUPS, namespace, name, { status: stored.status ?? {} });
+        await ctx.client.patchStatus(BACKUPS, namespace, name, { status: found.status });
         result.imported.push(name);
       } catch (err) {
         result.failed.push({ name, reason: safeErrorMessage(err) });

@@ -34,6 +34,7 @@ import type { Result } from '../runtime/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { namespaceFilter, resourceFilter } from '../util/filters.js';
 import { labelSelectorMatches, parseLabelSelector } from '../util/labels.js';
+import { isVeleroImport, VELERO_DELETE_NOTE } from '../persistence/veleroBackup.js';
 import { keyedForBackup } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { hasStoredData, locationBlocksDeletion } from './gc.js';
@@ -107,7 +108,7 @@ export function deletionRefusal(backup: Backup, locations: readonly BackupStorag
   if (phase === undefined || phase === 'New' || phase === 'InProgress') {
     return `backup "${backup.metadata.name}" is still ${phase ?? 'New'}; delete it once it has finished`;
   }
-  if (!hasStoredData(backup)) return undefined;
+  if (!hasStoredData(backup) || isVeleroImport(backup)) return undefined;
   return locationBlocksDeletion(backup, locations, defaultLocation);
 }
 
@@ -160,7 +161,8 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
     if (previous !== 'Deleting') await setBackupPhase(backup, 'Deleting');
     void ctx.events.event(backup, 'Normal', 'Deleting', `deletion requested by DeleteBackupRequest ${d.metadata.name}`);
 
-    if (hasStoredData(backup)) {
+    // An imported Velero backup's data is Velero's: only the resources go (persistence/veleroStore.ts refuses the deletion anyway).
+    if (hasStoredData(backup) && !isVeleroImport(backup)) {
       const location = resolveLocation(ctx, backup.spec.storageLocation);
       if (location === undefined) return [`backup storage location "${backup.spec.storageLocation ?? ''}" disappeared during the deletion`];
       const bucket = `bucket "${location.spec.objectStorage.bucket}" of location "${location.metadata.name}"`;
@@ -207,8 +209,8 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
     return [];
   }
 
-  /** One deletion attempt; every error, or none. */
-  async function attempt(d: DeleteBackupRequest): Promise<string[]> {
+  /** One deletion attempt; every error, or none. `seen` gets the Backup once it is read. */
+  async function attempt(d: DeleteBackupRequest, seen: { backup?: Backup }): Promise<string[]> {
     const { namespace = ctx.namespace } = d.metadata;
     const backupName = d.spec.backupName;
     // Who asked comes first: a request without a requester is refused before anything is looked up.
@@ -221,6 +223,7 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
       if (isKubeNotFound(err)) return [`backup "${backupName}" does not exist in namespace ${namespace}`];
       throw err;
     }
+    seen.backup = backup;
     let denied: string | undefined;
     try {
       denied = await backupRefusal(ctx, authority, backup, `delete backup "${backupName}"`, 'it', `deletebackuprequest/${d.metadata.name}`);
@@ -248,12 +251,15 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
       if (isKubeNotFound(err) || isConflict(err)) return; // changed under us: the next event brings it back
       throw err;
     }
-    const errors = await attempt(d);
+    const seen: { backup?: Backup } = {};
+    const errors = await attempt(d, seen);
+    const imported = seen.backup !== undefined && isVeleroImport(seen.backup);
     await patchStatus(d, { phase: 'Processed', errors: errors.length > 0 ? errors : null });
     const what = `DeleteBackupRequest ${namespace}/${d.metadata.name} for backup ${backupName}`;
     if (errors.length === 0) {
-      ctx.logger.info(`${what}: backup deleted`, { backup: `${namespace}/${backupName}` });
-      void ctx.events.event(d, 'Normal', 'Processed', `backup ${backupName} deleted`);
+      const note = imported ? `: ${VELERO_DELETE_NOTE(backupName)}` : '';
+      ctx.logger.info(`${what}: backup deleted${note}`, { backup: `${namespace}/${backupName}` });
+      void ctx.events.event(d, 'Normal', 'Processed', `backup ${backupName} deleted${note}`);
     } else {
       ctx.logger.warn(`${what} failed: ${errors.join('; ')}`, { backup: `${namespace}/${backupName}` });
       void ctx.events.event(d, 'Warning', 'Failed', errors.join('; '));

@@ -37,6 +37,8 @@ import { isNotFound } from '../kube/index.js';
 import { isNotFound as isStoreNotFound } from '../persistence/backupStore.js';
 import { downloadKey, normalizePrefix } from '../persistence/layout.js';
 import { downloadArtifact } from '../persistence/sealing.js';
+import { isVeleroImport } from '../persistence/veleroBackup.js';
+import { veleroMissingArtifact } from '../persistence/veleroStore.js';
 import type { ObjectStore } from '../plugin/api/index.js';
 import type { PluginHandle } from '../plugin/host/index.js';
 import type { Result } from '../runtime/index.js';
@@ -432,6 +434,8 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     const holder = target.kind.startsWith('Restore') ? `its backup "${backup.metadata.name}"` : 'it';
     const refusal = await backupRefusal(ctx, authority, backup, actionOf(target), holder, 'download-request');
     if (refusal !== undefined) return { refused: refusal };
+    const missing = isVeleroImport(backup) ? veleroMissingArtifact(target.kind, target.name) : undefined;
+    if (missing !== undefined) return { refused: missing };
     const url = await urlFor(target, backup, namespace, exp);
     return { sealedURL: sealLink(recipient, url, sealContext(dr)) };
   }

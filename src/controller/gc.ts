@@ -4,7 +4,8 @@
 //
 // A backup is skipped (logged, and a Warning event on the Backup) when its location is missing,
 // Unavailable or ReadOnly: deleting from there would fail or is forbidden. A backup that already
-// has a pending request (New/InProgress) gets no second one; one whose earlier request ended with
+// has a pending request (New/InProgress) gets no second one, and one imported from a Velero
+// location is never collected (Velero expires it); one whose earlier request ended with
 // errors gets a new request on the next run, which is how failed deletions are retried.
 import {
   LABEL_BACKUP_UID,
@@ -17,6 +18,7 @@ import {
   type DeleteBackupRequest,
   type Schedule,
 } from '../apis/v1/index.js';
+import { isVeleroImport } from '../persistence/veleroBackup.js';
 import type { Result } from '../runtime/index.js';
 import { errorMessage } from '../util/errors.js';
 import { effectiveExpiration, planRetention, type KeepPolicy, type RetentionBackup } from '../util/retention.js';
@@ -114,6 +116,9 @@ export function planGc(input: GcInput): GcPlan {
   // One retention group per (namespace, schedule label); unscheduled backups form their own group per namespace.
   const groups = new Map<string, { schedule: Schedule | undefined; scheduled: boolean; backups: Backup[] }>();
   for (const b of input.backups) {
+    // Velero's own server expires its backups; deleting an imported one here would only remove the
+    // resource, which the next sync brings back.
+    if (isVeleroImport(b)) continue;
     const ns = b.metadata.namespace ?? '';
     const label = b.metadata.labels?.[LABEL_SCHEDULE_NAME];
     const key = label === undefined ? `${ns}\n` : `${ns}\n${label}`;

@@ -92,7 +92,8 @@ export interface RunDefinition<R extends EngineResult> {
   commit(store: BackupStore, outcome: RunOutcome<R>, status: Status, endLog: () => Promise<void>): Promise<void>;
   /** The run log's object key under the location's prefix, and its upload. */
   logKey(prefix: string): string;
-  putLog(store: BackupStore, file: string): Promise<void>;
+  /** Undefined: the run log is not uploaded anywhere (its lines are in the server log it mirrors to). */
+  putLog?(store: BackupStore, file: string): Promise<void>;
   /** Final status fields besides phase, timestamps, counts and failureReason. */
   finalStatus(outcome: RunOutcome<R>): Status;
   /** What the run did, for the end line and the event ("12 items backed up"). */
@@ -187,6 +188,12 @@ function logEnder<R extends EngineResult>(ctx: ControllerContext, def: RunDefini
       else if (o.phase === 'Canceled') log.logger.warn(endLine(def.kind, o, def.summary(o)));
       else log.logger.info(endLine(def.kind, o, def.summary(o)));
       const closeError = await log.close().then(() => undefined, (err: unknown) => err);
+      const putLog = def.putLog;
+      if (putLog === undefined) {
+        fs.rmSync(log.path, { force: true });
+        if (closeError !== undefined) throw new Error(`the run log could not be written: ${safeErrorMessage(closeError)}`, { cause: closeError });
+        return;
+      }
       const s = store();
       if (s === undefined && encrypts(def.location)) {
         // Without the run's key its log cannot be written sealed, and is not written in the clear.
@@ -196,7 +203,7 @@ function logEnder<R extends EngineResult>(ctx: ControllerContext, def: RunDefini
       const prefix = s?.prefix ?? normalizePrefix(def.location.spec.objectStorage.prefix);
       // What was written goes up (or to the spool) even when the file is incomplete.
       await uploadRunLog(ctx, log, def.location.metadata.name, def.logKey(prefix),
-        (file) => (s !== undefined ? def.putLog(s, file) : Promise.reject(new Error('the location could not be opened'))),
+        (file) => (s !== undefined ? putLog(s, file) : Promise.reject(new Error('the location could not be opened'))),
         s !== undefined && s.key !== 'unencrypted' ? (body) => s.seal(def.logRef, body) : undefined);
       if (closeError !== undefined) throw new Error(`the run log could not be written: ${safeErrorMessage(closeError)}`, { cause: closeError });
     })();

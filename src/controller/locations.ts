@@ -4,6 +4,7 @@
 import { RESOURCES, type Backup, type BackupStorageLocation } from '../apis/v1/index.js';
 import type { KubeObject } from '../kube/index.js';
 import { createBackupStore, type BackupStore } from '../persistence/backupStore.js';
+import { createVeleroStore } from '../persistence/veleroStore.js';
 import type { ObjectStore, PluginConfig, RunIdentity } from '../plugin/api/index.js';
 import type { ResourceList } from '../persistence/results.js';
 import { writeCredentialFile, type PluginHandle } from '../plugin/host/index.js';
@@ -17,6 +18,22 @@ export type StoreContext = Pick<ControllerContext, 'client' | 'namespace' | 'scr
 
 export function isReadOnly(bsl: BackupStorageLocation): boolean {
   return bsl.spec.accessMode === 'ReadOnly';
+}
+
+/**
+ * Whether the location's bucket holds Velero's backups (read only: Stowage never writes there):
+ * spec.velero when set, else what its validation detected (status.layout).
+ */
+export function isVeleroLocation(bsl: BackupStorageLocation): boolean {
+  const v = bsl.spec.velero;
+  if (v === true || v === false) return v;
+  return bsl.status?.layout === 'Velero';
+}
+
+/** Why a backup cannot be written to a Velero location. */
+export function veleroLocationRefusal(bsl: BackupStorageLocation): string {
+  const why = bsl.spec.velero === true ? 'spec.velero is true' : (bsl.status?.layoutReason ?? 'detected at validation');
+  return `backup storage location "${bsl.metadata.name}" holds Velero's backups (${why}): Stowage only reads a Velero location and never writes into it, so backups cannot be stored there`;
 }
 
 export function isAvailable(bsl: BackupStorageLocation): boolean {
@@ -139,9 +156,13 @@ export async function openBackupStore(ctx: StoreContext, handle: PluginHandle, b
   return backupStoreOn(await openObjectStore(ctx, handle, bsl), bsl);
 }
 
-/** The location's BackupStore over an object store already opened for it (unencrypted; see keys.ts for its keys). */
-export function backupStoreOn(objectStore: ObjectStore, bsl: BackupStorageLocation): BackupStore {
-  return createBackupStore({ objectStore, bucket: bsl.spec.objectStorage.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' });
+/**
+ * The location's BackupStore over an object store already opened for it (unencrypted; see keys.ts
+ * for its keys). A Velero location's store reads Velero's layout and refuses every write.
+ */
+export function backupStoreOn(objectStore: ObjectStore, bsl: BackupStorageLocation, velero = isVeleroLocation(bsl)): BackupStore {
+  const opts = { objectStore, bucket: bsl.spec.objectStorage.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' };
+  return velero ? createVeleroStore(opts) : createBackupStore(opts);
 }
 
 /**

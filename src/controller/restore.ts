@@ -2,7 +2,8 @@
 // then runs it through the shared run lifecycle (lifecycle.ts) with the restore engine, reading the
 // backup through its location: the restore's results (with every item's outcome, which is what a
 // dry run reports), resource list and log under restores/<r>/, and phase, progress, summary,
-// counts and events. A Restore left InProgress by a dead server
+// counts and events. A backup in a Velero location (veleroRestore.ts) is restored without a manifest,
+// and nothing of the restore is uploaded there. A Restore left InProgress by a dead server
 // is marked Failed. The engine acts with the Restore's authority (auth/authority.ts): in trust mode
 // "requester" every request it makes goes out impersonating the user who created the Restore, so
 // the API server's RBAC and admission decide each item, and a target namespace where that user may
@@ -22,7 +23,9 @@ import type { ReconcileContext, Result } from '../runtime/index.js';
 import { validateFilters, validateNamespaceMapping } from '../util/filters.js';
 import { keyedForBackup, unencryptedRefusal } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
-import { locationProblem, readStoredResourceList, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
+import { noManifestWarning, noteNoManifest, veleroRestoreStatus } from './veleroRestore.js';
+import type { BackupStore } from '../persistence/backupStore.js';
+import { isVeleroLocation, locationProblem, readStoredResourceList, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { cancelBeforeStart, cancelRequested, cancelWatch } from './cancel.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { resolveBackupOf } from './resolveBackup.js';
@@ -137,6 +140,9 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
     const name = r.metadata.name;
     const schedule = backup.metadata.labels?.[LABEL_SCHEDULE_NAME] ?? '';
     const dryRun = r.spec.dryRun === true;
+    // A Velero location is only read: the backup has no manifest, and the restore writes nothing there.
+    const velero = isVeleroLocation(location);
+    const run = `${r.metadata.namespace ?? ctx.namespace}/${name}`;
     return runLifecycle<RestoreResult>(ctx, {
       kind: 'restore', resource: RESTORES, obj: r, location, signal,
       // A restore from a schedule records the backup it picked (as Velero does): describe shows it,
@@ -150,22 +156,26 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         if (transforms.logLine !== undefined) env.log.info(transforms.logLine);
         const actions = await resolveRestoreItemActions(env.handle.restoreItemActions().map((a) => ({ name: a.name, action: a })));
         const req = newRestoreRequest(r, backup, { priorities: ctx.config.restoreResourcePriorities });
-        return runRestore({
+        if (velero) env.log.warn(noManifestWarning(backup.metadata.name));
+        const result = await runRestore({
           // The requester's impersonating client in trust mode "requester": the API server's RBAC and admission decide each item.
           client: rights.authority.client, source: env.store,
           ...(rights.authorizeTargets !== undefined ? { authorizeTargets: rights.authorizeTargets } : {}), actions, log: env.log, clock: ctx.clock, signal: env.signal,
           spillDir: spillDirOf(ctx),
-          // Every backup this controller restores is Stowage's own (backup sync imports only stowage-backup.json).
-          requireManifest: true,
+          // Stowage writes a manifest with every finished backup, so one missing from its own backup was
+          // deleted; Velero writes none.
+          requireManifest: !velero,
           maxItemBytes: ctx.config.maxItemBytes,
           onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsRestored: p.itemsRestored }),
           mappings: transforms.mappings, ...(transforms.modifiers !== undefined ? { modifiers: transforms.modifiers } : {}),
         }, req);
+        if (velero) noteNoManifest(result, backup.metadata.name);
+        return result;
       },
       // Failed or not: results carry every item's outcome (`restore describe` shows a dry run's predictions from them).
       async commit(store, o, _status, endLog) {
         const result = o.result;
-        if (result !== undefined) {
+        if (result !== undefined && !velero) {
           const results = { ...result.results, dryRun: result.dryRun, summary: result.summary, outcomes: result.outcomes };
           await store.completeRestore(name, { results, resourceList: result.resourceList });
         }
@@ -180,10 +190,11 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
       },
       logRef: { restore: name, artifact: 'log' },
       logKey: (prefix) => restoreKeys(prefix, name).log,
-      putLog: (store, file) => store.putRestoreLog(name, file),
+      ...(velero ? {} : { putLog: (store: BackupStore, file: string) => store.putRestoreLog(name, file) }),
       finalStatus: (o) => ({
         progress: o.result?.progress ?? { totalItems: 0, itemsRestored: 0 },
         summary: o.result?.summary ?? { created: 0, updated: 0, skipped: 0, failed: 0 },
+        ...(velero ? veleroRestoreStatus(location.metadata.name, backup.metadata.name, run, o.result?.results) : {}),
       }),
       summary: (o) => {
         const sum = o.result?.summary ?? { created: 0, updated: 0, skipped: 0, failed: 0 };

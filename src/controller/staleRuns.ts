@@ -24,6 +24,7 @@ import { salvageRunLog } from '../logging/salvage.js';
 import { recordBackupOutcome } from '../metrics/index.js';
 import type { BackupStore } from '../persistence/backupStore.js';
 import { backupKeys, restoreKeys } from '../persistence/layout.js';
+import { isVeleroStore } from '../persistence/veleroStore.js';
 import { KeyUnavailableError, type ObjectStore } from '../plugin/api/index.js';
 import type { PluginHandle } from '../plugin/host/index.js';
 import type { Result } from '../runtime/index.js';
@@ -227,6 +228,11 @@ async function settleLog(s: Stale, where: Where, appendToUploaded: boolean, clos
     return `its partial log could not be uploaded and was removed: ${where.gone}`;
   }
   const location = where.bsl.metadata.name;
+  if (isVeleroStore(where.store)) {
+    // Nothing is written into a Velero location, not even through the spool.
+    fs.rmSync(local, { force: true });
+    return `its log was not uploaded: location ${location} holds Velero's backups, which Stowage never writes into (the lines are in the server's log)`;
+  }
   if (where.store.key === 'unencrypted' && kind === 'backup' && encrypts(where.bsl)) {
     // No data key for this run (it stopped before it had one, or it cannot be read now): its log is not stored in the clear.
     fs.rmSync(local, { force: true });

@@ -8,6 +8,7 @@ import { isReplayable, type ObjectStore } from '../plugin/api/index.js';
 import { ArtifactWriteError, createBackupStore, LocationValidationError, MAX_METADATA_BYTES } from './backupStore.js';
 import { backupKeys, downloadKey, normalizePrefix, restoreKeys } from './layout.js';
 import { addResult, countResults, emptyResults, resourceListOf } from './results.js';
+import { createVeleroStore, detectLayout, VeleroWriteRefusedError } from './veleroStore.js';
 
 /** A tiny in-memory ObjectStore (a fake is fine here: this is pure key/ordering logic). */
 function memoryStore(opts: { relativePrefixes?: boolean; buckets?: string[] } = {}) {
@@ -317,5 +318,70 @@ describe('BackupStore', () => {
     const s = createBackupStore({ objectStore: m.store, bucket: 'b' });
     await m.store.putObject('b', 'backups/huge/stowage-backup.json', bytes(`{"kind":"Backup","pad":"${'x'.repeat(MAX_METADATA_BYTES)}"}`));
     await expect(s.getBackupEnvelope('huge')).rejects.toThrow(`backups/huge/stowage-backup.json is larger than ${MAX_METADATA_BYTES} bytes`);
+  });
+});
+
+describe('a Velero location (veleroStore.ts)', () => {
+  const veleroJson = (name: string): string => JSON.stringify({ apiVersion: 'velero.io/v1', kind: 'Backup', metadata: { name }, status: { phase: 'Completed' } });
+  async function veleroBucket(prefix = 'v/') {
+    const m = memoryStore();
+    for (const [k, v] of [
+      ['backups/b1/velero-backup.json', veleroJson('b1')], ['backups/b1/b1.tar.gz', 'tar'], ['backups/b1/b1-logs.gz', 'log'],
+      ['backups/half/half.tar.gz', 'tar'], ['kopia/ns/kopia.repository', 'k'], ['restic/ns/config', 'r'], ['metadata/revision', 'x'],
+    ] as const) await m.store.putObject('b', `${prefix}${k}`, bytes(v));
+    m.log.length = 0;
+    return m;
+  }
+
+  it('lists the backups that have velero-backup.json, reads it, and accepts kopia/ restic/ metadata/ at the top', async () => {
+    const m = await veleroBucket();
+    const s = createVeleroStore({ objectStore: m.store, bucket: 'b', prefix: 'v' });
+    expect(await s.listBackupNames()).toEqual(['b1']);
+    expect(await s.getVeleroBackup('b1')).toMatchObject({ kind: 'Backup', metadata: { name: 'b1' } });
+    expect(await s.getVeleroBackup('half')).toBeUndefined();
+    expect(await s.getManifestStream('b1')).toBeUndefined();
+    await s.validate();
+    // The same bucket is refused as a Stowage location, naming Velero's directories.
+    await expect(createBackupStore({ objectStore: m.store, bucket: 'b', prefix: 'v' }).validate()).rejects.toThrow(/"kopia\/", "metadata\/", "restic\/"/);
+  });
+
+  it('refuses every write and delete, and writes nothing', async () => {
+    const m = await veleroBucket();
+    const s = createVeleroStore({ objectStore: m.store, bucket: 'b', prefix: 'v' }).withKey('unencrypted');
+    const attempts: Promise<unknown>[] = [
+      s.putTarball('x', bytes('t')), s.putResourceList('x', {}), s.putResults('x', emptyResults()), s.putBackupMetadata('x', backupObj('x')),
+      s.completeBackup('x', { resourceList: {}, results: emptyResults(), backup: backupObj('x') }), s.deleteBackup('b1'),
+      s.putRestoreResults('r', emptyResults()), s.completeRestore('r', { results: emptyResults(), resourceList: {} }), s.deleteRestore('r'),
+    ];
+    for (const a of attempts) await expect(a).rejects.toBeInstanceOf(VeleroWriteRefusedError);
+    expect(m.log).toEqual([]);
+  });
+
+  it('still refuses what Velero never has at its top level', async () => {
+    const m = await veleroBucket('');
+    await m.store.putObject('b', 'stuff/x', bytes('x'));
+    await expect(createVeleroStore({ objectStore: m.store, bucket: 'b' }).validate()).rejects.toThrow(/holds "stuff\/" at its top level, which Velero's layout does not have/);
+  });
+
+  it('detects the layout from the markers in backups/, then from Velero\'s own directories', async () => {
+    const m = await veleroBucket();
+    expect(await detectLayout({ objectStore: m.store, bucket: 'b', prefix: 'v' })).toEqual({
+      layout: 'Velero', reason: 'detected: backups/b1/velero-backup.json is Velero\'s, and no backup here is Stowage\'s',
+    });
+    await m.store.putObject('b', 'v/backups/a0/stowage-backup.json', bytes('{}'));
+    expect(await detectLayout({ objectStore: m.store, bucket: 'b', prefix: 'v' })).toEqual({ layout: 'Stowage', reason: 'detected: backups/a0/stowage-backup.json is Stowage\'s' });
+    const onlyKopia = memoryStore();
+    await onlyKopia.store.putObject('b', 'kopia/ns/kopia.repository', bytes('k'));
+    expect((await detectLayout({ objectStore: onlyKopia.store, bucket: 'b' })).reason).toBe('detected: Velero\'s top-level directory "kopia/" is there, and no backup here is Stowage\'s');
+    expect(await detectLayout({ objectStore: memoryStore().store, bucket: 'b' })).toEqual({ layout: 'Stowage', reason: 'detected: no Velero backup found' });
+  });
+
+  it('reads Velero\'s backup results into Stowage\'s form', async () => {
+    const m = await veleroBucket();
+    await m.store.putObject('b', 'v/backups/b1/b1-results.gz', bytes(''));
+    m.objects.set('b/v/backups/b1/b1-results.gz', gzipSync(JSON.stringify({ warnings: { velero: ['v1'], cluster: ['c1'], namespaces: { shop: ['n1'] } }, errors: {} })));
+    expect(await createVeleroStore({ objectStore: m.store, bucket: 'b', prefix: 'v' }).getResults('b1')).toEqual({
+      warnings: { cluster: ['v1', 'c1'], namespaces: { shop: ['n1'] } }, errors: { cluster: [], namespaces: {} },
+    });
   });
 });

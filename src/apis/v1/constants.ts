@@ -15,6 +15,12 @@ export const LABEL_SCHEDULE_NAME = 'stowage.dev/schedule-name';
 export const LABEL_STORAGE_LOCATION = 'stowage.dev/storage-location';
 /** Set on Backups that backup sync imported from object storage rather than created here. */
 export const ANNOTATION_SYNCED_FROM = 'stowage.dev/synced-from';
+/**
+ * Set on Backups that backup sync imported from a Velero location (value `velero`): read-only
+ * records of another tool's backups, which Stowage restores from but never writes, expires or deletes.
+ */
+export const LABEL_IMPORTED_FROM = 'stowage.dev/imported-from';
+export const IMPORTED_FROM_VELERO = 'velero';
 /** Set on DownloadRequests/ServerStatusRequests by the CLI, for cleanup of stale requests. */
 export const LABEL_CREATED_BY = 'stowage.dev/created-by';
 
@@ -23,6 +29,8 @@ export const BACKUP_PHASES = ['New', 'FailedValidation', 'InProgress', 'Complete
 export const RESTORE_PHASES = ['New', 'FailedValidation', 'InProgress', 'Completed', 'PartiallyFailed', 'Failed', 'Canceled'] as const;
 export const BSL_PHASES = ['Available', 'Unavailable'] as const;
 export const BSL_ACCESS_MODES = ['ReadWrite', 'ReadOnly'] as const;
+/** Whose layout a location's bucket holds: Stowage's own, or Velero's (read only). */
+export const BSL_LAYOUTS = ['Stowage', 'Velero'] as const;
 export const SCHEDULE_PHASES = ['New', 'Enabled', 'FailedValidation'] as const;
 export const DELETE_BACKUP_REQUEST_PHASES = ['New', 'InProgress', 'Processed'] as const;
 export const DOWNLOAD_REQUEST_PHASES = ['New', 'Processed'] as const;

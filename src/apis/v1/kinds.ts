@@ -3,6 +3,7 @@
 import {
   BACKUP_PHASES,
   BSL_ACCESS_MODES,
+  BSL_LAYOUTS,
   BSL_PHASES,
   DELETE_BACKUP_REQUEST_PHASES,
   DOWNLOAD_REQUEST_PHASES,
@@ -225,6 +226,14 @@ const restoreStatus = s.named(
     errors: s.int({ minimum: 0 }),
     failureReason: s.string(),
     waitingFor: s.string({ description: 'While the restore is New and queued: the running or earlier restores writing to its target namespaces (or both cluster-scoped), or the --concurrent-restores slots it waits for.' }),
+    artifactsNotUploaded: s.string({
+      description: 'Set when the restore\'s log, results and resource list were not written to object storage (its backup is in a Velero location, which Stowage never writes to): where they are instead.',
+    }),
+    messages: s.named(
+      'RestoreMessages',
+      s.object({ warnings: stringList('Warnings, "namespace: message" or the message for the cluster.'), errors: stringList('Errors, likewise.') }),
+      { description: 'The warnings and errors of a restore whose results are not uploaded (see artifactsNotUploaded), the first 100 of each.' },
+    ),
   }),
 );
 
@@ -253,6 +262,11 @@ const bslSpec = s.named(
       credential: { ...secretKeyRef, description: 'Secret key holding the provider credentials file.' } satisfies Schema,
       default: s.bool({ description: 'Backups without storageLocation go here.' }),
       accessMode: s.named('BackupStorageLocationAccessMode', s.enum(BSL_ACCESS_MODES)),
+      velero: s.bool({
+        nullable: true,
+        description: 'The bucket holds Velero\'s backups: sync imports them as read-only Backups, restores read them, and Stowage never writes there. ' +
+          'Unset: detected at validation (status.layout); false: never treated as Velero\'s.',
+      }),
       encryption: s.named(
         'BackupStorageLocationEncryption',
         s.object({
@@ -300,6 +314,8 @@ const bslStatus = s.named(
     message: s.string({ description: 'Why the location is unavailable (credentials scrubbed).' }),
     lastValidationTime: s.dateTime(),
     lastSyncedTime: s.dateTime(),
+    layout: s.named('BackupStorageLocationLayout', s.enum(BSL_LAYOUTS)),
+    layoutReason: s.string({ description: 'Why status.layout is what it is: spec.velero, or what validation found in the bucket.' }),
     observedGeneration: s.int({ minimum: 0, description: 'The metadata.generation of the spec that phase describes; a newer spec is validated at once.' }),
   }),
 );
@@ -437,6 +453,7 @@ export const KINDS: readonly KindDef[] = [
       { name: 'Bucket', type: 'string', jsonPath: '.spec.objectStorage.bucket' },
       { name: 'Access Mode', type: 'string', jsonPath: '.spec.accessMode' },
       { name: 'Default', type: 'boolean', jsonPath: '.spec.default' },
+      { name: 'Layout', type: 'string', jsonPath: '.status.layout' },
       { name: 'Last Validated', type: 'date', jsonPath: '.status.lastValidationTime' },
       ageCol,
     ],

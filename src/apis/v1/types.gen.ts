@@ -261,6 +261,8 @@ export type BackupStorageLocationSpec = {
   /** Backups without storageLocation go here. */
   default?: boolean;
   accessMode?: BackupStorageLocationAccessMode;
+  /** The bucket holds Velero's backups: sync imports them as read-only Backups, restores read them, and Stowage never writes there. Unset: detected at validation (status.layout); false: never treated as Velero's. */
+  velero?: boolean | null;
   encryption?: BackupStorageLocationEncryption;
   signing?: BackupStorageLocationSigning;
   /** Go duration between validations; default "1m". */
@@ -314,11 +316,16 @@ export type BackupStorageLocationStatus = {
   message?: string;
   lastValidationTime?: string;
   lastSyncedTime?: string;
+  layout?: BackupStorageLocationLayout;
+  /** Why status.layout is what it is: spec.velero, or what validation found in the bucket. */
+  layoutReason?: string;
   /** The metadata.generation of the spec that phase describes; a newer spec is validated at once. */
   observedGeneration?: number;
 };
 
 export type BackupStorageLocationPhase = 'Available' | 'Unavailable';
+
+export type BackupStorageLocationLayout = 'Stowage' | 'Velero';
 
 export type RestoreSpec = {
   /** The backup to restore from. */
@@ -392,6 +399,10 @@ export type RestoreStatus = {
   failureReason?: string;
   /** While the restore is New and queued: the running or earlier restores writing to its target namespaces (or both cluster-scoped), or the --concurrent-restores slots it waits for. */
   waitingFor?: string;
+  /** Set when the restore's log, results and resource list were not written to object storage (its backup is in a Velero location, which Stowage never writes to): where they are instead. */
+  artifactsNotUploaded?: string;
+  /** The warnings and errors of a restore whose results are not uploaded (see artifactsNotUploaded), the first 100 of each. */
+  messages?: RestoreMessages;
 };
 
 export type RestorePhase = 'New' | 'FailedValidation' | 'InProgress' | 'Completed' | 'PartiallyFailed' | 'Failed' | 'Canceled';
@@ -407,6 +418,13 @@ export type RestoreSummary = {
   updated: number;
   skipped: number;
   failed: number;
+};
+
+export type RestoreMessages = {
+  /** Warnings, "namespace: message" or the message for the cluster. */
+  warnings?: string[];
+  /** Errors, likewise. */
+  errors?: string[];
 };
 
 export type ScheduleSpec = {

@@ -25,6 +25,7 @@ import {
 } from '../../apis/v1/index.js';
 import { parseManifest, type BackupManifest } from '../../archive/index.js';
 import type { PulledInRecord } from '../../persistence/results.js';
+import { isVeleroImport, VELERO_DELETE_NOTE } from '../../persistence/veleroBackup.js';
 import { isAlreadyExists, isNotFound } from '../../kube/index.js';
 import { sleep } from '../../util/backoff.js';
 import { formatDuration, parseDuration } from '../../util/duration.js';
@@ -534,16 +535,19 @@ async function deleteBackups(cmd: Command, s: Session): Promise<void> {
     throw new UsageError('refusing to delete without confirmation: stdin is not a terminal, so pass --confirm');
   }
   const ctx = s.client();
-  for (const n of names) await getBackup(ctx, n);
+  const imported = new Set<string>();
+  for (const n of names) if (isVeleroImport(await getBackup(ctx, n))) imported.add(n);
   if (o.confirm !== true) {
     const what = names.length === 1 ? `backup "${names[0]}"` : `${names.length} backups (${names.join(', ')})`;
-    if (!(await confirm(`Delete ${what} and all its data in object storage?`))) {
+    const data = imported.size === names.length ? ' (imported from Velero: its data stays in the Velero bucket)' : ' and all its data in object storage';
+    if (!(await confirm(`Delete ${what}${data}?`))) {
       throw new CliError('nothing deleted');
     }
   }
   for (const n of names) {
     await ctx.client.create(RESOURCES.DeleteBackupRequest, ctx.namespace, newDeleteBackupRequest(n, ctx.namespace));
     out(`Request to delete backup "${n}" submitted successfully.`);
+    if (imported.has(n)) out(VELERO_DELETE_NOTE(n));
   }
   if (o.wait !== true) {
     out('The backup will be fully deleted once its data in object storage and its restores are removed.');

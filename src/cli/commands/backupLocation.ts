@@ -248,6 +248,7 @@ export function describeLocationText(l: BackupStorageLocation): string {
     ['Credential', ref(spec.credential)],
     ['Default', String(spec.default === true)],
     ['Access mode', spec.accessMode ?? 'ReadWrite'],
+    ['Layout', l.status?.layout !== undefined ? `${l.status.layout} (${l.status.layoutReason ?? ''})` : spec.velero === true ? 'Velero (spec.velero)' : '<not validated yet>'],
     ['Backup sync period', spec.backupSyncPeriod ?? '<server default>'],
     ['Validation frequency', spec.validationFrequency ?? '<server default>'],
   ]);
@@ -324,6 +325,7 @@ function addLocationFlags(cmd: Command, forCreate: boolean): Command {
     .option('--credential <secret=key>', 'the Secret (in the server namespace) and key holding the provider credentials', keyValueList('credential', '='))
     .addOption(new Option('--default [bool]', 'make this the default location (any other default stops being one)'))
     .addOption(new Option('--access-mode <mode>', `${BSL_ACCESS_MODES.join(' or ')}; ReadOnly for restoring from another cluster's bucket`))
+    .addOption(new Option('--velero [bool]', 'the bucket holds Velero\'s backups: import them read-only and never write there (unset: detected)'))
     .option('--backup-sync-period <duration>', 'how often to sync backups from the bucket, e.g. 1m; 0s: never')
     .option('--validation-frequency <duration>', 'how often the server checks the location, e.g. 1m; 0s: once per spec')
     .option('--cacert <file>', 'PEM file with the CA certificates of the object store, when it uses a private CA')

@@ -41,6 +41,12 @@ describe('backup-location flags', () => {
     expect(newLocationSpec(kms)).toEqual({ provider: 'p', objectStorage: { bucket: 'b' }, encryption: { keyManager: { provider: 'example.com/kms', config: { keyId: 'k1' } } } });
   });
 
+  it('marks a Velero bucket with --velero, and clears the mark with --velero=false', () => {
+    expect(newLocationSpec(parseLocationFlags({ provider: 'aws', bucket: 'velero', velero: true, accessMode: 'ReadOnly' })))
+      .toEqual({ provider: 'aws', objectStorage: { bucket: 'velero' }, velero: true, accessMode: 'ReadOnly' });
+    expect(newLocationSpec(parseLocationFlags({ provider: 'aws', bucket: 'velero', velero: 'false' }))).toEqual({ provider: 'aws', objectStorage: { bucket: 'velero' }, velero: false });
+  });
+
   it('refuses bad input as usage errors naming the flag', () => {
     const cases: [LocationFlags, string][] = [
       [{ bucket: 'b' }, '--provider is required'],

@@ -24,6 +24,7 @@ export interface LocationFlags {
   credential?: Record<string, string>;
   default?: string | boolean;
   accessMode?: string;
+  velero?: string | boolean;
   backupSyncPeriod?: string;
   validationFrequency?: string;
   cacert?: string;
@@ -49,6 +50,7 @@ export interface LocationChanges {
   credential?: SecretKeySelector;
   default?: boolean;
   accessMode?: BackupStorageLocationAccessMode;
+  velero?: boolean;
   backupSyncPeriod?: string;
   validationFrequency?: string;
   /** Base64 of the PEM bundle (as the spec holds it). */
@@ -136,6 +138,8 @@ export function parseLocationFlags(f: LocationFlags, caPem?: { file: string; pem
   const def = parseBool('default', f.default);
   if (def !== undefined) c.default = def;
   if (f.accessMode !== undefined) c.accessMode = accessMode(f.accessMode);
+  const velero = parseBool('velero', f.velero);
+  if (velero !== undefined) c.velero = velero;
   if (f.backupSyncPeriod !== undefined) c.backupSyncPeriod = duration('backup-sync-period', f.backupSyncPeriod);
   if (f.validationFrequency !== undefined) c.validationFrequency = duration('validation-frequency', f.validationFrequency);
   if (caPem !== undefined) c.caCert = caCertFromPem(caPem.file, caPem.pem);
@@ -181,6 +185,7 @@ export function applyLocationChanges(spec: BackupStorageLocationSpec, c: Locatio
   if (c.credential !== undefined) s.credential = c.credential;
   if (c.default !== undefined) s.default = c.default;
   if (c.accessMode !== undefined) s.accessMode = c.accessMode;
+  if (c.velero !== undefined) s.velero = c.velero;
   if (c.backupSyncPeriod !== undefined) s.backupSyncPeriod = c.backupSyncPeriod;
   if (c.validationFrequency !== undefined) s.validationFrequency = c.validationFrequency;
   const touchesEncryption = c.encryptionKeySecret !== undefined || c.encryptionKeyManager !== undefined || c.encryptionKeyManagerConfig !== undefined || c.requireEncryption !== undefined;
