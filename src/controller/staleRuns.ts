@@ -65,6 +65,18 @@ type Where = { bsl: BackupStorageLocation; objectStore: ObjectStore; store: Back
 export async function failStaleRun(ctx: ControllerContext, kind: RunKind, obj: StaleObject, patch: PatchStatus, reason: string): Promise<Result> {
   const namespace = obj.metadata.namespace ?? ctx.namespace;
   if (ctx.runs.get(kind, namespace, obj.metadata.name) !== undefined) return;
+  // The cache can lag a run this server has just finished (its final status is patched, the event
+  // not yet in): only a fresh read that still says InProgress makes it stale, so a finished run's
+  // uploaded log is never rewritten under a reader.
+  let fresh: StaleObject & { status?: { phase?: string } };
+  try {
+    fresh = await ctx.client.get(kind === 'backup' ? RESOURCES.Backup : RESOURCES.Restore, namespace, obj.metadata.name);
+  } catch (err) {
+    if (isNotFound(err)) return;
+    throw err;
+  }
+  if (fresh.status?.phase !== 'InProgress' || ctx.runs.get(kind, namespace, obj.metadata.name) !== undefined) return;
+  obj = fresh;
   const handle = ctx.plugins.handle({ kind: 'controller', namespace, name: `stale-run/${kind}/${obj.metadata.name}` });
   const s: Stale = { ctx, kind, namespace, name: obj.metadata.name, obj, patch, handle };
   try {
