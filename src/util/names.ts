@@ -16,7 +16,7 @@
 // So `configmaps/app-*` narrows configmaps and leaves every other resource whole.
 import { globMatches, globProblem, isGlob } from './globs.js';
 // The resource part takes what resource filter entries take.
-import { RESOURCE_ENTRY_RE, resourceEntryMatches, type ResourceLike } from './filters.js';
+import { groupResourceString, RESOURCE_ENTRY_RE, resourceEntryMatches, type ResourceLike } from './filters.js';
 
 export const REGEX_PREFIX = 'regex:';
 
@@ -104,13 +104,24 @@ function parseAll(list: readonly string[] | null | undefined): NamePattern[] {
 export function nameFilter(includes: readonly string[] | null | undefined, excludes: readonly string[] | null | undefined): NameFilter {
   const inc = parseAll(includes);
   const exc = parseAll(excludes);
-  const excluded = (r: ResourceLike, name: string): boolean => !isNamespaces(r) && exc.some((p) => appliesTo(p, r) && p.matches(name));
+  // The entries that apply to a resource, worked out once per resource: every listed item is checked.
+  const cache = new Map<string, { inc: NamePattern[]; exc: NamePattern[] }>();
+  const forResource = (r: ResourceLike): { inc: NamePattern[]; exc: NamePattern[] } => {
+    const key = `${groupResourceString(r)}|${r.kind ?? ''}`;
+    let hit = cache.get(key);
+    if (hit === undefined) {
+      hit = { inc: inc.filter((p) => appliesTo(p, r)), exc: exc.filter((p) => appliesTo(p, r)) };
+      cache.set(key, hit);
+    }
+    return hit;
+  };
+  const excluded = (r: ResourceLike, name: string): boolean => exc.length > 0 && !isNamespaces(r) && forResource(r).exc.some((p) => p.matches(name));
   return {
     excludes: excluded,
     shouldInclude(r, name) {
       if (inc.length + exc.length === 0 || isNamespaces(r)) return true;
       if (excluded(r, name)) return false;
-      const mine = inc.filter((p) => appliesTo(p, r));
+      const mine = forResource(r).inc;
       return mine.length === 0 || mine.some((p) => p.matches(name));
     },
     narrowsEveryResource: inc.some((p) => p.resource === undefined),
