@@ -12,7 +12,7 @@ import { isBackupable } from './resources.js';
 import type { Access } from './rights.js';
 import type { BackupScope } from './scope.js';
 import { otherVersionsOf, writtenNamesOf } from './versions.js';
-import { itemKey, LABEL_EXCLUDE_FROM_BACKUP, recordOf, recordProblem, recordResourceError, type BackupProgress, type BackupRequest, type ItemRef } from './request.js';
+import { itemKey, LABEL_EXCLUDE_FROM_BACKUP, listsInFull, recordOf, recordProblem, recordResourceError, type BackupProgress, type BackupRequest, type ItemRef } from './request.js';
 
 export interface CollectContext {
   req: BackupRequest;
@@ -95,7 +95,7 @@ export async function collectUnit(ctx: CollectContext, unit: ListUnit, retried =
       signal: ctx.signal,
     }));
     for await (const page of pages) {
-      const inScope = page.items.filter((o) => inNamespaceScope(ctx, res, o));
+      const inScope = page.items.filter((o) => inListScope(ctx, res, o));
       record.listed += inScope.length;
       listedHere += inScope.length;
       const fresh = inScope.filter((o) => !alreadySeen(ctx, res, o));
@@ -179,9 +179,15 @@ export async function* prefetched<T>(source: AsyncIterator<T>): AsyncGenerator<T
   }
 }
 
-/** The namespace filter, for cluster-wide lists. */
-function inNamespaceScope(ctx: CollectContext, res: ApiResource, o: ListedObject): boolean {
-  return !res.namespaced || ctx.req.namespaces.shouldInclude(o.metadata?.namespace ?? '');
+/** The namespace filter (for cluster-wide lists) and the name filter. */
+function inListScope(ctx: CollectContext, res: ApiResource, o: ListedObject): boolean {
+  if (res.namespaced && !ctx.req.namespaces.shouldInclude(o.metadata?.namespace ?? '')) return false;
+  return ctx.req.names.isEmpty || ctx.req.names.shouldInclude(res, o.metadata?.name ?? '');
+}
+
+/** Whether a LIST of the backup takes the cluster-scoped item anyway. */
+function takenByList(req: BackupRequest, res: ApiResource, name: string): boolean {
+  return listsInFull(req, res) && req.names.shouldInclude(res, name);
 }
 
 /** Items already handled (another selector, an action). */
@@ -359,7 +365,7 @@ async function backupAdditional(ctx: CollectContext, add: AdditionalItem, parent
     return;
   }
   // Cluster resources listed in full, with no label selector: their LIST takes the item, a GET now would only repeat it.
-  if (!res.namespaced && req.listClusterScoped && !req.selectsByLabel && listedInFull(ctx, res)) return;
+  if (takenByList(req, res, ref.name) && !req.selectsByLabel && listedInFull(ctx, res)) return;
   if (ctx.rights !== undefined && !(await mayGetDependency(ctx, ctx.rights, res, ref))) {
     if (!req.notTaken.has(key)) {
       req.notTaken.add(key);
@@ -389,7 +395,7 @@ async function backupAdditional(ctx: CollectContext, add: AdditionalItem, parent
     return;
   }
   req.progress.totalItems++;
-  const pulledIn = ref.namespace === '' && res.groupResource !== 'namespaces' && !req.listClusterScoped ? (req.results.pulledIn ??= []) : undefined;
+  const pulledIn = ref.namespace === '' && res.groupResource !== 'namespaces' && !takenByList(req, res, ref.name) ? (req.results.pulledIn ??= []) : undefined;
   // Its own dependencies are recorded while it is backed up: it goes before them.
   const at = pulledIn?.length ?? 0;
   if (!(await backupItem(ctx, res, obj)) || pulledIn === undefined) return;
@@ -419,7 +425,9 @@ async function mayGetDependency(ctx: CollectContext, rights: DependencyRights, r
 /** Why the filters leave out an item an action named; `never` for resources no backup takes. */
 function whyNotAdditional(req: BackupRequest, res: ApiResource, ref: ItemRef): { reason: string; never?: boolean } | undefined {
   if (!isBackupable(res)) return { reason: 'this resource is never backed up', never: true };
-  if (!req.resources.shouldInclude(res)) return { reason: 'the resource filter excludes it' };
+  if (!req.resources.admitsDependency(res)) return { reason: 'the resource filter excludes it' };
+  // includedNames narrows what is listed; only excludedNames keeps a needed item out.
+  if (req.names.excludes(res, ref.name)) return { reason: 'excludedNames excludes it' };
   if (res.groupResource === 'namespaces') return req.namespaces.shouldInclude(ref.name) ? undefined : { reason: 'the namespace filter excludes it' };
   if (res.namespaced) return req.namespaces.shouldInclude(ref.namespace) ? undefined : { reason: 'the namespace filter excludes it' };
   return req.includeClusterResources === false ? { reason: 'includeClusterResources is false' } : undefined;
@@ -429,7 +437,10 @@ function whyNotAdditional(req: BackupRequest, res: ApiResource, ref: ItemRef): {
 export function wantNamespace(req: BackupRequest, ns: ListedObject): boolean {
   const name = ns.metadata?.name ?? '';
   if (!req.namespaces.shouldInclude(name)) return false;
-  if (!req.selectsByLabel || req.namespacesWithItems.has(name)) return true;
+  if (req.namespacesWithItems.has(name)) return true;
+  // Names that narrow every resource select like a label selector: only namespaces holding items.
+  if (req.names.narrowsEveryResource) return false;
+  if (!req.selectsByLabel) return true;
   const labels = ns.metadata?.labels;
   const spec = req.backup.spec;
   return (spec.orLabelSelectors ?? []).length > 0 ? anyLabelSelectorMatches(spec.orLabelSelectors, labels) : labelSelectorMatches(spec.labelSelector, labels);

@@ -76,3 +76,25 @@ describe('selectResources', () => {
     expect(names(sel2.namespaced)).not.toContain('secrets');
   });
 });
+
+describe('BackupRequest: the scope-specific resource filters', () => {
+  it('lists the cluster-scoped resources includedClusterScopedResources names, and every namespaced one by default', () => {
+    const req = request({ includedNamespaces: ['app'], includedClusterScopedResources: ['persistentvolumes'], excludedNamespaceScopedResources: ['secrets'] });
+    const sel = selectResources(DISCOVERED, req.resources, req.listClusterScoped);
+    expect(names(sel.cluster)).toEqual(['persistentvolumes']);
+    expect(names(sel.namespaced)).toEqual(['pods', 'configmaps', 'deployments.apps', 'ingresses.networking.k8s.io', 'backups.stowage.dev']);
+    expect(sel.namespaces?.groupResource).toBe('namespaces');
+    expect(req.includeClusterResources).toBeUndefined();
+  });
+
+  it('excludedClusterScopedResources "*" reads as includeClusterResources false (no cluster-scoped dependency either)', () => {
+    const req = request({ includedNamespaces: ['app'], excludedClusterScopedResources: ['*'] });
+    expect(req.includeClusterResources).toBe(false);
+    expect(selectResources(DISCOVERED, req.resources, req.listClusterScoped).cluster).toEqual([]);
+  });
+
+  it('a whole-cluster selection with both cluster-scoped lists empty takes every cluster-scoped resource', () => {
+    const req = request({ includedNamespaceScopedResources: ['*'] });
+    expect(names(selectResources(DISCOVERED, req.resources, req.listClusterScoped).cluster)).toEqual(['persistentvolumes', 'nodes', 'clusterroles.rbac.authorization.k8s.io']);
+  });
+});

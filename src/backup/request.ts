@@ -2,15 +2,11 @@
 // (items seen, the resource list, results, counters).
 import type { Backup } from '../apis/v1/index.js';
 import { addResult, emptyResults, type ResourceRecord, type RunResults } from '../persistence/results.js';
-import {
-  includesClusterScoped,
-  namespaceFilter,
-  resourceFilter,
-  type IncludesExcludes,
-  type NamespaceFilter,
-  type ResourceLike,
-} from '../util/filters.js';
+import type { ApiResource } from '../kube/index.js';
+import { includesClusterScoped, namespaceFilter, type NamespaceFilter, type ResourceFilter } from '../util/filters.js';
 import { labelSelectorToString } from '../util/labels.js';
+import { nameFilter, type NameFilter } from '../util/names.js';
+import { refusesClusterScoped, specResourceFilter } from '../util/scopedResources.js';
 
 /** Items carrying this label (value "true") are left out of every backup. */
 export const LABEL_EXCLUDE_FROM_BACKUP = 'stowage.dev/exclude-from-backup';
@@ -30,11 +26,17 @@ export interface BackupProgress {
 export interface BackupRequest {
   readonly backup: Backup;
   readonly namespaces: NamespaceFilter;
-  readonly resources: IncludesExcludes<ResourceLike | string>;
-  /** The spec's includeClusterResources as given (null/undefined: "related only" unless all namespaces). */
+  /** includedResources/excludedResources, or Velero's scope-specific lists (util/scopedResources.ts). */
+  readonly resources: ResourceFilter;
+  /**
+   * The spec's includeClusterResources (null/undefined: "related only" unless all namespaces);
+   * with the scope-specific lists, false when excludedClusterScopedResources is "*", else undefined.
+   */
   readonly includeClusterResources: boolean | null | undefined;
-  /** List cluster-scoped resources in full. */
+  /** List cluster-scoped resources in full (those the resource filter takes: see listsInFull). */
   readonly listClusterScoped: boolean;
+  /** includedNames/excludedNames (util/names.ts). */
+  readonly names: NameFilter;
   /** Label selectors in string form, one LIST each (orLabelSelectors); [''] when there is none. */
   readonly selectors: readonly string[];
   /** Whether the spec selects by label at all. */
@@ -76,12 +78,16 @@ export function newBackupRequest(backup: Backup): BackupRequest {
   for (const [res, list] of Object.entries(spec.orderedResources ?? {})) {
     ordered.set(res.toLowerCase(), list.split(',').map((s) => s.trim()).filter((s) => s !== ''));
   }
+  const resources = specResourceFilter(spec, namespaces);
+  const scoped = resources.style === 'scoped';
   return {
     backup,
     namespaces,
-    resources: resourceFilter(spec.includedResources, spec.excludedResources),
-    includeClusterResources: spec.includeClusterResources,
-    listClusterScoped: includesClusterScoped(spec.includeClusterResources, namespaces),
+    resources,
+    includeClusterResources: scoped ? (refusesClusterScoped(spec) ? false : undefined) : spec.includeClusterResources,
+    // The scope-specific lists choose cluster-scoped resources one by one (resources.shouldInclude).
+    listClusterScoped: scoped || includesClusterScoped(spec.includeClusterResources, namespaces),
+    names: nameFilter(spec.includedNames, spec.excludedNames),
     selectors,
     selectsByLabel: selectors.some((s) => s !== ''),
     orderedResources: ordered,
@@ -94,6 +100,11 @@ export function newBackupRequest(backup: Backup): BackupRequest {
     records: new Map(),
     writtenNames: spec.includeAllGroupVersions === true ? new Map() : undefined,
   };
+}
+
+/** Whether the backup LISTs the cluster-scoped resource in full (so an item of it is not "pulled in"). */
+export function listsInFull(req: BackupRequest, res: ApiResource): boolean {
+  return !res.namespaced && req.listClusterScoped && req.resources.shouldInclude(res);
 }
 
 /** Records an item-level problem in the results (by namespace) and returns the message. */

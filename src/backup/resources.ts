@@ -3,6 +3,7 @@
 // skipped because they could not be restored.
 import type { ApiResource } from '../kube/index.js';
 import { resourceEntryMatches, type IncludesExcludes, type ResourceLike } from '../util/filters.js';
+import { includedResourceEntries } from '../util/scopedResources.js';
 import type { BackupRequest } from './request.js';
 
 /**
@@ -86,9 +87,9 @@ export function isBackupable(r: ApiResource): boolean {
   return !NEVER_BACKED_UP.includes(r.groupResource) && REQUIRED_VERBS.every((v) => r.verbs.includes(v));
 }
 
-/** The spec's includedResources entries that name no resource discovery found (`*` matches anything). */
+/** The spec's include entries (either style) that name no resource discovery found (`*` matches anything). */
 export function unservedIncludes(req: BackupRequest, discovered: readonly ApiResource[]): string[] {
-  return (req.backup.spec.includedResources ?? []).filter((e) => e.trim() !== '*' && !discovered.some((r) => resourceEntryMatches(e, r)));
+  return includedResourceEntries(req.backup.spec).filter((e) => !discovered.some((r) => resourceEntryMatches(e, r)));
 }
 
 /**
@@ -98,7 +99,13 @@ export function unservedIncludes(req: BackupRequest, discovered: readonly ApiRes
  */
 export function mayIncludeGroup(req: BackupRequest, group: string): boolean {
   if (NEVER_BACKED_UP_GROUPS.includes(group)) return false;
-  const includes = (req.backup.spec.includedResources ?? []).map((e) => e.trim().toLowerCase());
+  const spec = req.backup.spec;
+  const scoped = req.resources.style === 'scoped';
+  // With the scope-specific lists, no namespaced includes means every namespaced resource.
+  if (scoped && (spec.includedNamespaceScopedResources ?? []).length === 0) return true;
+  const everyOfAScope = [...(spec.includedNamespaceScopedResources ?? []), ...(spec.includedClusterScopedResources ?? [])].some((e) => e.trim() === '*');
+  if (scoped && everyOfAScope) return true;
+  const includes = (scoped ? includedResourceEntries(spec) : (spec.includedResources ?? [])).map((e) => e.trim().toLowerCase());
   if (includes.length === 0 || includes.includes('*')) return true;
   return includes.some((e) => {
     const dot = e.indexOf('.');

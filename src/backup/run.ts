@@ -14,9 +14,10 @@ import {
   type ClusterRoleBindingIndex, type NamedBackupItemAction, type ResolvedBackupItemAction,
 } from './actions/index.js';
 import { backupItem, collectUnit, dependencyRights, FatalBackupError, MAX_PER_NAMESPACE_LISTS, wantNamespace, type CollectContext, type ListUnit } from './collect.js';
-import { newBackupRequest, recordOf, recordProblem, recordResourceError, type BackupProgress, type BackupRequest } from './request.js';
+import { listsInFull, newBackupRequest, recordOf, recordProblem, recordResourceError, type BackupProgress, type BackupRequest } from './request.js';
 import type { Access } from './rights.js';
 import { discoverResources, type BackupScope } from './scope.js';
+import { selectionLogFields } from '../util/selection.js';
 import { mayIncludeGroup, selectResources, unservedIncludes, type ResourceSelection } from './resources.js';
 import { collectOtherVersions } from './versions.js';
 
@@ -85,6 +86,7 @@ export async function runBackup(deps: BackupDeps, backup: Backup): Promise<Backu
       includedNamespaces: req.namespaces.includes, excludedNamespaces: req.namespaces.excludes,
       includedResources: req.resources.includes, excludedResources: req.resources.excludes,
       includeClusterResources: req.includeClusterResources ?? 'auto', labelSelectors: req.selectors.filter((s) => s !== ''),
+      ...selectionLogFields(backup.spec),
     });
     if (deps.rights !== undefined) log.info(deps.rights);
     if (deps.scope !== undefined) log.info(deps.scope.summary);
@@ -120,7 +122,8 @@ async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> 
   const selection = allowedSelection(selectResources(discovered, req.resources, req.listClusterScoped), deps.scope);
   for (const s of selection.skipped) log.debug(`not backing up ${s.groupResource}: ${s.reason}`);
   for (const entry of unservedIncludes(req, discovered)) {
-    log.warn(recordProblem(req, 'warnings', '', `includedResources names "${entry}", which this cluster does not serve; nothing is backed up for it`));
+    const field = req.resources.style === 'scoped' ? 'the scope-specific resource filters name' : 'includedResources names';
+    log.warn(recordProblem(req, 'warnings', '', `${field} "${entry}", which this cluster does not serve; nothing is backed up for it`));
   }
   // Every resource in scope gets a record, so one with no items still shows it was listed.
   for (const r of [...selection.namespaced, ...selection.cluster, ...(selection.namespaces === undefined ? [] : [selection.namespaces])]) recordOf(req, r);
@@ -178,7 +181,7 @@ async function listClusterRoleBindings(
   const res = byGroupResource.get(GR.clusterRoleBindings);
   const serviceAccounts = byGroupResource.get('serviceaccounts');
   // Needed only for ServiceAccounts in scope whose cluster-scoped dependencies are not listed anyway.
-  if (req.listClusterScoped || res === undefined || serviceAccounts === undefined || !req.resources.shouldInclude(serviceAccounts)) return undefined;
+  if (res === undefined || (listsInFull(req, res) && req.names.isEmpty) || serviceAccounts === undefined || !req.resources.shouldInclude(serviceAccounts)) return undefined;
   const taken = selection.namespaced.some((r) => r.groupResource === serviceAccounts.groupResource);
   if (!await mayListDependencies(deps, req, res, taken ? 'no ClusterRoleBinding of a backed-up ServiceAccount is backed up' : undefined)) return undefined;
   try {

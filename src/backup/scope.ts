@@ -7,6 +7,8 @@ import { CORE, isApiUnreachable, type KubeError, type ApiResource, type DynamicC
 import type { Backup } from '../apis/v1/index.js';
 import { errorMessage } from '../util/errors.js';
 import { resourceEntryMatches } from '../util/filters.js';
+import { isGlob } from '../util/globs.js';
+import { includedResourceEntries } from '../util/scopedResources.js';
 import { newBackupRequest } from './request.js';
 import { selectResources } from './resources.js';
 import { decideScope, type Access, type ResourceRule, type RulesSource, type ScopeProblem } from './rights.js';
@@ -115,8 +117,8 @@ export async function planBackupScope(deps: ScopeDeps, backup: Backup): Promise<
     const nsRes = byGroupResource.get('namespaces') ?? CORE.namespaces;
     const mayListNamespaces = (await deps.reviewer.review({ verb: 'list', group: '', resource: 'namespaces', namespace: '' })).allowed;
     const spec = backup.spec;
-    const namedNamespaces = new Set((spec.includedNamespaces ?? []).map((n) => n.trim()).filter((n) => n !== '' && !n.includes('*') && !n.includes('?')));
-    const literals = (spec.includedResources ?? []).filter((e) => e.trim() !== '*');
+    const namedNamespaces = new Set((spec.includedNamespaces ?? []).map((n) => n.trim()).filter((n) => n !== '' && !isGlob(n)));
+    const literals = includedResourceEntries(spec);
 
     let namespaces: string[] = [];
     let namespaceObjects: KubeObject[] | undefined;

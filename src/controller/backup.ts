@@ -13,7 +13,7 @@ import { recordBackupOutcome } from '../metrics/index.js';
 import { backupKeys } from '../persistence/layout.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { parseDuration, validateTtl } from '../util/duration.js';
-import { validateFilters } from '../util/filters.js';
+import { validateSelection } from '../util/selection.js';
 import { encryptionStatus, newBackupKey } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { isReadOnly, isVeleroLocation, locationProblem, veleroLocationRefusal, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
@@ -34,7 +34,7 @@ type Validation = { errors: string[]; location?: BackupStorageLocation; pending?
 /** Every reason the backup cannot run, or the location it will use. */
 export function validateBackup(ctx: ControllerContext, backup: Backup): Validation {
   const errors = [
-    ...specFieldErrors('Backup', backup.spec), ...validateFilters(backup.spec), ...(backup.spec.ttl !== undefined ? validateTtl(backup.spec.ttl, 'spec.ttl') : []),
+    ...specFieldErrors('Backup', backup.spec), ...validateSelection(backup.spec), ...(backup.spec.ttl !== undefined ? validateTtl(backup.spec.ttl, 'spec.ttl') : []),
   ];
   const wanted = backup.spec.storageLocation;
   const location = resolveLocation(ctx, wanted);

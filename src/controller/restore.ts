@@ -20,7 +20,8 @@ import {
 } from '../restore/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
-import { validateFilters, validateNamespaceMapping } from '../util/filters.js';
+import { validateNamespaceMapping } from '../util/filters.js';
+import { validateSelection } from '../util/selection.js';
 import { keyedForBackup, unencryptedRefusal } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { noManifestWarning, noteNoManifest, veleroRestoreStatus } from './veleroRestore.js';
@@ -50,7 +51,7 @@ type Validation = { errors: string[]; backup?: Backup; location?: BackupStorageL
 
 export function validateRestore(ctx: ControllerContext, r: Restore): Validation {
   const spec = r.spec;
-  const errors = [...specFieldErrors('Restore', spec), ...validateFilters(spec), ...validateNamespaceMapping(spec.namespaceMapping, spec), ...resourceModifierRefErrors(spec)];
+  const errors = [...specFieldErrors('Restore', spec), ...validateSelection(spec), ...validateNamespaceMapping(spec.namespaceMapping, spec), ...resourceModifierRefErrors(spec)];
   const resolved = resolveBackupOf(ctx, r);
   if (resolved.backup === undefined) {
     errors.push(resolved.error);

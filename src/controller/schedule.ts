@@ -33,7 +33,7 @@ import { isAlreadyExists, isConflict, isNotFound } from '../kube/index.js';
 import type { Result } from '../runtime/index.js';
 import { MAX_SCHEDULE_NAME_LENGTH, parseCron, parseScheduledBackupName, scheduledBackupName, validateCron } from '../util/cron.js';
 import { validateTtl } from '../util/duration.js';
-import { validateFilters } from '../util/filters.js';
+import { validateSelection } from '../util/selection.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { stamp } from './runs.js';
 
@@ -67,7 +67,7 @@ export function validateSchedule(schedule: Schedule): string[] {
   }
   const template = spec.template ?? {};
   errors.push(...validateTtl(template.ttl, 'spec.template.ttl'));
-  errors.push(...validateFilters(template).map((e) => `spec.template: ${e}`));
+  errors.push(...validateSelection(template).map((e) => `spec.template: ${e}`));
   return errors;
 }
 

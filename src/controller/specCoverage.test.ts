@@ -41,6 +41,19 @@ function selectorRows(at: string): Record<string, Row> {
   };
 }
 
+// Item selection (issue 21): the scope-specific resource lists and name patterns, on Backup and Restore alike.
+const SCOPED = 'src/util/scopedResources.test.ts';
+const NAMES = 'src/util/names.test.ts';
+const SELECTION = 'test/controller/selection.test.ts';
+const SELECTION_ROWS: Record<string, Row> = {
+  'spec.includedClusterScopedResources': by(SELECTION, SCOPED),
+  'spec.excludedClusterScopedResources': by(SELECTION, SCOPED),
+  'spec.includedNamespaceScopedResources': by(SELECTION, SCOPED),
+  'spec.excludedNamespaceScopedResources': by(SELECTION, SCOPED),
+  'spec.includedNames': by(SELECTION, NAMES),
+  'spec.excludedNames': by(SELECTION, NAMES),
+};
+
 const BACKUP_ROWS: Record<string, Row> = {
   'spec.includedNamespaces': by('test/controller/backup.test.ts', 'src/backup/request.test.ts'),
   'spec.excludedNamespaces': by('src/backup/request.test.ts', 'src/util/filters.test.ts'),
@@ -69,10 +82,7 @@ const BACKUP_ROWS: Record<string, Row> = {
   'spec.itemOperationTimeout': refused,
   'spec.resourcePolicy': refused,
   'spec.metadata': refused,
-  'spec.includedClusterScopedResources': refused,
-  'spec.excludedClusterScopedResources': refused,
-  'spec.includedNamespaceScopedResources': refused,
-  'spec.excludedNamespaceScopedResources': refused,
+  ...SELECTION_ROWS,
 };
 
 const RESTORE_ROWS: Record<string, Row> = {
@@ -97,6 +107,7 @@ const RESTORE_ROWS: Record<string, Row> = {
   'spec.preserveNodePorts': by('src/restore/actions/actions.test.ts'),
   'spec.dryRun': by('test/restore/restore.test.ts', 'test/controller/restore.test.ts'),
   'spec.cancel': by('test/controller/cancel.test.ts', 'src/webhook/admission.test.ts'),
+  ...SELECTION_ROWS,
   'spec.hooks': refused,
   'spec.restorePVs': refused,
   'spec.itemOperationTimeout': refused,
@@ -362,6 +373,12 @@ describe('every list a spec may carry is capped at validation, for each kind', (
     includedResources: { cap: SPEC_LIST_CAPS.includedResources, spec: (n) => ({ includedResources: list(n, 'things') }) },
     excludedResources: { cap: SPEC_LIST_CAPS.excludedResources, spec: (n) => ({ excludedResources: list(n, 'things') }) },
     orLabelSelectors: { cap: SPEC_LIST_CAPS.orLabelSelectors, spec: (n) => ({ orLabelSelectors: list(n, 'app').map((v) => ({ matchLabels: { app: v } })) }) },
+    includedNames: { cap: SPEC_LIST_CAPS.includedNames, spec: (n) => ({ includedNames: list(n, 'app') }) },
+    excludedNames: { cap: SPEC_LIST_CAPS.excludedNames, spec: (n) => ({ excludedNames: list(n, 'app') }) },
+    includedClusterScopedResources: { cap: SPEC_LIST_CAPS.includedClusterScopedResources, spec: (n) => ({ includedClusterScopedResources: list(n, 'things') }) },
+    excludedClusterScopedResources: { cap: SPEC_LIST_CAPS.excludedClusterScopedResources, spec: (n) => ({ excludedClusterScopedResources: list(n, 'things') }) },
+    includedNamespaceScopedResources: { cap: SPEC_LIST_CAPS.includedNamespaceScopedResources, spec: (n) => ({ includedNamespaceScopedResources: list(n, 'things') }) },
+    excludedNamespaceScopedResources: { cap: SPEC_LIST_CAPS.excludedNamespaceScopedResources, spec: (n) => ({ excludedNamespaceScopedResources: list(n, 'things') }) },
   };
   const restoreLists: typeof lists = {
     ...lists,

@@ -64,7 +64,9 @@ export function oversizedVerdict(
 /** Whether the restore's filters take the entry's object, as buildPlan selects items (labels aside). */
 function selected(o: OversizedEntry, req: RestoreRequest, byGr: ReadonlyMap<string, ApiResource>): boolean {
   if (neverRestoredReason(o.groupResource) !== undefined) return false;
-  if (!req.resources.shouldInclude(byGr.get(o.groupResource) ?? splitGroupResource(o.groupResource))) return false;
+  const res = byGr.get(o.groupResource) ?? { ...splitGroupResource(o.groupResource), namespaced: o.namespace !== undefined };
+  if (!req.resources.shouldInclude(res)) return false;
   if (o.groupResource === 'namespaces') return req.namespaces.shouldInclude(o.name);
+  if (!req.names.shouldInclude(res, o.name)) return false;
   return o.namespace !== undefined ? req.namespaces.shouldInclude(o.namespace) : req.includeClusterScoped;
 }

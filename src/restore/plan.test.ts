@@ -228,3 +228,31 @@ describe('itemFacts', () => {
     }
   });
 });
+
+describe('buildPlan: item selection (includedNames, excludedNames, the scope-specific resource filters)', () => {
+  it('an unscoped name narrows every resource; the Namespace object comes with its items', () => {
+    expect(keys(plan({ includedNamespaces: ['app'], includedNames: ['web*'] }))).toEqual([
+      'deployments.apps app/web', 'namespaces /app', 'pods app/web-1-a', 'replicasets.apps app/web-1',
+    ]);
+  });
+
+  it('excludedNames keeps a related item out (the claim\'s PV); includedNames does not', () => {
+    const base = keys(plan({ includedNamespaces: ['app'], includedNames: ['persistentvolumeclaims/data'], includedResources: ['persistentvolumeclaims'] }));
+    expect(base).toEqual(['namespaces /app', 'persistentvolumeclaims app/data', 'persistentvolumes /pv1']);
+    expect(keys(plan({ includedNamespaces: ['app'], excludedNames: ['persistentvolumes/regex:^pv1$'], includedResources: ['persistentvolumeclaims'] })))
+      .toEqual(['namespaces /app', 'persistentvolumeclaims app/data']);
+  });
+
+  it('takes cluster-scoped resources per includedClusterScopedResources, namespaced ones per includedNamespaceScopedResources', () => {
+    expect(keys(plan({ includedNamespaceScopedResources: ['configmaps'], includedClusterScopedResources: ['pv'] }))).toEqual([
+      'configmaps app/cfg', 'configmaps other/cfg', 'namespaces /app', 'namespaces /other', 'persistentvolumes /pv-other', 'persistentvolumes /pv1',
+    ]);
+  });
+
+  it('excludedClusterScopedResources keeps related cluster-scoped items out too', () => {
+    expect(keys(plan({ includedNamespaces: ['app'], includedNamespaceScopedResources: ['persistentvolumeclaims'] })))
+      .toEqual(['namespaces /app', 'persistentvolumeclaims app/data', 'persistentvolumes /pv1']);
+    expect(keys(plan({ includedNamespaces: ['app'], includedNamespaceScopedResources: ['persistentvolumeclaims'], excludedClusterScopedResources: ['persistentvolumes'] })))
+      .toEqual(['namespaces /app', 'persistentvolumeclaims app/data']);
+  });
+});

@@ -7,7 +7,7 @@ import type { ArchiveObject, ItemIdentity, SpilledItem } from '../archive/index.
 import { spilledPath, splitGroupResource, versionOfApiVersion } from '../archive/index.js';
 import { servedVersions, type ApiResource, type ResourceRef } from '../kube/index.js';
 import type { KubeObject } from '../plugin/api/index.js';
-import { resourceEntryMatches, type ResourceLike } from '../util/filters.js';
+import type { ResourceLike } from '../util/filters.js';
 import { anyLabelSelectorMatches } from '../util/labels.js';
 import { boundServiceAccounts, clusterReferences, GR } from '../util/references.js';
 import { neverRestoredReason } from './kinds.js';
@@ -175,12 +175,17 @@ export function buildPlan(
     else list.push(a);
   }
   const kindOf = new Map<string, string>();
+  // Whether each resource's items are namespaced, from the archive: the scope-specific filters need it for resources the cluster does not serve (yet).
+  const namespacedOf = new Map<string, boolean>();
   const crdItems = new Map<string, ArchivedItem>();
   // Every archive item by key, only for actions' additional items: most restores never build it.
   let archived: Map<string, ArchivedItem> | undefined;
   const archivedIndex = (): Map<string, ArchivedItem> => (archived ??= new Map(items.map((it) => [itemKey(it.groupResource, it.namespace ?? '', it.name), it])));
   for (const it of items) {
-    if (!kindOf.has(it.groupResource)) kindOf.set(it.groupResource, it.kind);
+    if (!kindOf.has(it.groupResource)) {
+      kindOf.set(it.groupResource, it.kind);
+      namespacedOf.set(it.groupResource, it.namespace !== undefined);
+    }
     const serves = it.groupResource === CRD_GROUP_RESOURCE ? it.picked?.serves : undefined;
     if (serves !== undefined) crdItems.set(serves.groupResource, it);
   }
@@ -190,7 +195,9 @@ export function buildPlan(
     if (have !== undefined) return have;
     const { group, resource } = splitGroupResource(gr);
     const kind = kindOf.get(gr);
-    const d = kind === undefined ? { group, resource } : { group, resource, kind };
+    const namespaced = namespacedOf.get(gr);
+    const d: ResourceLike = kind === undefined ? { group, resource } : { group, resource, kind };
+    if (namespaced !== undefined) d.namespaced = namespaced;
     described.set(gr, d);
     return d;
   };
@@ -247,34 +254,34 @@ export function buildPlan(
       namespaceItems.push(it);
       continue;
     }
-    if (!req.resources.shouldInclude(describe(it.groupResource))) continue;
+    const res = describe(it.groupResource);
+    if (!req.resources.shouldInclude(res)) continue;
     if (it.namespace !== undefined ? !req.namespaces.shouldInclude(it.namespace) : !req.includeClusterScoped) continue;
+    if (!req.names.shouldInclude(res, it.name)) continue;
     if (!labelsMatch(it)) continue;
     const p = toPlanned(it);
     selected.set(p.key, p);
   }
 
-  // Related cluster-scoped items come along unless includeClusterResources is false or their
-  // resource is excluded explicitly: the CRDs of restored custom resources, the PVs of restored claims.
-  const explicitlyExcluded = (gr: string): boolean => {
-    const like = describe(gr);
-    return req.resources.excludes.some((p) => resourceEntryMatches(p, like));
-  };
-  const related = (gr: string): boolean => req.includeRelatedClusterScoped && !explicitlyExcluded(gr);
+  // Related cluster-scoped items come along unless includeClusterResources is false, their
+  // resource is excluded explicitly or excludedNames names them: the CRDs of restored custom
+  // resources, the PVs of restored claims. includedNames does not keep them out (as on backup).
+  const related = (gr: string, name: string): boolean =>
+    req.includeRelatedClusterScoped && !req.resources.excludesExplicitly(describe(gr)) && !req.names.excludes(describe(gr), name);
   const selectedGrs = new Set([...selected.values()].map((p) => p.groupResource));
   const crds = new Map<string, PlannedItem>();
   for (const [gr, crd] of crdItems) {
     const key = itemKey(CRD_GROUP_RESOURCE, '', crd.name);
-    if (!selected.has(key) && selectedGrs.has(gr) && related(CRD_GROUP_RESOURCE)) selected.set(key, toPlanned(crd));
+    if (!selected.has(key) && selectedGrs.has(gr) && related(CRD_GROUP_RESOURCE, crd.name)) selected.set(key, toPlanned(crd));
     const planned = selected.get(key);
     if (planned !== undefined) crds.set(gr, planned);
   }
-  if (related('persistentvolumes')) {
+  if (req.includeRelatedClusterScoped) {
     const claims = new Set([...selected.values()].filter((p) => p.groupResource === 'persistentvolumeclaims').map((p) => `${p.sourceNamespace}/${p.name}`));
     for (const it of items) {
       if (it.groupResource !== 'persistentvolumes') continue;
       const claim = it.picked?.claim;
-      if (claim !== undefined && claims.has(claim)) {
+      if (claim !== undefined && claims.has(claim) && related(it.groupResource, it.name)) {
         const p = toPlanned(it);
         if (!selected.has(p.key)) selected.set(p.key, p);
       }
@@ -291,7 +298,7 @@ export function buildPlan(
   const clusterItems = new Map<string, ArchivedItem>();
   const queue = [...selected.values()];
   const pullIn = (it: ArchivedItem): void => {
-    if (!related(it.groupResource)) return;
+    if (!related(it.groupResource, it.name)) return;
     const p = toPlanned(it);
     if (selected.has(p.key)) return;
     selected.set(p.key, p);
@@ -314,7 +321,8 @@ export function buildPlan(
   const nsArchived = new Map(namespaceItems.map((it) => [it.name, it]));
   const nsSelectable = req.resources.shouldInclude(describe('namespaces'));
   for (const it of namespaceItems) {
-    if (nsSelectable && req.namespaces.shouldInclude(it.name) && labelsMatch(it)) {
+    // Names that narrow every resource select like a label selector: Namespace objects come with their items only.
+    if (nsSelectable && req.namespaces.shouldInclude(it.name) && labelsMatch(it) && !req.names.narrowsEveryResource) {
       const p = toPlanned(it);
       // Two namespaces mapped onto one: their items merge, and the first Namespace object stands for both.
       if (namespaces.has(p.name)) continue;

@@ -9,9 +9,12 @@ import {
   resourceFilter,
   type IncludesExcludes,
   type NamespaceFilter,
+  type ResourceFilter,
   type ResourceLike,
 } from '../util/filters.js';
 import { isEmptyLabelSelector } from '../util/labels.js';
+import { nameFilter, type NameFilter } from '../util/names.js';
+import { refusesClusterScoped, specResourceFilter } from '../util/scopedResources.js';
 
 /** What happened to one item (for a dry run: what would happen). */
 export type ItemAction = 'created' | 'updated' | 'skipped' | 'failed';
@@ -37,13 +40,16 @@ export interface RestoreRequest {
   readonly backup: Backup;
   readonly dryRun: boolean;
   readonly namespaces: NamespaceFilter;
-  readonly resources: IncludesExcludes<ResourceLike | string>;
-  /** Whether cluster-scoped items are restored in full. */
+  /** includedResources/excludedResources, or Velero's scope-specific lists (util/scopedResources.ts). */
+  readonly resources: ResourceFilter;
+  /** includedNames/excludedNames (util/names.ts), matched against the names in the backup. */
+  readonly names: NameFilter;
+  /** Whether cluster-scoped items are restored in full (with the scope-specific lists: those the resource filter takes). */
   readonly includeClusterScoped: boolean;
   /**
    * Whether cluster-scoped items related to restored namespaced items come along although the rest
    * do not: the CRDs of custom resources and the PVs of claims. Only includeClusterResources: false
-   * turns this off.
+   * (or excludedClusterScopedResources: ["*"]) turns this off.
    */
   readonly includeRelatedClusterScoped: boolean;
   /** OR-ed label selectors; empty means every item matches. */
@@ -81,14 +87,16 @@ export function newRestoreRequest(restore: Restore, backup: Backup, opts: Restor
         ? [spec.labelSelector]
         : [];
   const rs = spec.restoreStatus;
+  const resources = specResourceFilter(spec, namespaces);
   return {
     restore,
     backup,
     dryRun: spec.dryRun === true,
     namespaces,
-    resources: resourceFilter(spec.includedResources, spec.excludedResources),
-    includeClusterScoped: includesClusterScoped(spec.includeClusterResources, namespaces),
-    includeRelatedClusterScoped: spec.includeClusterResources !== false,
+    resources,
+    names: nameFilter(spec.includedNames, spec.excludedNames),
+    includeClusterScoped: resources.style === 'scoped' || includesClusterScoped(spec.includeClusterResources, namespaces),
+    includeRelatedClusterScoped: !refusesClusterScoped(spec),
     selectors,
     namespaceMapping: new Map(Object.entries(spec.namespaceMapping ?? {})),
     existingResourcePolicy: spec.existingResourcePolicy ?? 'none',

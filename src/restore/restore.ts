@@ -25,6 +25,7 @@ import type { KubeObject } from '../plugin/api/index.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { mapLimitSettled } from '../util/concurrency.js';
 import { errorMessage, sanitizeMessage } from '../util/errors.js';
+import { selectionLogFields } from '../util/selection.js';
 import { actionMatcher, resolveRestoreItemActions, type ActionMatcher, type ResolvedRestoreItemAction } from './actions/selector.js';
 import { BUILTIN_RESTORE_ITEM_ACTIONS } from './actions/index.js';
 import { mappingActions, type MappingConfig } from './actions/mappings.js';
@@ -137,6 +138,7 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
   log.info(`restoring backup ${backupName}${req.dryRun ? ' as a dry run: nothing will be written to the cluster' : ''}`, {
     existingResourcePolicy: req.existingResourcePolicy,
     concurrency,
+    ...selectionLogFields(req.restore.spec),
   });
 
   // The run's own stop: the caller's signal, or an item that found the API gone for good.

@@ -65,7 +65,8 @@ export function targetsOfResourceList(list: ResourceList, req: TargetRequest): T
       if (slash > 0) entries.push({ groupResource, namespace: n.slice(0, slash) });
     }
   }
-  return collect(entries, req, (gr, ns) => req.namespaces.shouldInclude(ns) && req.resources.shouldInclude(gr));
+  // Namespaced entries only (ns/name), which the scope-specific filters need to know.
+  return collect(entries, req, (gr, ns) => req.namespaces.shouldInclude(ns) && req.resources.shouldInclude({ ...parseGroupResource(gr), namespaced: true }));
 }
 
 /** The target namespaces of a planned restore: its namespaced items, by source namespace (the plan has filtered them already). */

@@ -290,9 +290,9 @@ describe('validateFilters', () => {
         excludedResources: ['', 'fine.example.com'],
       }),
     ).toEqual([
-      'includedNamespaces[1] "Bad_NS" is not a valid namespace name or pattern (lowercase letters, digits and "-", with "*" and "?" as wildcards)',
-      'includedNamespaces[2] "" is not a valid namespace name or pattern (lowercase letters, digits and "-", with "*" and "?" as wildcards)',
-      `excludedNamespaces[0] "${'x'.repeat(64)}" is not a valid namespace name or pattern (lowercase letters, digits and "-", with "*" and "?" as wildcards)`,
+      'includedNamespaces[1] "Bad_NS" is not a valid namespace name or pattern (lowercase letters, digits and "-", with the wildcards "*", "?", "[abc]", "[a-z]" and "{a,b}")',
+      'includedNamespaces[2] "" is not a valid namespace name or pattern (lowercase letters, digits and "-", with the wildcards "*", "?", "[abc]", "[a-z]" and "{a,b}")',
+      `excludedNamespaces[0] "${'x'.repeat(64)}" is not a valid namespace name or pattern (lowercase letters, digits and "-", with the wildcards "*", "?", "[abc]", "[a-z]" and "{a,b}")`,
       'includedResources[0] "deployments/apps" is not a resource name (use a plural or plural.group, e.g. "deployments.apps", or "*")',
       'excludedResources[0] "" is not a resource name (use a plural or plural.group, e.g. "deployments.apps", or "*")',
     ]);
@@ -334,9 +334,11 @@ function names(n: number, prefix = 'ns'): string[] {
 }
 
 describe('list caps', () => {
-  it('caps namespace lists at 1,000, resource lists at 2,000, orLabelSelectors at 16 and namespaceMapping at 1,000', () => {
+  it('caps namespace and name lists at 1,000, resource lists at 2,000, orLabelSelectors at 16 and namespaceMapping at 1,000', () => {
     expect(SPEC_LIST_CAPS).toEqual({
       includedNamespaces: 1000, excludedNamespaces: 1000, includedResources: 2000, excludedResources: 2000, orLabelSelectors: 16, namespaceMapping: 1000,
+      includedClusterScopedResources: 2000, excludedClusterScopedResources: 2000, includedNamespaceScopedResources: 2000, excludedNamespaceScopedResources: 2000,
+      includedNames: 1000, excludedNames: 1000,
     });
   });
 

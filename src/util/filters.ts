@@ -1,6 +1,7 @@
 // Include/exclude matching for namespaces and resources, and validation of a spec's filters.
 // Semantics: an empty include list or "*" includes everything; excludes always win.
 
+import { globMatches, globProblem, isGlob } from './globs.js';
 import {
   isEmptyLabelSelector,
   validateLabelSelector,
@@ -17,7 +18,8 @@ export interface IncludesExcludes<T> {
   excludesEverything(): boolean;
 }
 
-function normaliseList(list: readonly string[] | null | undefined, lower: boolean): string[] {
+/** Trimmed (lowercased when `lower`), without empty entries and duplicates. */
+export function normaliseList(list: readonly string[] | null | undefined, lower: boolean): string[] {
   const out: string[] = [];
   for (const raw of list ?? []) {
     const v = lower ? raw.trim().toLowerCase() : raw.trim();
@@ -48,20 +50,8 @@ function makeIncludesExcludes<T>(
 
 // ---- namespaces -------------------------------------------------------------------------------
 
-const globCache = new Map<string, RegExp>();
-
-/** Whether a namespace name matches a pattern with "*" (any run) and "?" (one character) wildcards. */
-export function globMatches(pattern: string, name: string): boolean {
-  if (pattern === '*') return true;
-  if (!pattern.includes('*') && !pattern.includes('?')) return pattern === name;
-  let re = globCache.get(pattern);
-  if (!re) {
-    const body = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-    re = new RegExp(`^${body}$`);
-    globCache.set(pattern, re);
-  }
-  return re.test(name);
-}
+/** Whether a namespace matches a glob: see util/globs.ts (`*`, `?`, `[abc]`, `{a,b}`). */
+export { globMatches };
 
 export interface NamespaceFilter extends IncludesExcludes<string> {
   /**
@@ -71,7 +61,7 @@ export interface NamespaceFilter extends IncludesExcludes<string> {
   literalIncludes(): string[] | undefined;
 }
 
-const isPattern = (p: string): boolean => p.includes('*') || p.includes('?');
+const isPattern = isGlob;
 
 export function namespaceFilter(
   includes: readonly string[] | null | undefined,
@@ -115,6 +105,8 @@ export interface ResourceLike {
   kind?: string;
   singularName?: string;
   shortNames?: readonly string[];
+  /** Known from discovery or the archive; only the scope-specific filters need it (else util/filters.ts guesses from built-in names). */
+  namespaced?: boolean;
 }
 
 /** `deployments.apps` -> {resource: 'deployments', group: 'apps'}; `configmaps` -> group ''. */
@@ -146,15 +138,45 @@ export function resourceEntryMatches(pattern: string, r: ResourceLike): boolean 
   return (r.shortNames ?? []).some((s) => s.toLowerCase() === p);
 }
 
+/** A resource filter: either style of spec fields (includedResources..., or Velero's scope-specific lists). */
+export interface ResourceFilter extends IncludesExcludes<ResourceLike | string> {
+  /** Whether an exclude entry names the resource (or "*" excludes every one of its scope). */
+  excludesExplicitly(item: ResourceLike | string): boolean;
+  /**
+   * Whether an item of the resource may come into a backup as a dependency of a backed-up item.
+   * includedResources: only resources the filter includes (so `[pods]` leaves their claims out);
+   * the scope-specific lists: every resource no exclude entry names, as Velero decides.
+   */
+  admitsDependency(item: ResourceLike): boolean;
+  readonly style: 'resources' | 'scoped';
+}
+
 export function resourceFilter(
   includes: readonly string[] | null | undefined,
   excludes: readonly string[] | null | undefined,
-): IncludesExcludes<ResourceLike | string> {
-  return makeIncludesExcludes<ResourceLike | string>(
-    normaliseList(includes, true),
-    normaliseList(excludes, true),
-    (p, item) => resourceEntryMatches(p, typeof item === 'string' ? parseGroupResource(item) : item),
-  );
+): ResourceFilter {
+  const matches = (p: string, item: ResourceLike | string): boolean => resourceEntryMatches(p, typeof item === 'string' ? parseGroupResource(item) : item);
+  const base = makeIncludesExcludes<ResourceLike | string>(normaliseList(includes, true), normaliseList(excludes, true), matches);
+  return {
+    ...base,
+    excludesExplicitly: (item) => base.excludes.some((p) => matches(p, item)),
+    admitsDependency: (item) => base.shouldInclude(item),
+    style: 'resources',
+  };
+}
+
+/** Whether a spec sets any of Velero's scope-specific resource lists (then the older three fields must be unset). */
+export function usesScopedFilters(spec: ScopedResourceFields): boolean {
+  return [spec.includedClusterScopedResources, spec.excludedClusterScopedResources, spec.includedNamespaceScopedResources, spec.excludedNamespaceScopedResources]
+    .some((l) => (l ?? []).length > 0);
+}
+
+/** Velero's scope-specific resource lists. */
+export interface ScopedResourceFields {
+  includedClusterScopedResources?: string[] | null;
+  excludedClusterScopedResources?: string[] | null;
+  includedNamespaceScopedResources?: string[] | null;
+  excludedNamespaceScopedResources?: string[] | null;
 }
 
 /**
@@ -173,7 +195,7 @@ export function includesClusterScoped(
 // ---- validation -------------------------------------------------------------------------------
 
 /** The filter fields shared by BackupSpec and RestoreSpec (structural, so util stays decoupled). */
-export interface FilterSpec {
+export interface FilterSpec extends ScopedResourceFields {
   includedNamespaces?: string[] | null;
   excludedNamespaces?: string[] | null;
   includedResources?: string[] | null;
@@ -181,6 +203,8 @@ export interface FilterSpec {
   includeClusterResources?: boolean | null;
   labelSelector?: UncheckedLabelSelector | null;
   orLabelSelectors?: UncheckedLabelSelector[] | null;
+  includedNames?: string[] | null;
+  excludedNames?: string[] | null;
   /** A Restore's: which resources get their status restored (resource lists, capped like the filters). */
   restoreStatus?: { includedResources?: string[] | null; excludedResources?: string[] | null } | null;
 }
@@ -198,12 +222,21 @@ export interface FilterSpec {
  * - orLabelSelectors: every selector is one more LIST of each resource in each scope, so 16
  *   selectors already multiply a backup's LISTs sixteenfold;
  * - namespaceMapping: one entry per source namespace, so the namespace cap.
+ * - the scope-specific resource lists: as the resource lists;
+ * - includedNames/excludedNames: every entry may be tried on every item's name, and a set of
+ *   names longer than the namespace cap is better named by a pattern or a label.
  */
 export const SPEC_LIST_CAPS = {
   includedNamespaces: 1000,
   excludedNamespaces: 1000,
   includedResources: 2000,
   excludedResources: 2000,
+  includedClusterScopedResources: 2000,
+  excludedClusterScopedResources: 2000,
+  includedNamespaceScopedResources: 2000,
+  excludedNamespaceScopedResources: 2000,
+  includedNames: 1000,
+  excludedNames: 1000,
   orLabelSelectors: 16,
   namespaceMapping: 1000,
 } as const;
@@ -225,6 +258,10 @@ export function validateListCaps(spec: FilterSpec): string[] {
   check('excludedNamespaces', spec.excludedNamespaces, SPEC_LIST_CAPS.excludedNamespaces, nsHint);
   check('includedResources', spec.includedResources, SPEC_LIST_CAPS.includedResources, incHint);
   check('excludedResources', spec.excludedResources, SPEC_LIST_CAPS.excludedResources, excHint);
+  for (const f of ['includedClusterScopedResources', 'excludedClusterScopedResources', 'includedNamespaceScopedResources', 'excludedNamespaceScopedResources'] as const)
+    check(f, spec[f], SPEC_LIST_CAPS[f], f.startsWith('included') ? incHint : excHint);
+  check('includedNames', spec.includedNames, SPEC_LIST_CAPS.includedNames, 'name a larger set with a glob, a "regex:" pattern or a label selector');
+  check('excludedNames', spec.excludedNames, SPEC_LIST_CAPS.excludedNames, 'name a larger set with a glob, a "regex:" pattern or a label selector');
   check('restoreStatus.includedResources', spec.restoreStatus?.includedResources, SPEC_LIST_CAPS.includedResources, incHint);
   check('restoreStatus.excludedResources', spec.restoreStatus?.excludedResources, SPEC_LIST_CAPS.excludedResources, excHint);
   check('orLabelSelectors', spec.orLabelSelectors, SPEC_LIST_CAPS.orLabelSelectors, 'each one is another LIST of every resource; combine them with "In" expressions');
@@ -274,8 +311,19 @@ export function builtinScopeOf(entry: string): ResourceScope | undefined {
   return undefined;
 }
 
-const NAMESPACE_PATTERN_RE = /^[a-z0-9*?]([-a-z0-9*?]*[a-z0-9*?])?$/;
-const RESOURCE_ENTRY_RE = /^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?$/;
+const NAMESPACE_NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const NAMESPACE_GLOB_CHARS_RE = /^[-a-z0-9*?[\]{},]+$/;
+const NAMESPACE_ENTRY_HINT = '(lowercase letters, digits and "-", with the wildcards "*", "?", "[abc]", "[a-z]" and "{a,b}")';
+
+/** Why a namespace filter entry is neither a namespace name nor a valid pattern, or undefined. */
+function namespaceEntryProblem(v: string): string | undefined {
+  if (!isGlob(v)) return v.length > 63 || !NAMESPACE_NAME_RE.test(v) ? `is not a valid namespace name or pattern ${NAMESPACE_ENTRY_HINT}` : undefined;
+  // A pattern may be longer than a name: "{team-alpha,team-beta,...}" names several.
+  if (v.length > 253 || !NAMESPACE_GLOB_CHARS_RE.test(v)) return `is not a valid namespace name or pattern ${NAMESPACE_ENTRY_HINT}`;
+  const why = globProblem(v);
+  return why === undefined ? undefined : `is not a valid namespace pattern: ${why}`;
+}
+export const RESOURCE_ENTRY_RE = /^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?$/;
 
 const quoteList = (xs: readonly string[]): string => xs.map((x) => `"${x}"`).join(', ');
 
@@ -294,10 +342,8 @@ export function validateFilters(spec: FilterSpec, opts: ValidateFiltersOptions =
   // Entry syntax.
   for (const field of ['includedNamespaces', 'excludedNamespaces'] as const) {
     (spec[field] ?? []).forEach((v, i) => {
-      if (v.length > 63 || !NAMESPACE_PATTERN_RE.test(v))
-        problems.push(
-          `${field}[${i}] "${v}" is not a valid namespace name or pattern (lowercase letters, digits and "-", with "*" and "?" as wildcards)`,
-        );
+      const why = namespaceEntryProblem(v);
+      if (why !== undefined) problems.push(`${field}[${i}] "${v}" ${why}`);
     });
   }
   for (const field of ['includedResources', 'excludedResources'] as const) {
@@ -327,8 +373,8 @@ export function validateFilters(spec: FilterSpec, opts: ValidateFiltersOptions =
     for (const v of inc) {
       if (v === '*') continue;
       if (exc.includes(v)) problems.push(`${noun} "${v}" is in both ${incField} and ${excField}`);
-      else if (noun === 'namespace' && !v.includes('*') && !v.includes('?')) {
-        const by = exc.find((p) => p !== '*' && (p.includes('*') || p.includes('?')) && globMatches(p, v));
+      else if (noun === 'namespace' && !isGlob(v)) {
+        const by = exc.find((p) => p !== '*' && isGlob(p) && globMatches(p, v));
         if (by) problems.push(`namespace "${v}" is in includedNamespaces but excludedNamespaces pattern "${by}" excludes it`);
       }
     }
@@ -355,7 +401,8 @@ export function validateFilters(spec: FilterSpec, opts: ValidateFiltersOptions =
   const allCluster = allKnown && clusterNamed.length === namedRes.length;
   const allNamespaced = allKnown && clusterNamed.length === 0;
 
-  if (excNs.includes('*') && icr !== true)
+  // The scope-specific lists decide on cluster-scoped resources themselves (util/scopedResources.ts).
+  if (excNs.includes('*') && icr !== true && !usesScopedFilters(spec))
     problems.push(
       `excludedNamespaces contains "*" and includeClusterResources is ${icr === false ? 'false' : 'not set'}, so nothing would be selected (set includeClusterResources: true to back up only cluster-scoped resources)`,
     );

@@ -51,6 +51,13 @@ const filters = {
   }),
   labelSelector: { ...labelSelector, description: 'Only items whose labels match.' } satisfies Schema,
   orLabelSelectors: s.array(labelSelector, { description: 'Items matching any of these selectors; cannot be combined with labelSelector.' }),
+  // Velero's scope-specific resource filters: the alternative to includedResources/excludedResources/includeClusterResources.
+  includedClusterScopedResources: stringList('Cluster-scoped resources to include ("*" for all); when this and excludedClusterScopedResources are empty, all for a whole-cluster selection, else only those related to included items. Cannot be combined with includedResources, excludedResources or includeClusterResources.'),
+  excludedClusterScopedResources: stringList('Cluster-scoped resources to exclude ("*" for all, related items too).'),
+  includedNamespaceScopedResources: stringList('Namespaced resources to include; empty or ["*"] means all.'),
+  excludedNamespaceScopedResources: stringList('Namespaced resources to exclude.'),
+  includedNames: stringList('Only items with these names: exact names, globs ("app-*") or "regex:" patterns, optionally scoped to one resource ("configmaps/app-*"); an entry narrows only the resources it applies to.'),
+  excludedNames: stringList('Items with these names are left out, dependencies included; same forms as includedNames.'),
 };
 
 /**
@@ -92,7 +99,6 @@ function keepUnknown(schema: Schema): Schema {
 }
 
 const FS_BACKUP = 'file-system backup of pod volumes is not supported yet';
-const SCOPED_FILTERS = 'the scope-specific resource filters are not supported yet (use includedResources/excludedResources with includeClusterResources)';
 const ITEM_OPERATIONS = 'asynchronous item action operations are not supported yet';
 const UPLOADER = 'volume data upload is not supported yet';
 
@@ -116,10 +122,6 @@ const backupFields = {
     resourcePolicy: notYet(s.unknownObject({ description: 'A reference to a ConfigMap of resource policies.' }), 'resource policies are not supported yet'),
     metadata: notYet(s.unknownObject({ description: 'Labels for the backup (Velero: for the backups a schedule creates).' }),
       'labels through spec.metadata are not supported yet (put them on the Backup\'s or the Schedule\'s own metadata.labels)'),
-    includedClusterScopedResources: notYet(stringList('Cluster-scoped resources to include.'), SCOPED_FILTERS),
-    excludedClusterScopedResources: notYet(stringList('Cluster-scoped resources to exclude.'), SCOPED_FILTERS),
-    includedNamespaceScopedResources: notYet(stringList('Namespace-scoped resources to include.'), SCOPED_FILTERS),
-    excludedNamespaceScopedResources: notYet(stringList('Namespace-scoped resources to exclude.'), SCOPED_FILTERS),
     orderedResources: stringMap('Per resource, a comma-separated list of ns/name giving the order to back items up in.'),
     includeAllGroupVersions: s.bool({
       description: 'Also store every other served version of each object (Velero: EnableAPIGroupVersions); a restore prefers the target cluster\'s preferred version.',

@@ -144,6 +144,18 @@ export type BackupSpec = {
   labelSelector?: LabelSelector;
   /** Items matching any of these selectors; cannot be combined with labelSelector. */
   orLabelSelectors?: LabelSelector[];
+  /** Cluster-scoped resources to include ("*" for all); when this and excludedClusterScopedResources are empty, all for a whole-cluster selection, else only those related to included items. Cannot be combined with includedResources, excludedResources or includeClusterResources. */
+  includedClusterScopedResources?: string[];
+  /** Cluster-scoped resources to exclude ("*" for all, related items too). */
+  excludedClusterScopedResources?: string[];
+  /** Namespaced resources to include; empty or ["*"] means all. */
+  includedNamespaceScopedResources?: string[];
+  /** Namespaced resources to exclude. */
+  excludedNamespaceScopedResources?: string[];
+  /** Only items with these names: exact names, globs ("app-*") or "regex:" patterns, optionally scoped to one resource ("configmaps/app-*"); an entry narrows only the resources it applies to. */
+  includedNames?: string[];
+  /** Items with these names are left out, dependencies included; same forms as includedNames. */
+  excludedNames?: string[];
   /** How long to keep the backup, as a Go duration ("720h0m0s"). Default 720h. */
   ttl?: string;
   /** Name of the BackupStorageLocation; the default location when unset. */
@@ -172,14 +184,6 @@ export type BackupSpec = {
   resourcePolicy?: Record<string, unknown>;
   /** Labels for the backup (Velero: for the backups a schedule creates). Not supported yet: a run that sets it fails validation. */
   metadata?: Record<string, unknown>;
-  /** Cluster-scoped resources to include. Not supported yet: a run that sets it fails validation. */
-  includedClusterScopedResources?: string[];
-  /** Cluster-scoped resources to exclude. Not supported yet: a run that sets it fails validation. */
-  excludedClusterScopedResources?: string[];
-  /** Namespace-scoped resources to include. Not supported yet: a run that sets it fails validation. */
-  includedNamespaceScopedResources?: string[];
-  /** Namespace-scoped resources to exclude. Not supported yet: a run that sets it fails validation. */
-  excludedNamespaceScopedResources?: string[];
   /** Per resource, a comma-separated list of ns/name giving the order to back items up in. */
   orderedResources?: Record<string, string>;
   /** Also store every other served version of each object (Velero: EnableAPIGroupVersions); a restore prefers the target cluster's preferred version. */
@@ -346,6 +350,18 @@ export type RestoreSpec = {
   labelSelector?: LabelSelector;
   /** Items matching any of these selectors; cannot be combined with labelSelector. */
   orLabelSelectors?: LabelSelector[];
+  /** Cluster-scoped resources to include ("*" for all); when this and excludedClusterScopedResources are empty, all for a whole-cluster selection, else only those related to included items. Cannot be combined with includedResources, excludedResources or includeClusterResources. */
+  includedClusterScopedResources?: string[];
+  /** Cluster-scoped resources to exclude ("*" for all, related items too). */
+  excludedClusterScopedResources?: string[];
+  /** Namespaced resources to include; empty or ["*"] means all. */
+  includedNamespaceScopedResources?: string[];
+  /** Namespaced resources to exclude. */
+  excludedNamespaceScopedResources?: string[];
+  /** Only items with these names: exact names, globs ("app-*") or "regex:" patterns, optionally scoped to one resource ("configmaps/app-*"); an entry narrows only the resources it applies to. */
+  includedNames?: string[];
+  /** Items with these names are left out, dependencies included; same forms as includedNames. */
+  excludedNames?: string[];
   /** Source namespace -> target namespace. */
   namespaceMapping?: Record<string, string>;
   /** What to do with an object that already exists: "none" (skip and warn, default) or "update". */
@@ -460,6 +476,18 @@ export type BackupTemplateSpec = {
   labelSelector?: LabelSelector;
   /** Items matching any of these selectors; cannot be combined with labelSelector. */
   orLabelSelectors?: LabelSelector[];
+  /** Cluster-scoped resources to include ("*" for all); when this and excludedClusterScopedResources are empty, all for a whole-cluster selection, else only those related to included items. Cannot be combined with includedResources, excludedResources or includeClusterResources. */
+  includedClusterScopedResources?: string[];
+  /** Cluster-scoped resources to exclude ("*" for all, related items too). */
+  excludedClusterScopedResources?: string[];
+  /** Namespaced resources to include; empty or ["*"] means all. */
+  includedNamespaceScopedResources?: string[];
+  /** Namespaced resources to exclude. */
+  excludedNamespaceScopedResources?: string[];
+  /** Only items with these names: exact names, globs ("app-*") or "regex:" patterns, optionally scoped to one resource ("configmaps/app-*"); an entry narrows only the resources it applies to. */
+  includedNames?: string[];
+  /** Items with these names are left out, dependencies included; same forms as includedNames. */
+  excludedNames?: string[];
   /** How long to keep the backup, as a Go duration ("720h0m0s"). Default 720h. */
   ttl?: string;
   /** Name of the BackupStorageLocation; the default location when unset. */
@@ -488,14 +516,6 @@ export type BackupTemplateSpec = {
   resourcePolicy?: Record<string, unknown>;
   /** Labels for the backup (Velero: for the backups a schedule creates). Not supported yet: a run that sets it fails validation. */
   metadata?: Record<string, unknown>;
-  /** Cluster-scoped resources to include. Not supported yet: a run that sets it fails validation. */
-  includedClusterScopedResources?: string[];
-  /** Cluster-scoped resources to exclude. Not supported yet: a run that sets it fails validation. */
-  excludedClusterScopedResources?: string[];
-  /** Namespace-scoped resources to include. Not supported yet: a run that sets it fails validation. */
-  includedNamespaceScopedResources?: string[];
-  /** Namespace-scoped resources to exclude. Not supported yet: a run that sets it fails validation. */
-  excludedNamespaceScopedResources?: string[];
   /** Per resource, a comma-separated list of ns/name giving the order to back items up in. */
   orderedResources?: Record<string, string>;
   /** Also store every other served version of each object (Velero: EnableAPIGroupVersions); a restore prefers the target cluster's preferred version. */

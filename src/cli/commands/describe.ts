@@ -34,6 +34,42 @@ export interface FilterFields {
   includeClusterResources?: boolean | null;
   labelSelector?: LabelSelector;
   orLabelSelectors?: LabelSelector[];
+  includedClusterScopedResources?: string[];
+  excludedClusterScopedResources?: string[];
+  includedNamespaceScopedResources?: string[];
+  excludedNamespaceScopedResources?: string[];
+  includedNames?: string[];
+  excludedNames?: string[];
+}
+
+const scopedSet = (spec: FilterFields): boolean =>
+  [spec.includedClusterScopedResources, spec.excludedClusterScopedResources, spec.includedNamespaceScopedResources, spec.excludedNamespaceScopedResources]
+    .some((l) => (l ?? []).length > 0);
+
+/** The resource filters in the style the spec uses: Velero's scope-specific lists, or the older three fields. */
+function resourcesSection(spec: FilterFields): string {
+  if (scopedSet(spec)) {
+    const cluster = (spec.includedClusterScopedResources ?? []).length > 0 || (spec.excludedClusterScopedResources ?? []).length > 0
+      ? listOrNone(spec.includedClusterScopedResources) : 'auto';
+    return formatFields(
+      [
+        ['Namespace-scoped included', listOrNone(spec.includedNamespaceScopedResources, true)],
+        ['Namespace-scoped excluded', listOrNone(spec.excludedNamespaceScopedResources)],
+        ['Cluster-scoped included', cluster],
+        ['Cluster-scoped excluded', listOrNone(spec.excludedClusterScopedResources)],
+      ],
+      '  ',
+    );
+  }
+  const cluster = spec.includeClusterResources === true ? 'included' : spec.includeClusterResources === false ? 'excluded' : 'auto';
+  return formatFields(
+    [
+      ['Included', listOrNone(spec.includedResources, true)],
+      ['Excluded', listOrNone(spec.excludedResources)],
+      ['Cluster-scoped', cluster],
+    ],
+    '  ',
+  );
 }
 
 export function selectorText(spec: FilterFields): string {
@@ -45,7 +81,6 @@ export function selectorText(spec: FilterFields): string {
 }
 
 export function filtersSection(spec: FilterFields): string {
-  const cluster = spec.includeClusterResources === true ? 'included' : spec.includeClusterResources === false ? 'excluded' : 'auto';
   return (
     'Namespaces:\n' +
     formatFields(
@@ -56,11 +91,12 @@ export function filtersSection(spec: FilterFields): string {
       '  ',
     ) +
     '\nResources:\n' +
+    resourcesSection(spec) +
+    '\nNames:\n' +
     formatFields(
       [
-        ['Included', listOrNone(spec.includedResources, true)],
-        ['Excluded', listOrNone(spec.excludedResources)],
-        ['Cluster-scoped', cluster],
+        ['Included', listOrNone(spec.includedNames, true)],
+        ['Excluded', listOrNone(spec.excludedNames)],
       ],
       '  ',
     ) +

@@ -27,12 +27,32 @@ export function parseBool(flag: string, value: string | boolean | undefined): bo
   throw new UsageError(`--${flag} takes true or false, not "${value}" (write --${flag}=false)`);
 }
 
+/**
+ * Like commaList, but a comma inside (), [] or {} belongs to the pattern: `--include-namespaces
+ * 'team-{a,b},db'` is two entries, and so is `--include-names 'regex:^a{2,3}$,web'`.
+ */
+export function patternList(value: string, previous: string[] | undefined): string[] {
+  const items: string[] = [];
+  let depth = 0;
+  let cur = '';
+  for (const c of value) {
+    if ('([{'.includes(c)) depth++;
+    else if (')]}'.includes(c)) depth = Math.max(0, depth - 1);
+    if (c === ',' && depth === 0) {
+      items.push(cur);
+      cur = '';
+    } else cur += c;
+  }
+  items.push(cur);
+  return [...(previous ?? []), ...items.map((s) => s.trim()).filter((s) => s !== '')];
+}
+
 /** The namespace/resource filter flags, added in one go. */
 export function addFilterFlags(cmd: Command, what: 'backup' | 'restore'): Command {
   const scope = what === 'backup' ? 'back up' : 'restore';
   return cmd
-    .option('--include-namespaces <namespaces>', `namespaces to ${scope}, comma-separated, at most ${CAPS.includedNamespaces}; * means all (default: all)`, commaList)
-    .option('--exclude-namespaces <namespaces>', `namespaces not to ${scope}, comma-separated, at most ${CAPS.excludedNamespaces}`, commaList)
+    .option('--include-namespaces <namespaces>', `namespaces to ${scope}, comma-separated, at most ${CAPS.includedNamespaces}; globs *, ?, [abc], {a,b}; * means all (default: all)`, patternList)
+    .option('--exclude-namespaces <namespaces>', `namespaces not to ${scope}, comma-separated globs, at most ${CAPS.excludedNamespaces}`, patternList)
     .option('--include-resources <resources>', `resources to ${scope}, e.g. deployments.apps,configmaps, at most ${CAPS.includedResources}; * means all (default: all)`, commaList)
     .option('--exclude-resources <resources>', `resources not to ${scope}, comma-separated, at most ${CAPS.excludedResources}`, commaList)
     .addOption(
@@ -41,6 +61,12 @@ export function addFilterFlags(cmd: Command, what: 'backup' | 'restore'): Comman
         `whether to ${scope} cluster-scoped resources: true or false (default: only those the included namespaces need, or all for a whole-cluster ${what})`,
       ),
     )
+    .option('--include-cluster-scoped-resources <resources>', `cluster-scoped resources to ${scope}, e.g. storageclasses,clusterroles; * means all (not with --include-resources, --exclude-resources or --include-cluster-resources)`, commaList)
+    .option('--exclude-cluster-scoped-resources <resources>', `cluster-scoped resources not to ${scope}, not even as dependencies; * means none`, commaList)
+    .option('--include-namespace-scoped-resources <resources>', `namespaced resources to ${scope}, e.g. deployments.apps,configmaps; * means all (default: all)`, commaList)
+    .option('--exclude-namespace-scoped-resources <resources>', `namespaced resources not to ${scope}`, commaList)
+    .option('--include-names <patterns>', `only ${scope} items with these names: exact, glob (app-*) or regex:<re>, optionally per resource (configmaps/app-*); comma-separated (a comma inside (), [] or {} stays in the pattern; write a literal comma as [,]); repeatable`, patternList)
+    .option('--exclude-names <patterns>', `never ${scope} items with these names (same forms as --include-names); repeatable`, patternList)
     .option('-l, --selector <selector>', `only ${scope} items whose labels match, e.g. app=web,tier!=db`)
     .option('--or-selector <selectors>', `only ${scope} items matching any of these selectors (at most ${CAPS.orLabelSelectors}), separated by " or " (e.g. "app=a or app=b")`);
 }
@@ -51,6 +77,12 @@ export interface FilterFlags {
   includeResources?: string[];
   excludeResources?: string[];
   includeClusterResources?: string | boolean;
+  includeClusterScopedResources?: string[];
+  excludeClusterScopedResources?: string[];
+  includeNamespaceScopedResources?: string[];
+  excludeNamespaceScopedResources?: string[];
+  includeNames?: string[];
+  excludeNames?: string[];
   selector?: string;
   orSelector?: string;
 }
@@ -63,7 +95,23 @@ export interface FilterSpec {
   includeClusterResources?: boolean | null;
   labelSelector?: LabelSelector;
   orLabelSelectors?: LabelSelector[];
+  includedClusterScopedResources?: string[];
+  excludedClusterScopedResources?: string[];
+  includedNamespaceScopedResources?: string[];
+  excludedNamespaceScopedResources?: string[];
+  includedNames?: string[];
+  excludedNames?: string[];
 }
+
+/** Flag -> spec field of the list flags added for item selection. */
+const SELECTION_LISTS = [
+  ['includeClusterScopedResources', 'includedClusterScopedResources'],
+  ['excludeClusterScopedResources', 'excludedClusterScopedResources'],
+  ['includeNamespaceScopedResources', 'includedNamespaceScopedResources'],
+  ['excludeNamespaceScopedResources', 'excludedNamespaceScopedResources'],
+  ['includeNames', 'includedNames'],
+  ['excludeNames', 'excludedNames'],
+] as const;
 
 export function parseSelector(flag: string, text: string): LabelSelector {
   try {
@@ -83,7 +131,8 @@ export function hasFilterFlags(f: FilterFlags): boolean {
     f.excludeResources !== undefined ||
     f.includeClusterResources !== undefined ||
     f.selector !== undefined ||
-    f.orSelector !== undefined
+    f.orSelector !== undefined ||
+    SELECTION_LISTS.some(([flag]) => f[flag] !== undefined)
   );
 }
 
@@ -95,6 +144,16 @@ export function filterSpec(f: FilterFlags): FilterSpec {
   if (f.excludeResources !== undefined) spec.excludedResources = f.excludeResources;
   const icr = parseBool('include-cluster-resources', f.includeClusterResources);
   if (icr !== undefined) spec.includeClusterResources = icr;
+  const scoped = SELECTION_LISTS.slice(0, 4).filter(([flag]) => f[flag] !== undefined);
+  const older = (['includeResources', 'excludeResources', 'includeClusterResources'] as const).filter((flag) => f[flag] !== undefined);
+  if (scoped.length > 0 && older.length > 0) {
+    const dashed = (flag: string): string => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+    throw new UsageError(`${scoped.map(([flag]) => dashed(flag)).join(', ')} cannot be used with ${older.map(dashed).join(', ')}: use the scope-specific resource flags or the older ones`);
+  }
+  for (const [flag, field] of SELECTION_LISTS) {
+    const v = f[flag];
+    if (v !== undefined) spec[field] = v;
+  }
   if (f.selector !== undefined && f.orSelector !== undefined) throw new UsageError('--selector and --or-selector cannot be used together');
   if (f.selector !== undefined) spec.labelSelector = parseSelector('selector', f.selector);
   if (f.orSelector !== undefined) {
