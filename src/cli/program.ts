@@ -3,6 +3,8 @@ import { backupCommand } from './commands/backup.js';
 import { backupLocationCommand } from './commands/backupLocation.js';
 import { addGlobalOptions } from './commands/kubeContext.js';
 import { restoreCommand } from './commands/restore.js';
+import { restoreDeleteCommand } from './commands/restoreDelete.js';
+import { scheduleCommand } from './commands/schedule.js';
 import { versionCommand } from './commands/version.js';
 import { registerRunPlugins } from './runPlugins.js';
 import { serverCommand } from './server.js';
@@ -26,7 +28,8 @@ export function buildProgram(): Command {
   addGlobalOptions(program);
   applyCliSettings(program);
 
-  const client = [backupCommand(), backupLocationCommand(), restoreCommand(), versionCommand()];
+  const restore = restoreCommand().addCommand(restoreDeleteCommand());
+  const client = [backupCommand(), backupLocationCommand(), restore, scheduleCommand(), versionCommand()];
   for (const c of client) {
     applyCliSettings(c);
     program.addCommand(c);

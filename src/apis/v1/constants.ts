@@ -17,6 +17,8 @@ export const LABEL_STORAGE_LOCATION = 'stowage.dev/storage-location';
 export const ANNOTATION_SYNCED_FROM = 'stowage.dev/synced-from';
 /** Set on DownloadRequests/ServerStatusRequests by the CLI, for cleanup of stale requests. */
 export const LABEL_CREATED_BY = 'stowage.dev/created-by';
+/** Held on a Restore that has run, until the server has removed its log and results from object storage. */
+export const RESTORE_ARTIFACTS_FINALIZER = 'stowage.dev/restore-artifacts';
 
 export const BACKUP_PHASES = ['New', 'FailedValidation', 'InProgress', 'Completed', 'PartiallyFailed', 'Failed', 'Deleting'] as const;
 export const RESTORE_PHASES = ['New', 'FailedValidation', 'InProgress', 'Completed', 'PartiallyFailed', 'Failed'] as const;
