@@ -232,16 +232,14 @@ export function describeScheduleText(s: Schedule, backups: readonly Backup[], no
     ['Storage Location', s.spec.template.storageLocation ?? '<default>'],
     ['TTL', s.spec.template.ttl ?? '<server default>'],
   ], '  ');
-  const last = st.lastBackupName === undefined ? undefined : backups.find((b) => b.metadata.name === st.lastBackupName);
-  const lastText = st.lastBackupName === undefined ? '<none>'
-    : `${st.lastBackupName} at ${formatTimestamp(st.lastBackup)} (${last === undefined ? 'no longer exists' : last.status?.phase ?? 'New'})`;
-  const newest = [...backups].sort((a, b) => (b.metadata.creationTimestamp ?? '').localeCompare(a.metadata.creationTimestamp ?? ''))[0];
+  // Triggered backups count: the newest of the schedule's backups, and the one the controller last made on a tick.
+  const newest = [...backups].sort((a, b) => (b.metadata.creationTimestamp ?? '').localeCompare(a.metadata.creationTimestamp ?? '') || b.metadata.name.localeCompare(a.metadata.name))[0];
+  const scheduled = st.lastBackupName === undefined ? undefined : backups.find((b) => b.metadata.name === st.lastBackupName);
   text += '\n' + formatFields([
-    ['Last backup', lastText],
-    ...(newest !== undefined && newest.metadata.name !== st.lastBackupName
-      ? [['Newest backup', `${newest.metadata.name} (${newest.status?.phase ?? 'New'}, created ${formatTimestamp(newest.metadata.creationTimestamp)})`] as const]
-      : []),
-    ['Last skipped', formatTimestamp(st.lastSkipped)],
+    ['Last backup', newest === undefined ? '<none>' : `${newest.metadata.name} (${newest.status?.phase ?? 'New'}, created ${formatTimestamp(newest.metadata.creationTimestamp)})`],
+    ['Last scheduled backup', st.lastBackupName === undefined ? '<none>'
+      : `${st.lastBackupName} at ${formatTimestamp(st.lastBackup)}${scheduled === undefined ? ' (no longer exists)' : ''}`],
+    ['Last skipped tick', formatTimestamp(st.lastSkipped)],
     ['Next backup', nextRunText(s, backups, now)],
   ]);
   text += '\n' + retentionSection(s, backups, retention(s, backups, now));
