@@ -44,7 +44,8 @@ describe('stowage backup delete and restore delete with a running server', () =>
     await ensureNamespace(client, app);
     for (let i = 0; i < 3; i++) await client.create(CORE.configMaps, app, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
     server = await startServer({ kubeconfigPath: kubeconfig, namespace: ns, location: loc });
-    opts = { kubeconfig, namespace: ns };
+    // Generous: on a loaded machine one CLI process can take a minute to start.
+    opts = { kubeconfig, namespace: ns, timeoutMs: 300_000 };
     const made = await mapLimit([['keep-1', 'keep'], ['drop-1', 'drop'], ['drop-2', 'drop']] as const, 3, ([name, tier]) =>
       cli('backup', 'create', name, '--include-namespaces', app, '--labels', `tier=${tier}`, '--wait'));
     for (const r of made) expect(r.code, show(r)).toBe(0);
@@ -68,7 +69,7 @@ describe('stowage backup delete and restore delete with a running server', () =>
       [['restore', 'delete', '--selector', 'a=b'], /^error: refusing to delete without confirmation: stdin is not a terminal, so pass --confirm$/m],
       [['restore', 'delete', '--all', '--bogus'], /^error: unknown option '--bogus'/m],
     ];
-    const results = await mapLimit(cases, 4, ([args]) => cli(...args));
+    const results = await mapLimit(cases, 2, ([args]) => cli(...args));
     cases.forEach(([args, message], i) => {
       const r = results[i] as CliResult;
       expect(r.code, `${args.join(' ')}\n${show(r)}`).toBe(2);

@@ -41,7 +41,8 @@ describe('stowage schedule with a running server', () => {
     // Garbage collection sweeps once at start-up (nothing to do then) and not again during the test,
     // so the backup retention would delete is still there for describe to show.
     server = await startServer({ kubeconfigPath: kubeconfig, namespace: ns, location: loc, args: ['--garbage-collection-frequency', '24h'] });
-    opts = { kubeconfig, namespace: ns };
+    // Generous: on a loaded machine one CLI process can take a minute to start.
+    opts = { kubeconfig, namespace: ns, timeoutMs: 300_000 };
   });
 
   afterAll(async () => {
@@ -69,7 +70,7 @@ describe('stowage schedule with a running server', () => {
       [['schedule', 'trigger'], /^error: missing required argument 'name'/m],
       [['schedule', 'delete', 'anything'], /^error: refusing to delete without confirmation: stdin is not a terminal, so pass --confirm$/m],
     ];
-    const results = await mapLimit(cases, 4, ([args]) => cli(...args));
+    const results = await mapLimit(cases, 2, ([args]) => cli(...args));
     cases.forEach(([args, message], i) => {
       const r = results[i] as CliResult;
       expect(r.code, `${args.join(' ')}\n${show(r)}`).toBe(2);
