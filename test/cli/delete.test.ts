@@ -69,7 +69,7 @@ describe('stowage backup delete and restore delete with a running server', () =>
       [['restore', 'delete', '--selector', 'a=b'], /^error: refusing to delete without confirmation: stdin is not a terminal, so pass --confirm$/m],
       [['restore', 'delete', '--all', '--bogus'], /^error: unknown option '--bogus'/m],
     ];
-    const results = await mapLimit(cases, 2, ([args]) => cli(...args));
+    const results = await mapLimit(cases, 4, ([args]) => cli(...args));
     cases.forEach(([args, message], i) => {
       const r = results[i] as CliResult;
       expect(r.code, `${args.join(' ')}\n${show(r)}`).toBe(2);
@@ -80,7 +80,7 @@ describe('stowage backup delete and restore delete with a running server', () =>
     const missing = await cli('restore', 'delete', 'nope', '--confirm');
     expect(missing.code, show(missing)).toBe(1);
     expect(missing.stderr.trim()).toBe(`error: restore "nope" not found in namespace ${ns}`);
-  }, 600_000);
+  }, 900_000);
 
   it('restore delete removes the Restore and its log and results in the bucket; what it restored stays', async () => {
     const c = await cli('restore', 'create', 'r1', '--from-backup', 'keep-1', '--namespace-mappings', `${app}:${copy}`, '--wait');

@@ -70,7 +70,7 @@ describe('stowage schedule with a running server', () => {
       [['schedule', 'trigger'], /^error: missing required argument 'name'/m],
       [['schedule', 'delete', 'anything'], /^error: refusing to delete without confirmation: stdin is not a terminal, so pass --confirm$/m],
     ];
-    const results = await mapLimit(cases, 2, ([args]) => cli(...args));
+    const results = await mapLimit(cases, 4, ([args]) => cli(...args));
     cases.forEach(([args, message], i) => {
       const r = results[i] as CliResult;
       expect(r.code, `${args.join(' ')}\n${show(r)}`).toBe(2);
@@ -80,7 +80,7 @@ describe('stowage schedule with a running server', () => {
     const missing = await cli('schedule', 'trigger', 'nope');
     expect(missing.code, show(missing)).toBe(1);
     expect(missing.stderr.trim()).toBe(`error: schedule "nope" not found in namespace ${ns}`);
-  }, 600_000);
+  }, 900_000);
 
   it('creates a schedule from the backup and retention flags; get shows it in every format', async () => {
     const r = await cli(
