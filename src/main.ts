@@ -14,6 +14,7 @@ import { downloadRequestController } from './controller/downloadRequest.js';
 import { gcController } from './controller/gc.js';
 import { serverStatusRequestController } from './controller/serverStatusRequest.js';
 import { restoreController } from './controller/restore.js';
+import { restoreArtifactsController } from './controller/restoreArtifacts.js';
 import { scheduleController } from './controller/schedule.js';
 import { createRunRegistry, type ControllerContext, type ControllerDefinition } from './controller/context.js';
 import { CUSTOM_RESOURCE_DEFINITIONS, createDynamicClient, createEventRecorder, isNotFound, loadKubeConfig, type KubeObject } from './kube/index.js';
@@ -157,7 +158,7 @@ export async function runServer(opts: ServerOptions): Promise<number> {
   const factories: ControllerFactory[] = [
     backupStorageLocationController, backupController, restoreController,
     scheduleController, gcController, deleteBackupRequestController, backupSyncController,
-    downloadRequestController, serverStatusRequestController,
+    downloadRequestController, serverStatusRequestController, restoreArtifactsController,
     ...(opts.controllers ?? []),
   ];
   const definitions = factories.map((f) => f(ctx));

@@ -4,6 +4,8 @@ import { backupLocationCommand } from './commands/backupLocation.js';
 import { debugCommand } from './commands/debug.js';
 import { addGlobalOptions } from './commands/kubeContext.js';
 import { restoreCommand } from './commands/restore.js';
+import { restoreDeleteCommand } from './commands/restoreDelete.js';
+import { scheduleCommand } from './commands/schedule.js';
 import { versionCommand } from './commands/version.js';
 import { registerRunPlugins } from './runPlugins.js';
 import { serverCommand } from './server.js';
@@ -27,7 +29,8 @@ export function buildProgram(): Command {
   addGlobalOptions(program);
   applyCliSettings(program);
 
-  const client = [backupCommand(), backupLocationCommand(), restoreCommand(), versionCommand(), debugCommand()];
+  const restore = restoreCommand().addCommand(restoreDeleteCommand());
+  const client = [backupCommand(), backupLocationCommand(), restore, scheduleCommand(), versionCommand(), debugCommand()];
   for (const c of client) {
     applyCliSettings(c);
     program.addCommand(c);

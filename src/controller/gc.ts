@@ -21,7 +21,7 @@ import {
 import { isVeleroImport } from '../persistence/veleroBackup.js';
 import type { Result } from '../runtime/index.js';
 import { errorMessage } from '../util/errors.js';
-import { effectiveExpiration, planRetention, type KeepPolicy, type RetentionBackup } from '../util/retention.js';
+import { effectiveExpiration, planRetention, type KeepPolicy, type RetentionBackup, type RetentionPlan } from '../util/retention.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
 
 const DBRS = RESOURCES.DeleteBackupRequest;
@@ -110,6 +110,15 @@ function retentionInput(b: Backup, defaultTtlMs: number): RetentionBackup {
   return input;
 }
 
+/**
+ * What retention decides for one group of backups: a schedule's (`scheduled`; `schedule` is
+ * undefined when the Schedule is gone) or the unscheduled ones. GC acts on it; `schedule describe`
+ * shows it.
+ */
+export function retentionOf(backups: readonly Backup[], schedule: Schedule | undefined, scheduled: boolean, defaultTtlMs: number, now: Date): RetentionPlan {
+  return planRetention(backups.map((b) => retentionInput(b, defaultTtlMs)), keepPolicyOf(schedule), now, { protectLastSuccessful: scheduled });
+}
+
 /** Decides which backups to delete now and which are due but blocked. Pure. */
 export function planGc(input: GcInput): GcPlan {
   const pending = new Set(input.deleteRequests.filter(isPending).map((d) => `${d.metadata.namespace ?? ''}/${d.spec.backupName}`));
@@ -137,12 +146,7 @@ export function planGc(input: GcInput): GcPlan {
   const plan: GcPlan = { delete: [], skip: [] };
   for (const g of groups.values()) {
     const byName = new Map(g.backups.map((b) => [b.metadata.name, b]));
-    const retention = planRetention(
-      g.backups.map((b) => retentionInput(b, input.defaultTtlMs)),
-      keepPolicyOf(g.schedule),
-      input.now,
-      { protectLastSuccessful: g.scheduled },
-    );
+    const retention = retentionOf(g.backups, g.schedule, g.scheduled, input.defaultTtlMs, input.now);
     for (const verdict of retention.delete) {
       const backup = byName.get(verdict.name);
       if (backup === undefined) continue;

@@ -21,7 +21,7 @@ import {
   LABEL_SCHEDULE_NAME,
   RESOURCES,
   labelValue,
-  newBackup,
+  newScheduledBackup,
   specFieldErrors,
   type Backup,
   type BackupPhase,
@@ -136,20 +136,13 @@ export function planSchedule(schedule: Schedule, backups: readonly ScheduleBacku
   return { action: 'create', at, backupName: scheduledBackupName(name, at), nextTick, requeueAfterMs };
 }
 
-/** The Backup a schedule creates: its template, its labels, the schedule-name label and the Schedule's requester stamp. */
+/** The Backup a schedule creates (newScheduledBackup) with the Schedule's requester stamp. */
 export function backupFromSchedule(schedule: Schedule, backupName: string): Backup {
-  const namespace = schedule.metadata.namespace ?? '';
-  const labels: Record<string, string> = { ...(schedule.metadata.labels ?? {}), [LABEL_SCHEDULE_NAME]: labelValue(schedule.metadata.name) };
-  // structuredClone: the template must not be shared with the cached Schedule object.
-  const backup = newBackup(backupName, namespace, structuredClone(schedule.spec.template ?? {}), labels);
+  const backup = newScheduledBackup(schedule, backupName);
   // The Schedule's creator asked for its backups: their stamp passes on (the admission webhook
   // accepts it from the server because the server may impersonate them).
   const requester = schedule.metadata.annotations?.[REQUESTER_ANNOTATION];
   if (requester !== undefined) backup.metadata.annotations = { ...(backup.metadata.annotations ?? {}), [REQUESTER_ANNOTATION]: requester };
-  const uid = schedule.metadata.uid;
-  if (schedule.spec.useOwnerReferencesInBackup === true && uid !== undefined) {
-    backup.metadata.ownerReferences = [{ apiVersion: schedule.apiVersion, kind: 'Schedule', name: schedule.metadata.name, uid, controller: true }];
-  }
   return backup;
 }
 

@@ -15,6 +15,7 @@ import { deleteBackupRequestController } from './deleteBackupRequest.js';
 import { downloadRequestController } from './downloadRequest.js';
 import { gcController } from './gc.js';
 import { restoreController } from './restore.js';
+import { restoreArtifactsController } from './restoreArtifacts.js';
 import { scheduleController } from './schedule.js';
 import { serverStatusRequestController } from './serverStatusRequest.js';
 
@@ -29,6 +30,7 @@ const READS: [string, (ctx: ControllerContext) => ControllerDefinition, StowageK
   ['gc', gcController, ['Backup', 'BackupStorageLocation', 'Schedule', 'DeleteBackupRequest']],
   ['backup-storage-location', backupStorageLocationController, ['BackupStorageLocation']],
   ['server-status-request', serverStatusRequestController, ['ServerStatusRequest']],
+  ['restore-artifacts', restoreArtifactsController, ['Restore', 'Backup', 'BackupStorageLocation']],
 ];
 
 function contextWithTaggedInformers(): { ctx: ControllerContext; kindOf: Map<unknown, StowageKind> } {

@@ -23,6 +23,8 @@ export const LABEL_IMPORTED_FROM = 'stowage.dev/imported-from';
 export const IMPORTED_FROM_VELERO = 'velero';
 /** Set on DownloadRequests/ServerStatusRequests by the CLI, for cleanup of stale requests. */
 export const LABEL_CREATED_BY = 'stowage.dev/created-by';
+/** Held on a Restore that has run, until the server has removed its log and results from object storage. */
+export const RESTORE_ARTIFACTS_FINALIZER = 'stowage.dev/restore-artifacts';
 
 /** Canceled: spec.cancel stopped the run; nothing it did is restorable (a backup keeps only its log and results). */
 export const BACKUP_PHASES = ['New', 'FailedValidation', 'InProgress', 'Completed', 'PartiallyFailed', 'Failed', 'Canceled', 'Deleting'] as const;

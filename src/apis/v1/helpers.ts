@@ -1,6 +1,6 @@
 // Constructors and small predicates over the generated types.
 import crypto from 'node:crypto';
-import { API_VERSION, BACKUP_TERMINAL_PHASES, LABEL_BACKUP_NAME, RESTORE_TERMINAL_PHASES } from './constants.js';
+import { API_VERSION, BACKUP_TERMINAL_PHASES, LABEL_BACKUP_NAME, LABEL_SCHEDULE_NAME, RESTORE_TERMINAL_PHASES } from './constants.js';
 import type { ObjectMeta } from './meta.js';
 import type {
   Backup,
@@ -44,6 +44,21 @@ export function newBackupStorageLocation(name: string, namespace: string, spec: 
 
 export function newSchedule(name: string, namespace: string, spec: ScheduleSpec): Schedule {
   return newObject('Schedule', meta(name, namespace), spec);
+}
+
+/**
+ * The Backup a schedule makes, whether its controller fires it or a user triggers it: the template
+ * (copied, never shared with the Schedule), the Schedule's labels plus the schedule-name label, and
+ * the owner reference when the Schedule asks for one. Who requested it is the caller's to add.
+ */
+export function newScheduledBackup(schedule: Schedule, backupName: string): Backup {
+  const labels: Record<string, string> = { ...(schedule.metadata.labels ?? {}), [LABEL_SCHEDULE_NAME]: labelValue(schedule.metadata.name) };
+  const backup = newBackup(backupName, schedule.metadata.namespace ?? '', structuredClone(schedule.spec.template ?? {}), labels);
+  const uid = schedule.metadata.uid;
+  if (schedule.spec.useOwnerReferencesInBackup === true && uid !== undefined) {
+    backup.metadata.ownerReferences = [{ apiVersion: schedule.apiVersion, kind: 'Schedule', name: schedule.metadata.name, uid, controller: true }];
+  }
+  return backup;
 }
 
 /** Uses generateName, so several requests for one backup can coexist (a failed one can be retried). */

@@ -2,7 +2,6 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
@@ -10,27 +9,21 @@ import { Command, Option } from 'commander';
 import * as tar from 'tar-stream';
 import {
   BACKUP_TERMINAL_PHASES,
-  LABEL_SCHEDULE_NAME,
   RESTORE_TERMINAL_PHASES,
   LABEL_STORAGE_LOCATION,
   RESOURCES,
   isBackupTerminal,
-  labelValue,
   newBackup,
   newDeleteBackupRequest,
   specFieldProblems,
   type Backup,
-  type BackupSpec,
-  type Schedule,
 } from '../../apis/v1/index.js';
 import { parseManifest, type BackupManifest } from '../../archive/index.js';
 import type { PulledInRecord } from '../../persistence/results.js';
 import { isVeleroImport, VELERO_DELETE_NOTE } from '../../persistence/veleroBackup.js';
 import { isAlreadyExists, isNotFound } from '../../kube/index.js';
 import { sleep } from '../../util/backoff.js';
-import { formatDuration, parseDuration } from '../../util/duration.js';
 import { errorMessage } from '../../util/errors.js';
-import { labelKeyProblem, labelValueProblem } from '../../util/labels.js';
 import type { ResourceRecord } from '../../persistence/results.js';
 import { action, type Session } from './action.js';
 import { checkAgreement } from './agreement.js';
@@ -39,9 +32,8 @@ import { describeRunHeader } from './common.js';
 import { eventsSection, filtersSection, messagesSection, metadataSection, progressText, selectorText, type ScopedMessages } from './describe.js';
 import { download, HttpStatusError, readJson } from './download.js';
 import { CliError, UsageError } from './errors.js';
-import {
-  addFilterFlags, checkName, filterSpec, hasFilterFlags, keyValueList, parseBool, parseSelector, parseTimeout, timestampSuffix, type FilterFlags,
-} from './flags.js';
+import { addBackupSpecFlags, backupSpecFromFlags, checkLabels, hasBackupSpecFlags, type BackupSpecFlags } from './backupFlags.js';
+import { checkName, parseSelector, parseTimeout } from './flags.js';
 import type { CliContext } from './kubeContext.js';
 import { addGlobalOptions } from './kubeContext.js';
 import {
@@ -56,6 +48,10 @@ import {
   timeLeft,
 } from './output.js';
 import { printRunLog } from './runLog.js';
+import { backupOfSchedule, getSchedule } from './scheduleTemplate.js';
+import {
+  addSelectionFlags, checkConfirmable, checkSelection, confirmOrStop, namesText, selectObjects, selectionText, type SelectionFlags,
+} from './selection.js';
 import { waitForRun } from './wait.js';
 
 const DEFAULT_DOWNLOAD_TIMEOUT = '1m';
@@ -85,72 +81,29 @@ function tlsOptions(cmd: Command): Command {
 
 // ---- create -------------------------------------------------------------------------------------
 
-interface CreateFlags extends FilterFlags {
-  ttl?: string;
-  storageLocation?: string;
+interface CreateFlags extends BackupSpecFlags {
   fromSchedule?: string;
   wait?: boolean;
-  labels?: Record<string, string>;
-  snapshotVolumes?: string | boolean;
-}
-
-function checkLabels(labels: Record<string, string> | undefined): Record<string, string> | undefined {
-  for (const [k, v] of Object.entries(labels ?? {})) {
-    const p = labelKeyProblem(k) ?? labelValueProblem(v);
-    if (p !== undefined) throw new UsageError(`--labels: ${p}`);
-  }
-  return labels;
-}
-
-/** The Backup `backup create` would submit, from its flags (exported for tests). */
-export function backupSpecFromFlags(f: CreateFlags): BackupSpec {
-  const spec: BackupSpec = filterSpec(f);
-  if (f.ttl !== undefined) {
-    let ms: number;
-    try {
-      ms = parseDuration(f.ttl, '--ttl');
-    } catch (err) {
-      throw new UsageError(errorMessage(err));
-    }
-    if (ms < 0) throw new UsageError('--ttl must not be negative');
-    spec.ttl = formatDuration(ms);
-  }
-  if (f.storageLocation !== undefined) spec.storageLocation = f.storageLocation;
-  // Refused here rather than by the server's validation: the command would otherwise submit a
-  // backup that can only fail. False (Velero scripts pass it) is what Stowage does anyway.
-  const snap = parseBool('snapshot-volumes', f.snapshotVolumes);
-  if (snap === true) throw new UsageError('--snapshot-volumes: volume snapshots are not supported yet (Stowage backs up resources only); omit the flag or pass --snapshot-volumes=false');
-  if (snap !== undefined) spec.snapshotVolumes = snap;
-  return spec;
 }
 
 async function createBackup(cmd: Command, s: Session): Promise<void> {
   const f = cmd.opts<CreateFlags>();
-  let name = cmd.processedArgs[0] as string | undefined;
-  const labels = { ...(checkLabels(f.labels) ?? {}) };
-  let spec: BackupSpec | undefined;
-  if (f.fromSchedule === undefined) {
-    if (name === undefined) throw new UsageError('a backup name is required (stowage backup create NAME), unless --from-schedule is given');
-    spec = backupSpecFromFlags(f);
-  } else if (hasFilterFlags(f) || f.ttl !== undefined || f.storageLocation !== undefined || f.snapshotVolumes !== undefined) {
-    throw new UsageError('--from-schedule takes the whole spec from the schedule; it cannot be combined with filter, --ttl, --storage-location or --snapshot-volumes flags');
-  }
-  if (name !== undefined) checkName('backup', name);
-  const ctx = s.client();
-  if (spec === undefined && f.fromSchedule !== undefined) {
-    let schedule: Schedule;
-    try {
-      schedule = await ctx.client.get<Schedule>(RESOURCES.Schedule, ctx.namespace, f.fromSchedule);
-    } catch (err) {
-      if (isNotFound(err)) throw new CliError(`schedule "${f.fromSchedule}" not found in namespace ${ctx.namespace}`);
-      throw err;
+  const name = cmd.processedArgs[0] as string | undefined;
+  const labels = checkLabels(f.labels);
+  if (f.fromSchedule !== undefined) {
+    if (hasBackupSpecFlags(f)) {
+      throw new UsageError('--from-schedule takes the whole spec from the schedule; it cannot be combined with filter, --ttl, --storage-location or --snapshot-volumes flags');
     }
-    spec = structuredClone(schedule.spec.template);
-    labels[LABEL_SCHEDULE_NAME] = labelValue(f.fromSchedule);
-    name ??= `${f.fromSchedule}-${timestampSuffix()}`;
+    if (name !== undefined) checkName('backup', name);
+    const ctx = s.client();
+    await submitBackup(ctx, backupOfSchedule(await getSchedule(ctx, f.fromSchedule), name, labels), f.wait === true);
+    return;
   }
-  if (spec === undefined || name === undefined) throw new UsageError('a backup name is required');
-  if (spec.storageLocation !== undefined && f.fromSchedule === undefined) {
+  if (name === undefined) throw new UsageError('a backup name is required (stowage backup create NAME), unless --from-schedule is given');
+  checkName('backup', name);
+  const spec = backupSpecFromFlags(f);
+  const ctx = s.client();
+  if (spec.storageLocation !== undefined) {
     try {
       await ctx.client.get(RESOURCES.BackupStorageLocation, ctx.namespace, spec.storageLocation);
     } catch (err) {
@@ -158,7 +111,12 @@ async function createBackup(cmd: Command, s: Session): Promise<void> {
       throw err;
     }
   }
-  const backup = newBackup(name, ctx.namespace, spec, Object.keys(labels).length > 0 ? labels : undefined);
+  await submitBackup(ctx, newBackup(name, ctx.namespace, spec, labels), f.wait === true);
+}
+
+/** Creates the backup and reports it; with `wait`, follows it to the end and fails unless it Completed. */
+export async function submitBackup(ctx: CliContext, backup: Backup, wait: boolean): Promise<void> {
+  const name = backup.metadata.name;
   try {
     await ctx.client.create(RESOURCES.Backup, ctx.namespace, backup);
   } catch (err) {
@@ -166,7 +124,7 @@ async function createBackup(cmd: Command, s: Session): Promise<void> {
     throw err;
   }
   out(`Backup request "${name}" submitted successfully.`);
-  if (f.wait !== true) {
+  if (!wait) {
     out(`Run \`stowage backup describe ${name}\` or \`stowage backup logs ${name}\` for more details.`);
     return;
   }
@@ -517,44 +475,37 @@ export async function waitUntilFinished(
 
 // ---- delete -------------------------------------------------------------------------------------
 
-export async function confirm(question: string): Promise<boolean> {
-  const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    const answer = await new Promise<string>((resolve) => rl.question(`${question} [y/N] `, resolve));
-    return /^y(es)?$/i.test(answer.trim());
-  } finally {
-    rl.close();
-  }
-}
-
 async function deleteBackups(cmd: Command, s: Session): Promise<void> {
-  const o = cmd.opts<{ confirm?: boolean; wait?: boolean; timeout: string }>();
+  const o = cmd.opts<SelectionFlags & { confirm?: boolean; wait?: boolean; timeout: string }>();
   const names = cmd.processedArgs[0] as string[];
   const timeoutMs = parseTimeout('timeout', o.timeout);
-  if (o.confirm !== true && process.stdin.isTTY !== true) {
-    throw new UsageError('refusing to delete without confirmation: stdin is not a terminal, so pass --confirm');
-  }
+  checkSelection(names, o, 'backup', 'backups');
+  checkConfirmable(o.confirm);
   const ctx = s.client();
-  const imported = new Set<string>();
-  for (const n of names) if (isVeleroImport(await getBackup(ctx, n))) imported.add(n);
-  if (o.confirm !== true) {
-    const what = names.length === 1 ? `backup "${names[0]}"` : `${names.length} backups (${names.join(', ')})`;
-    const data = imported.size === names.length ? ' (imported from Velero: its data stays in the Velero bucket)' : ' and all its data in object storage';
-    if (!(await confirm(`Delete ${what}${data}?`))) {
-      throw new CliError('nothing deleted');
-    }
+  const selected = await selectObjects<Backup>(names, o, {
+    kind: 'backup', plural: 'backups', namespace: ctx.namespace,
+    get: (n) => getBackup(ctx, n),
+    list: async (sel) => (await ctx.client.listAll<Backup>(RESOURCES.Backup, { namespace: ctx.namespace, labelSelector: sel })).items,
+  });
+  if (selected.length === 0) {
+    out(`No ${selectionText(o, 'backups', ctx.namespace)}: nothing to delete.`);
+    return;
   }
-  for (const n of names) {
+  const chosen = selected.map((b) => b.metadata.name);
+  const imported = new Set(selected.filter((b) => isVeleroImport(b)).map((b) => b.metadata.name));
+  const data = imported.size === chosen.length ? ' (imported from Velero: their data stays in the Velero bucket)' : ' and all their data in object storage';
+  await confirmOrStop(o.confirm, `Delete ${namesText('backup', 'backups', chosen)}${data}?`);
+  for (const n of chosen) {
     await ctx.client.create(RESOURCES.DeleteBackupRequest, ctx.namespace, newDeleteBackupRequest(n, ctx.namespace));
     out(`Request to delete backup "${n}" submitted successfully.`);
     if (imported.has(n)) out(VELERO_DELETE_NOTE(n));
   }
   if (o.wait !== true) {
-    out('The backup will be fully deleted once its data in object storage and its restores are removed.');
+    out(`The ${chosen.length === 1 ? 'backup' : 'backups'} will be fully deleted once the data in object storage and the restores are removed.`);
     return;
   }
   const deadline = Date.now() + timeoutMs;
-  for (const n of names) {
+  for (const n of chosen) {
     for (;;) {
       try {
         await ctx.client.get(RESOURCES.Backup, ctx.namespace, n);
@@ -752,19 +703,15 @@ export function backupCommand(): Command {
   const backup = new Command('backup').description('Create and manage backups');
 
   const create = addGlobalOptions(
-    addFilterFlags(
+    addBackupSpecFlags(
       new Command('create')
         .description('Create a backup')
         .argument('[name]', 'name of the backup (optional with --from-schedule)')
         .usage('NAME [flags]'),
-      'backup',
+      'the backup',
     ),
   )
-    .option('--ttl <duration>', 'how long to keep the backup, e.g. 72h or 720h0m0s (default: the server\'s, 720h)')
-    .option('--storage-location <name>', 'backup storage location to write to (default: the default location)')
-    .option('--from-schedule <schedule>', 'create the backup from the template of this schedule')
-    .addOption(new Option('--snapshot-volumes [bool]', 'volume snapshots are not supported yet: only false is accepted (for Velero scripts)').hideHelp())
-    .option('--labels <labels>', 'labels for the backup, e.g. team=a,env=prod', keyValueList('labels', '='))
+    .option('--from-schedule <schedule>', 'create the backup from the template of this schedule (named and labelled as the schedule\'s own backups)')
     .option('-w, --wait', 'wait for the backup to finish, showing its progress')
     .addHelpText(
       'after',
@@ -813,11 +760,12 @@ Examples:
   const del = addGlobalOptions(
     new Command('delete')
       .description('Delete backups: their data in object storage, their restores, and the Backup objects')
-      .argument('<names...>', 'backups to delete')
+      .argument('[names...]', 'backups to delete (or --selector, or --all)')
       .option('--confirm', 'do not ask for confirmation')
       .option('-w, --wait', 'wait until the backups are gone')
       .addOption(new Option('--timeout <duration>', 'how long --wait waits').default('5m')),
   ).action(action(async (cmd, s) => deleteBackups(cmd, s)));
+  addSelectionFlags(del, 'backups');
 
   const dl = addGlobalOptions(
     tlsOptions(

@@ -16,10 +16,11 @@ import { CORE, isAlreadyExists, isConflict, isNotFound, type KubeObject } from '
 import { sleep } from '../../util/backoff.js';
 import { errorMessage } from '../../util/errors.js';
 import { action, type Session } from './action.js';
-import { confirm, failMissing, fetchNamed, printObjects } from './backup.js';
+import { failMissing, fetchNamed, printObjects } from './backup.js';
 import { eventsSection } from './describe.js';
 import { CliError, UsageError } from './errors.js';
 import { checkName, keyValueList, parseTimeout } from './flags.js';
+import { checkConfirmable, confirmOrStop, namesText } from './selection.js';
 import type { CliContext } from './kubeContext.js';
 import { addGlobalOptions } from './kubeContext.js';
 import {
@@ -293,15 +294,10 @@ async function describeLocations(cmd: Command, s: Session): Promise<void> {
 async function deleteLocations(cmd: Command, s: Session): Promise<void> {
   const o = cmd.opts<{ confirm?: boolean }>();
   const names = cmd.processedArgs[0] as string[];
-  if (o.confirm !== true && process.stdin.isTTY !== true) {
-    throw new UsageError('refusing to delete without confirmation: stdin is not a terminal, so pass --confirm');
-  }
+  checkConfirmable(o.confirm);
   const ctx = s.client();
   for (const n of names) await getLocation(ctx, n);
-  if (o.confirm !== true) {
-    const what = names.length === 1 ? `backup storage location "${names[0]}"` : `${names.length} backup storage locations (${names.join(', ')})`;
-    if (!(await confirm(`Delete ${what}? Its backups stay in object storage.`))) throw new CliError('nothing deleted');
-  }
+  await confirmOrStop(o.confirm, `Delete ${namesText('backup storage location', 'backup storage locations', names)}? Its backups stay in object storage.`);
   for (const n of names) {
     try {
       await ctx.client.delete(BSL, ctx.namespace, n);

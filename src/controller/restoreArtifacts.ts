@@ -1,0 +1,122 @@
+// Restore artifacts controller: deleting a Restore also deletes what it wrote to object storage
+// (restores/<r>/: its log, results and resource list), as Velero does.
+//
+// A Restore that has started (any phase but New and FailedValidation, which write nothing) gets
+// the finalizer RESTORE_ARTIFACTS_FINALIZER. When the Restore is deleted:
+// - while it is InProgress, nothing happens yet: its run writes the artifacts as it ends, and the
+//   phase change brings the Restore back here;
+// - otherwise restores/<r>/ is deleted from the location of the restore's backup, then the
+//   finalizer is removed and the Restore goes.
+// The finalizer is removed without deleting anything, with a Warning event and a log line naming
+// what stays, when nothing can be deleted: the backup or its location no longer exists (a backup
+// deleted with a DeleteBackupRequest took its restores' artifacts with it), or the location is
+// ReadOnly. When the deletion fails (the store is unreachable) the finalizer stays and the
+// deletion is retried with backoff; each failure is an event on the Restore saying why.
+import {
+  RESOURCES,
+  RESTORE_ARTIFACTS_FINALIZER,
+  type Backup,
+  type BackupStorageLocation,
+  type Restore,
+} from '../apis/v1/index.js';
+import { isConflict, isNotFound } from '../kube/index.js';
+import type { Result } from '../runtime/index.js';
+import { safeErrorMessage } from '../util/errors.js';
+import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
+import { isReadOnly, openBackupStore, resolveLocation } from './locations.js';
+
+const RESTORES = RESOURCES.Restore;
+
+/** Whether a restore in this phase may have written artifacts (New and FailedValidation never do). */
+export function mayHaveArtifacts(phase: string | undefined): boolean {
+  return phase !== undefined && phase !== 'New' && phase !== 'FailedValidation';
+}
+
+/** What deleting a Restore means for its artifacts, decided from the caches. Pure. */
+export type ArtifactsPlan =
+  | { action: 'wait' }
+  | { action: 'release'; reason?: string }
+  | { action: 'delete'; location: BackupStorageLocation };
+
+export function planArtifacts(r: Restore, backup: Backup | undefined, location: BackupStorageLocation | undefined, locationName: string): ArtifactsPlan {
+  const phase = r.status?.phase;
+  if (phase === 'InProgress') return { action: 'wait' };
+  if (!mayHaveArtifacts(phase)) return { action: 'release' };
+  const where = `restores/${r.metadata.name}/`;
+  const backupName = r.spec.backupName ?? '';
+  if (backupName === '' || backup === undefined) {
+    return { action: 'release', reason: `backup "${backupName}" no longer exists, so which location holds ${where} is unknown; if it was not removed with the backup, it stays there` };
+  }
+  if (location === undefined) return { action: 'release', reason: `backup storage location "${locationName}" no longer exists; ${where} stays in its bucket` };
+  if (isReadOnly(location)) return { action: 'release', reason: `backup storage location "${location.metadata.name}" is ReadOnly, so ${where} stays in its bucket` };
+  return { action: 'delete', location };
+}
+
+export function restoreArtifactsController(ctx: ControllerContext): ControllerDefinition {
+  const restores = ctx.informer<Restore>('Restore');
+  const backups = ctx.informer<Backup>('Backup');
+  const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation');
+
+  /** Sets the finalizer list, conditional on the version read: a Conflict means a newer event is on its way. */
+  async function setFinalizers(r: Restore, finalizers: string[]): Promise<void> {
+    try {
+      await ctx.client.patch(RESTORES, r.metadata.namespace, r.metadata.name, {
+        metadata: { resourceVersion: r.metadata.resourceVersion, finalizers: finalizers.length > 0 ? finalizers : null },
+      }, 'merge');
+    } catch (err) {
+      if (isConflict(err) || isNotFound(err)) return;
+      throw err;
+    }
+  }
+
+  async function deleteArtifacts(r: Restore, location: BackupStorageLocation): Promise<void> {
+    const ns = r.metadata.namespace ?? ctx.namespace;
+    const handle = ctx.plugins.handle({ kind: 'controller', namespace: ns, name: `restore-artifacts/${r.metadata.name}` });
+    try {
+      const store = await openBackupStore(ctx, handle, location);
+      await store.deleteRestore(r.metadata.name);
+    } finally {
+      handle.release();
+    }
+  }
+
+  async function reconcile(key: string): Promise<Result> {
+    const r = restores.get(key);
+    if (r === undefined) return;
+    const held = (r.metadata.finalizers ?? []).includes(RESTORE_ARTIFACTS_FINALIZER);
+    const where = `restore ${key}`;
+    if (r.metadata.deletionTimestamp === undefined) {
+      if (!held && mayHaveArtifacts(r.status?.phase)) await setFinalizers(r, [...(r.metadata.finalizers ?? []), RESTORE_ARTIFACTS_FINALIZER]);
+      return;
+    }
+    if (!held) return;
+    const ns = r.metadata.namespace ?? '';
+    const backup = r.spec.backupName === undefined ? undefined : backups.get(`${ns}/${r.spec.backupName}`);
+    const locationName = backup?.spec.storageLocation ?? '(default)';
+    const plan = planArtifacts(r, backup, backup === undefined ? undefined : resolveLocation(ctx, backup.spec.storageLocation), locationName);
+    if (plan.action === 'wait') return;
+    if (plan.action === 'delete') {
+      const bucket = `bucket "${plan.location.spec.objectStorage.bucket}" of location "${plan.location.metadata.name}"`;
+      try {
+        await deleteArtifacts(r, plan.location);
+      } catch (err) {
+        const message = `deleting restores/${r.metadata.name}/ from ${bucket} failed, retrying: ${safeErrorMessage(err)}`;
+        void ctx.events.event(r, 'Warning', 'ArtifactsNotDeleted', message);
+        throw new Error(`${where}: ${message}`);
+      }
+      ctx.logger.info(`${where}: deleted its log and results (restores/${r.metadata.name}/) from ${bucket}`, { restore: key });
+    } else if (plan.reason !== undefined) {
+      void ctx.events.event(r, 'Warning', 'ArtifactsKept', plan.reason);
+      ctx.logger.warn(`${where} deleted: ${plan.reason}`, { restore: key });
+    }
+    await setFinalizers(r, (r.metadata.finalizers ?? []).filter((f) => f !== RESTORE_ARTIFACTS_FINALIZER));
+    return;
+  }
+
+  return {
+    name: 'restore-artifacts',
+    // Backups and locations are read from their caches; their events enqueue nothing.
+    watches: [restores, readsFrom(backups), readsFrom(locations)],
+    reconciler: { reconcile },
+  };
+}
