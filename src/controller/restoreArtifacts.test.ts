@@ -35,5 +35,9 @@ describe('restore artifacts', () => {
     expect(planArtifacts(restore('PartiallyFailed'), backup, readOnly, 'loc')).toEqual({
       action: 'release', reason: 'backup storage location "loc" is ReadOnly, so restores/r/ stays in its bucket',
     });
+    const velero = { ...location, spec: { ...location.spec, velero: true } };
+    expect(planArtifacts(restore('Completed'), backup, velero, 'loc')).toEqual({
+      action: 'release', reason: 'backup storage location "loc" holds Velero\'s backups, where Stowage writes nothing: this restore\'s log and results were never uploaded there',
+    });
   });
 });

@@ -23,7 +23,7 @@ import { isConflict, isNotFound } from '../kube/index.js';
 import type { Result } from '../runtime/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
-import { isReadOnly, openBackupStore, resolveLocation } from './locations.js';
+import { isReadOnly, isVeleroLocation, openBackupStore, resolveLocation } from './locations.js';
 
 const RESTORES = RESOURCES.Restore;
 
@@ -48,6 +48,8 @@ export function planArtifacts(r: Restore, backup: Backup | undefined, location: 
     return { action: 'release', reason: `backup "${backupName}" no longer exists, so which location holds ${where} is unknown; if it was not removed with the backup, it stays there` };
   }
   if (location === undefined) return { action: 'release', reason: `backup storage location "${locationName}" no longer exists; ${where} stays in its bucket` };
+  // Stowage never writes into a Velero bucket, so a restore from one left nothing there to delete.
+  if (isVeleroLocation(location)) return { action: 'release', reason: `backup storage location "${location.metadata.name}" holds Velero's backups, where Stowage writes nothing: this restore's log and results were never uploaded there` };
   if (isReadOnly(location)) return { action: 'release', reason: `backup storage location "${location.metadata.name}" is ReadOnly, so ${where} stays in its bucket` };
   return { action: 'delete', location };
 }
