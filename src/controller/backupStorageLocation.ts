@@ -10,6 +10,7 @@ import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
 import { checkLocationKeys } from './keys.js';
+import { checkLocationSigning } from './signatures.js';
 import { BSL_RESOURCE, openBackupStore, validatedCurrentSpec } from './locations.js';
 import { flushSpool, stamp } from './runs.js';
 
@@ -21,16 +22,6 @@ function frequencyMs(ctx: ControllerContext, bsl: BackupStorageLocation): number
   } catch {
     return ctx.config.storeValidationFrequency;
   }
-}
-
-/**
- * The spec fields this server stores but cannot honour yet (issue 20 is in progress: signing is
- * not wired into backups and restores). A location asking for them is Unavailable rather than
- * silently writing unsigned backups.
- */
-export function unsupportedLocationFields(bsl: BackupStorageLocation): string | undefined {
-  if (bsl.spec.signing === undefined || bsl.spec.signing === null) return undefined;
-  return 'spec.signing (signed manifests) is not supported by this server yet: its backups would be written unsigned, so the location is refused; remove the field to use it';
 }
 
 /** What is wrong with spec.encryption as written, or undefined. */
@@ -47,13 +38,14 @@ export function encryptionSpecProblem(bsl: BackupStorageLocation): string | unde
 /** Validates one location now; resolves to the phase and message it recorded. */
 export async function validateLocation(ctx: ControllerContext, bsl: BackupStorageLocation): Promise<{ available: boolean; message: string }> {
   const name = bsl.metadata.name;
-  const unsupported = unsupportedLocationFields(bsl) ?? encryptionSpecProblem(bsl);
+  const unsupported = encryptionSpecProblem(bsl);
   if (unsupported !== undefined) return { available: false, message: unsupported };
   const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: `backupstoragelocation/${name}` });
   try {
     const store = await openBackupStore(ctx, handle, bsl);
     await store.validate();
     await checkLocationKeys(ctx, handle, bsl);
+    await checkLocationSigning(ctx, bsl);
     return { available: true, message: '' };
   } catch (err) {
     return { available: false, message: safeErrorMessage(err) };
