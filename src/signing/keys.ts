@@ -9,6 +9,7 @@
 // Ed25519 key's is the fingerprint of its public half, so any cluster holding that half finds it
 // whatever the entry is called there.
 import crypto, { type KeyObject } from 'node:crypto';
+import { missingSecretEntry } from '../util/secretEntries.js';
 
 export const HMAC_ALGORITHM = 'HMAC-SHA256';
 export const ED25519_ALGORITHM = 'Ed25519';
@@ -68,11 +69,8 @@ export function parseSigningKey(entry: string, value: Buffer, secret: string): S
 
 /** Every problem of the Secret's keys (empty: usable): the current entry must exist and every entry be a key. */
 export function signingKeyProblems(keys: SigningKeys): string[] {
-  const problems: string[] = [];
-  if (keys.data[keys.current] === undefined) {
-    const listed = Object.keys(keys.data).sort();
-    problems.push(`Secret ${keys.secret} has no key "${keys.current}"${listed.length > 0 ? ` (it has ${listed.map((k) => `"${k}"`).join(', ')})` : ' (it is empty)'}`);
-  }
+  const missing = missingSecretEntry(keys.secret, keys.current, keys.data);
+  const problems: string[] = missing !== undefined ? [missing] : [];
   for (const [entry, v] of Object.entries(keys.data)) {
     const k = parseSigningKey(entry, v, keys.secret);
     if ('problem' in k) problems.push(k.problem);
