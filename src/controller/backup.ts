@@ -4,8 +4,9 @@
 // counts, timestamps, events and metrics. A Backup found InProgress that this server is not running was
 // left by a server that died: staleRuns.ts settles it from the bucket (also the start-up sweep).
 import {
-  ANNOTATION_SYNCED_FROM, RESOURCES, specFieldErrors, type Backup, type BackupStatus, type BackupStorageLocation,
+  ANNOTATION_SYNCED_FROM, RESOURCES, specFieldErrors, type Backup, type BackupSignatureStatus, type BackupStatus, type BackupStorageLocation,
 } from '../apis/v1/index.js';
+import type { SigningKey } from '../signing/index.js';
 import { FORMAT_VERSION } from '../archive/index.js';
 import { describeRequester, type Authority } from '../auth/index.js';
 import { planBackupScope, runBackup, type BackupDeps, type BackupResult } from '../backup/index.js';
@@ -15,6 +16,7 @@ import type { ReconcileContext, Result } from '../runtime/index.js';
 import { parseDuration, validateTtl } from '../util/duration.js';
 import { validateSelection } from '../util/selection.js';
 import { encryptionStatus, newBackupKey } from './keys.js';
+import { backupSigner, backupSigningKey, signatureStatus, signingValidation } from './signatures.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { isReadOnly, isVeleroLocation, locationProblem, veleroLocationRefusal, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { cancelBeforeStart, cancelRequested, cancelWatch } from './cancel.js';
@@ -72,6 +74,9 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
     const name = b.metadata.name;
     const schedule = scheduleOf(b);
     let expiration = '';
+    // Resolved with the data key, before anything is written; `signed` once the signature is stored.
+    let signer: SigningKey | undefined;
+    let signed: BackupSignatureStatus | undefined;
     return runLifecycle<BackupResult>(ctx, {
       kind: 'backup', resource: BACKUPS, obj: b, location, signal,
       // A backup for "the default location" records which one that was: restores, downloads and
@@ -110,20 +115,36 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         }
         // The marker holds the final status (sync imports it): unset fields are left out, not null.
         const recorded = Object.fromEntries(Object.entries(status).filter(([, v]) => v !== null)) as BackupStatus;
-        const artifacts = { resourceList: result.resourceList, results: result.results, backup: { ...b, metadata: cleanMeta(b), status: recorded } };
-        await store.completeBackup(name, result.manifest !== undefined ? { ...artifacts, manifest: result.manifest } : artifacts, endLog);
+        // The marker names the location it was written to (sync imports only its own location's).
+        const spec = { ...b.spec, storageLocation: location.metadata.name };
+        const artifacts = { resourceList: result.resourceList, results: result.results, backup: { ...b, spec, metadata: cleanMeta(b), status: recorded } };
+        const withManifest = result.manifest !== undefined ? { ...artifacts, manifest: result.manifest } : artifacts;
+        if (signer === undefined) {
+          await store.completeBackup(name, withManifest, endLog);
+        } else {
+          const sig = signatureStatus(signer);
+          const sign = backupSigner(signer, {
+            backup: name, location: location.metadata.name, phase: recorded.phase ?? '', startTimestamp: recorded.startTimestamp ?? '',
+            labels: b.metadata.labels ?? {}, tarballSha256: result.manifest?.tarball.sha256 ?? '',
+          });
+          await store.completeBackup(name, { ...withManifest, backup: { ...withManifest.backup, status: { ...recorded, signature: sig } }, sign }, endLog);
+          signed = sig;
+        }
         crashPoint('after-marker');
       },
       // A fresh data key per backup, recorded (wrapped) as the run starts: even a run that dies before
       // stowage-backup.json leaves a log and a status that say how to read it.
       key: async (_store, handle) => {
+        signer = await backupSigningKey(ctx, location);
         const key = await newBackupKey(ctx, handle, location, name);
         return key === 'unencrypted' ? { key } : { key, status: { encryption: encryptionStatus(key) } };
       },
       logRef: { backup: name, artifact: 'log' },
       logKey: (prefix) => backupKeys(prefix, name).log,
       putLog: (store, file) => store.putLog(name, file),
-      finalStatus: (o) => ({ expiration, formatVersion: FORMAT_VERSION, progress: o.result?.progress ?? { totalItems: 0, itemsBackedUp: 0 } }),
+      finalStatus: (o) => ({
+        expiration, formatVersion: FORMAT_VERSION, progress: o.result?.progress ?? { totalItems: 0, itemsBackedUp: 0 }, ...(signed !== undefined ? { signature: signed } : {}),
+      }),
       summary: (o) => `${o.result?.progress.itemsBackedUp ?? 0} items backed up`,
       // Called once the final status is patched.
       recordOutcome: (o) => {
@@ -171,6 +192,8 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
           return { requeueAfter: 1000 };
         }
         if (v.errors.length > 0 || v.location === undefined) return failed(v.errors);
+        const unsignable = await signingValidation(ctx, v.location);
+        if (unsignable !== undefined) return failed([unsignable]);
         const slot = await takeSlot(ctx, slots, 'backup', BACKUPS, b, key, backupScope(b.spec));
         if (slot === undefined) return; // queued: woken when what it waits for ends
         try {

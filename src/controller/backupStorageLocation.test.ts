@@ -1,16 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { newBackupStorageLocation } from '../apis/v1/index.js';
-import { encryptionSpecProblem, unsupportedLocationFields } from './backupStorageLocation.js';
+import { encryptionSpecProblem } from './backupStorageLocation.js';
 
 describe('location fields', () => {
   const base = { provider: 'stowage.dev/filesystem', objectStorage: { bucket: 'b' } };
-  it('refuses spec.signing until the runs honour it, and accepts spec.encryption', () => {
-    expect(unsupportedLocationFields(newBackupStorageLocation('l', 'ns', base))).toBeUndefined();
-    expect(unsupportedLocationFields(newBackupStorageLocation('l', 'ns', { ...base, encryption: { keySecretRef: { name: 'k', key: 'k1' } } }))).toBeUndefined();
-    expect(unsupportedLocationFields(newBackupStorageLocation('l', 'ns', { ...base, signing: { keySecretRef: { name: 's', key: 'hmac' } } })))
-      .toBe('spec.signing (signed manifests) is not supported by this server yet: its backups would be written unsigned, so the location is refused; remove the field to use it');
-  });
-
   it('needs exactly one source of keys in spec.encryption', () => {
     const problem = (encryption: Record<string, unknown>): string | undefined => encryptionSpecProblem(newBackupStorageLocation('l', 'ns', { ...base, encryption }));
     expect(problem({ keySecretRef: { name: 'k', key: 'k1' } })).toBeUndefined();

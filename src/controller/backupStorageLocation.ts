@@ -10,6 +10,7 @@ import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
 import { checkLocationKeys, encrypts } from './keys.js';
+import { checkLocationSigning, signs } from './signatures.js';
 import { BSL_RESOURCE, backupStoreOn, openObjectStore, validatedCurrentSpec } from './locations.js';
 import { detectLayout, type DetectedLayout } from '../persistence/veleroStore.js';
 import { flushSpool, stamp } from './runs.js';
@@ -22,16 +23,6 @@ function frequencyMs(ctx: ControllerContext, bsl: BackupStorageLocation): number
   } catch {
     return ctx.config.storeValidationFrequency;
   }
-}
-
-/**
- * The spec fields this server stores but cannot honour yet (issue 20 is in progress: signing is
- * not wired into backups and restores). A location asking for them is Unavailable rather than
- * silently writing unsigned backups.
- */
-export function unsupportedLocationFields(bsl: BackupStorageLocation): string | undefined {
-  if (bsl.spec.signing === undefined || bsl.spec.signing === null) return undefined;
-  return 'spec.signing (signed manifests) is not supported by this server yet: its backups would be written unsigned, so the location is refused; remove the field to use it';
 }
 
 /** What is wrong with spec.encryption as written, or undefined. */
@@ -55,7 +46,7 @@ export interface LocationValidation {
 /** Validates one location now; resolves to the phase and message it recorded. */
 export async function validateLocation(ctx: ControllerContext, bsl: BackupStorageLocation): Promise<LocationValidation> {
   const name = bsl.metadata.name;
-  const unsupported = unsupportedLocationFields(bsl) ?? encryptionSpecProblem(bsl);
+  const unsupported = encryptionSpecProblem(bsl);
   if (unsupported !== undefined) return { available: false, message: unsupported };
   const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: `backupstoragelocation/${name}` });
   let layout: DetectedLayout | undefined;
@@ -68,8 +59,12 @@ export async function validateLocation(ctx: ControllerContext, bsl: BackupStorag
     if (layout.layout === 'Velero' && encrypts(bsl)) {
       return { available: false, layout, message: `the bucket holds Velero's backups (${layout.reason}), which Stowage only reads and never encrypts: remove spec.encryption, or set spec.velero: false` };
     }
+    if (layout.layout === 'Velero' && signs(bsl)) {
+      return { available: false, layout, message: `the bucket holds Velero's backups (${layout.reason}), which carry no Stowage signature: remove spec.signing, or set spec.velero: false` };
+    }
     await backupStoreOn(objectStore, bsl, layout.layout === 'Velero').validate();
     await checkLocationKeys(ctx, handle, bsl);
+    await checkLocationSigning(ctx, bsl);
     return { available: true, message: '', layout };
   } catch (err) {
     return { available: false, message: safeErrorMessage(err), ...(layout !== undefined ? { layout } : {}) };

@@ -87,10 +87,31 @@ describe('importRefusal', () => {
   const required = newBackupStorageLocation('vault', 'stowage', { provider: 'stowage.dev/aws', objectStorage: { bucket: 'b' }, encryption: { keySecretRef: { name: 'kek', key: 'k1' }, required: true } });
   const key = { dataKey: Buffer.alloc(32), wrapped: { algorithm: 'AES-256-GCM-CHUNKED-v1', keyManager: 'stowage.dev/secret', keyId: 'k1', wrappedKey: Buffer.alloc(61) } };
 
-  it('imports a finished backup under its own name', () => {
-    expect(importRefusal(backup('b1', 'Completed'), plain, 'b1', 'unencrypted')).toBeUndefined();
-    expect(importRefusal(backup('b1', 'PartiallyFailed'), plain, 'b1', 'unencrypted')).toBeUndefined();
-    expect(importRefusal(backup('b1', 'Completed'), required, 'b1', key)).toBeUndefined();
+  it('imports a finished backup under its own name, naming this location', () => {
+    expect(importRefusal(backup('b1', 'Completed', 'primary'), plain, 'b1', 'unencrypted')).toBeUndefined();
+    expect(importRefusal(backup('b1', 'PartiallyFailed', 'primary'), plain, 'b1', 'unencrypted')).toBeUndefined();
+    expect(importRefusal(backup('b1', 'Completed', 'vault'), required, 'b1', key)).toBeUndefined();
+  });
+
+  it('refuses a backup naming another location or none, unless its verified signature covers that name', () => {
+    expect(importRefusal(backup('b1', 'Completed', 'elsewhere'), plain, 'b1', 'unencrypted'))
+      .toBe('its stowage-backup.json names location "elsewhere", not "primary" (only a signed backup is imported under another location\'s name)');
+    expect(importRefusal(backup('b1', 'Completed'), plain, 'b1', 'unencrypted'))
+      .toBe('its stowage-backup.json names no location, not "primary" (only a signed backup is imported under another location\'s name)');
+    const stored = backup('b1', 'Completed', 'elsewhere');
+    stored.status = { phase: 'Completed', startTimestamp: '2026-01-01T00:00:00Z' };
+    stored.metadata.labels = { 'stowage.dev/schedule-name': 'nightly' };
+    const signed = {
+      backup: 'b1', location: 'elsewhere', phase: 'Completed', startTimestamp: '2026-01-01T00:00:00Z', labels: { 'stowage.dev/schedule-name': 'nightly' },
+      manifestSha256: '0'.repeat(64), resourceListSha256: '0'.repeat(64), tarballSha256: '0'.repeat(64),
+    };
+    expect(importRefusal(stored, plain, 'b1', 'unencrypted', signed)).toBeUndefined();
+    expect(importRefusal(stored, plain, 'b1', 'unencrypted', { ...signed, location: 'primary' }))
+      .toBe('its stowage-backup.json says location "elsewhere", the signature "primary": it was altered after the backup was made');
+    expect(importRefusal(stored, plain, 'b1', 'unencrypted', { ...signed, labels: {} }))
+      .toBe('its stowage-backup.json\'s labels are not the ones signed: it was altered after the backup was made');
+    expect(importRefusal(stored, plain, 'b1', 'unencrypted', { ...signed, startTimestamp: '2025-01-01T00:00:00Z' }))
+      .toBe('its stowage-backup.json says startTimestamp "2026-01-01T00:00:00Z", the signature "2025-01-01T00:00:00Z": it was altered after the backup was made');
   });
 
   it('refuses another name, an unfinished phase, and an unencrypted backup where encryption is required', () => {

@@ -6,6 +6,9 @@
 //   resource of that name gets one: spec and status from stowage-backup.json, spec.storageLocation
 //   rewritten to this location's name, the storage-location label, and the synced-from annotation.
 //   The resource is created first and its status patched right after (status is a subresource).
+//   Refused (with the reason, logged and in an event): a file larger than MAX_METADATA_BYTES, one
+//   not finished or naming another backup or location (importRefusal), and, where the location
+//   signs, one without a valid signature over its manifest, resource list, phase and labels.
 // - Removal: a Backup resource of this location that was Completed or PartiallyFailed before the
 //   bucket was listed, and whose stowage-backup.json is no longer there, is deleted (resource
 //   only; the data is already gone). Failed backups are left alone: the backup controller writes
@@ -38,6 +41,8 @@ import { safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { readStoredBackup, unencryptedRefusal } from './keys.js';
 import { openBackupStore } from './locations.js';
+import { statementMismatch, verifyStoredSignature } from './signatures.js';
+import type { SignedStatement } from '../signing/index.js';
 import { stamp } from './runs.js';
 
 const BACKUPS = RESOURCES.Backup;
@@ -100,13 +105,24 @@ export function importedBackup(stored: Backup, location: BackupStorageLocation, 
 /**
  * Why a stowage-backup.json read from the bucket is not imported, or undefined. Only a finished
  * backup is (a run writes the file last, as Completed or PartiallyFailed: any other phase was not
- * written by a run), under its own name, and, where the location requires encryption, encrypted.
+ * written by a run), under its own name, naming this location, and, where the location requires
+ * encryption, encrypted. `signed`: what its verified signature covers (a signing location's). A
+ * backup naming another location is imported only with a verified signature for that name: a
+ * disaster-recovery cluster's location reading the bucket under another name (docs/security.md).
  */
-export function importRefusal(stored: Backup, bsl: BackupStorageLocation, name: string, key: ArtifactKey): string | undefined {
+export function importRefusal(stored: Backup, bsl: BackupStorageLocation, name: string, key: ArtifactKey, signed?: SignedStatement): string | undefined {
   if (stored.metadata.name !== name) return `its stowage-backup.json describes a backup named "${stored.metadata.name}"`;
   const phase = stored.status?.phase;
   if (phase !== 'Completed' && phase !== 'PartiallyFailed') return `its stowage-backup.json records phase ${phase ?? '(none)'}, not a finished backup`;
-  return unencryptedRefusal(bsl, name, key);
+  const unencrypted = unencryptedRefusal(bsl, name, key);
+  if (unencrypted !== undefined) return unencrypted;
+  const mismatch = signed !== undefined ? statementMismatch(signed, stored) : undefined;
+  if (mismatch !== undefined) return mismatch;
+  const marked = stored.spec?.storageLocation ?? '';
+  if (marked !== bsl.metadata.name && signed === undefined) {
+    return `its stowage-backup.json names ${marked === '' ? 'no location' : `location "${marked}"`}, not "${bsl.metadata.name}" (only a signed backup is imported under another location's name)`;
+  }
+  return undefined;
 }
 
 function syncPeriodMs(ctx: ControllerContext, bsl: BackupStorageLocation): number {
@@ -127,8 +143,13 @@ async function readStowageImport(
 ): Promise<Found> {
   const read = await readStoredBackup(ctx, handle, bsl, store, name);
   if (read === undefined) return undefined;
-  const refusal = importRefusal(read.backup, bsl, name, read.key);
-  return refusal !== undefined ? { refusal } : { backup: importedBackup(read.backup, bsl, namespace), status: read.backup.status ?? {} };
+  // A signing location's backup is verified before anything of its stowage-backup.json is believed.
+  const verified = await verifyStoredSignature(ctx, bsl, read.store, name);
+  const refusal = importRefusal(read.backup, bsl, name, read.key, verified?.statement);
+  if (refusal !== undefined) return { refusal };
+  // status.signature says sync verified the signature (labels are trusted for it): never copied unverified.
+  const { signature: _unverified, ...status } = read.backup.status ?? {};
+  return { backup: importedBackup(read.backup, bsl, namespace), status: verified !== undefined ? { ...status, signature: verified.status } : status };
 }
 
 /** A Velero backup of the bucket as the read-only Backup resource to create, from its velero-backup.json. */

@@ -49,6 +49,8 @@ import { backupRefusal } from './backupRights.js';
 import { encrypts, keyedForBackup } from './keys.js';
 import { backupStoreOn, openObjectStore, resolveLocation } from './locations.js';
 import { resolveBackupOf } from './resolveBackup.js';
+import { signs, verifyStoredSignature } from './signatures.js';
+import { SignatureError } from '../signing/index.js';
 import { stamp } from './runs.js';
 
 const DRS = RESOURCES.DownloadRequest;
@@ -410,6 +412,27 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     return `${authority.requester.username} may not read the server's log: that takes ${describeAccess(access)} (what \`kubectl logs\` of the server pod takes)${answer.reason !== '' ? ` (${answer.reason})` : ''}`;
   }
 
+  /**
+   * Why the contents, manifest or resource list of a signing location's backup are not served: its
+   * signature does not hold (so `backup verify` and `backup download` fail saying why), or undefined.
+   */
+  async function signatureRefusal(target: DownloadTarget, backup: Backup): Promise<string | undefined> {
+    if (target.kind !== 'BackupContents' && target.kind !== 'BackupManifest' && target.kind !== 'BackupResourceList') return undefined;
+    const bsl = location(backup.spec.storageLocation);
+    if (!signs(bsl)) return undefined;
+    const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: 'download-request' });
+    try {
+      const store = await keyedForBackup(ctx, handle, bsl, backupStoreOn(await openObjectStore(ctx, handle, bsl), bsl), backup);
+      await verifyStoredSignature(ctx, bsl, store, backup.metadata.name);
+      return undefined;
+    } catch (err) {
+      if (err instanceof SignatureError) return `the signature of backup "${backup.metadata.name}" does not hold: ${err.message}`;
+      throw err;
+    } finally {
+      handle.release();
+    }
+  }
+
   /** `download backup "b1"`, `download the log of restore "r1"`: what a refusal says was asked. */
   function actionOf(target: DownloadTarget): string {
     if (target.kind === 'BackupContents') return `download backup "${target.name}"`;
@@ -436,6 +459,8 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     if (refusal !== undefined) return { refused: refusal };
     const missing = isVeleroImport(backup) ? veleroMissingArtifact(target.kind, target.name) : undefined;
     if (missing !== undefined) return { refused: missing };
+    const unsigned = await signatureRefusal(target, backup);
+    if (unsigned !== undefined) return { refused: unsigned };
     const url = await urlFor(target, backup, namespace, exp);
     return { sealedURL: sealLink(recipient, url, sealContext(dr)) };
   }

@@ -17,6 +17,18 @@ import type { StoreContext } from './locations.js';
 type Secret = KubeObject & { data?: Record<string, string> };
 const SECRETS = { group: '', version: 'v1', resource: 'secrets', namespaced: true } as const;
 
+/** The entries of a Secret of the server's namespace, decoded; `missing()` is thrown when it does not exist. */
+export async function secretData(ctx: Pick<StoreContext, 'client' | 'namespace'>, name: string, missing: () => Error): Promise<Record<string, Buffer>> {
+  let secret: Secret;
+  try {
+    secret = await ctx.client.get<Secret>(SECRETS, ctx.namespace, name);
+  } catch (err) {
+    if (isNotFound(err)) throw missing();
+    throw err;
+  }
+  return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')]));
+}
+
 /** Whether backups written to the location are encrypted. */
 export function encrypts(bsl: BackupStorageLocation): boolean {
   const e = bsl.spec.encryption;
@@ -30,14 +42,7 @@ export async function locationKeyManager(ctx: StoreContext, handle: PluginHandle
   if (e.keySecretRef !== undefined) {
     const ref = e.keySecretRef;
     const secretName = `${ctx.namespace}/${ref.name}`;
-    let secret: Secret;
-    try {
-      secret = await ctx.client.get<Secret>(SECRETS, ctx.namespace, ref.name);
-    } catch (err) {
-      if (isNotFound(err)) throw new KeyUnavailableError('unknown-key', `the encryption key Secret ${secretName} of location "${bsl.metadata.name}" does not exist`);
-      throw err;
-    }
-    const data = Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')]));
+    const data = await secretData(ctx, ref.name, () => new KeyUnavailableError('unknown-key', `the encryption key Secret ${secretName} of location "${bsl.metadata.name}" does not exist`));
     const keys = { secret: secretName, current: ref.key, data };
     const problems = secretKeyProblems(keys);
     if (problems.length > 0) throw new KeyUnavailableError('unknown-key', `location "${bsl.metadata.name}": ${problems.join('; ')}`);

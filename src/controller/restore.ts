@@ -33,6 +33,7 @@ import { resolveBackupOf } from './resolveBackup.js';
 import { loadRestoreTransforms, resourceModifierRefErrors, type RestoreTransforms } from './restoreTransforms.js';
 import { restoreScope } from './runScope.js';
 import { createRunSlots, takeSlot } from './runSlots.js';
+import { scheduleMismatch, verifyStoredSignature } from './signatures.js';
 import { failStaleRun } from './staleRuns.js';
 
 const RESTORES = RESOURCES.Restore;
@@ -187,6 +188,10 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         const keyed = await keyedForBackup(ctx, handle, location, store, backup);
         const refusal = unencryptedRefusal(location, backup.metadata.name, keyed.key);
         if (refusal !== undefined) throw new Error(`${refusal}, so it is not restored`);
+        // A signing location's backup is restored only when its signature holds, before anything is created.
+        const verified = await verifyStoredSignature(ctx, location, keyed, backup.metadata.name);
+        const wrongSchedule = verified === undefined ? undefined : scheduleMismatch(verified.statement, backup.metadata.name, r.spec.scheduleName);
+        if (wrongSchedule !== undefined) throw new Error(`${wrongSchedule}, so it is not restored`);
         return { key: keyed.key };
       },
       logRef: { restore: name, artifact: 'log' },

@@ -1,6 +1,6 @@
 // What each encrypted object is bound to: the backup (or restore) and the artifact. The string is
 // mixed into the object's key and so must never change for a stored artifact.
-export type BackupArtifact = 'tarball' | 'log' | 'resource-list' | 'results' | 'manifest' | 'metadata';
+export type BackupArtifact = 'tarball' | 'log' | 'resource-list' | 'results' | 'manifest' | 'metadata' | 'signature';
 export type RestoreArtifact = 'log' | 'results' | 'resource-list';
 
 export function backupArtifactContext(backup: string, artifact: BackupArtifact): string {

@@ -7,6 +7,7 @@ import crypto from 'node:crypto';
 import type { KeyManager } from '../plugin/api/index.js';
 import { DATA_KEY_BYTES } from './chunked.js';
 import { KeyUnavailableError } from './errors.js';
+import { missingSecretEntry } from '../util/secretEntries.js';
 
 export const SECRET_KEY_MANAGER = 'stowage.dev/secret';
 const WRAP_VERSION = 1;
@@ -37,11 +38,8 @@ export interface SecretKeys {
  * Returns the problems (empty: usable). Messages name entries, never their values.
  */
 export function secretKeyProblems(keys: SecretKeys): string[] {
-  const problems: string[] = [];
-  if (keys.data[keys.current] === undefined) {
-    const listed = Object.keys(keys.data).sort();
-    problems.push(`Secret ${keys.secret} has no key "${keys.current}"${listed.length > 0 ? ` (it has ${listed.map((k) => `"${k}"`).join(', ')})` : ' (it is empty)'}`);
-  }
+  const missing = missingSecretEntry(keys.secret, keys.current, keys.data);
+  const problems: string[] = missing !== undefined ? [missing] : [];
   for (const [id, v] of Object.entries(keys.data)) {
     if (parseKeyMaterial(v) === undefined) {
       problems.push(`key "${id}" of Secret ${keys.secret} is not a 256-bit key: give 32 random bytes, or their base64 or hex (e.g. openssl rand -base64 32)`);

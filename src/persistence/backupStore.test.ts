@@ -83,6 +83,7 @@ describe('object storage layout', () => {
       resourceList: 'backups/b1/b1-resource-list.json.gz',
       results: 'backups/b1/b1-results.gz',
       manifest: 'backups/b1/b1-manifest.json.gz',
+      signature: 'backups/b1/b1-signature.json',
       metadata: 'backups/b1/stowage-backup.json',
     });
     expect(restoreKeys('team/a', 'r1')).toEqual({

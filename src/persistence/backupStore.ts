@@ -8,7 +8,8 @@ import { parseManifest, type BackupManifest } from '../archive/index.js';
 import { replayableBody, type ObjectStore } from '../plugin/api/index.js';
 import { errorMessage } from '../util/errors.js';
 import { mapLimit } from '../util/concurrency.js';
-import { bytesOf, gunzipCapped, gzipJson, parseJson, readAllCapped, readGzipJson } from './codec.js';
+import { parseSignatureFile, type SignatureFile } from '../signing/index.js';
+import { bytesOf, gunzipCapped, gzipJson, jsonSha256, parseJson, readAllCapped, readGzipJson, sha256Of } from './codec.js';
 import {
   BACKUPS_DIR, backupKeys, downloadKey, normalizePrefix, relativeDir, restoreKeys, TOP_LEVEL_DIRS, type BackupKeys,
 } from './layout.js';
@@ -33,6 +34,17 @@ export interface BackupArtifacts {
   results: RunResults;
   manifest?: BackupManifest;
   backup: Backup;
+  /**
+   * Signs the backup (a signing location's): given the SHA-256 of the manifest's and the resource
+   * list's JSON as stored, the signature file, written after them and before stowage-backup.json.
+   */
+  sign?: (digests: ArtifactDigests) => SignatureFile;
+}
+
+/** SHA-256 (hex) of the JSON text of the manifest and the resource list: what their inflated bytes hash to. */
+export interface ArtifactDigests {
+  manifestSha256: string;
+  resourceListSha256: string;
 }
 
 /** What completeRestore writes under restores/<r>/. */
@@ -44,7 +56,7 @@ export interface RestoreArtifacts {
 /** Which step of completeBackup failed: the message alone names it, `step` lets callers tell them apart. */
 export class ArtifactWriteError extends Error {
   override readonly name = 'ArtifactWriteError';
-  constructor(readonly step: 'artifacts' | 'beforeMarker' | 'marker', message: string, options?: ErrorOptions) {
+  constructor(readonly step: 'artifacts' | 'signature' | 'beforeMarker' | 'marker', message: string, options?: ErrorOptions) {
     super(message, options);
   }
 }
@@ -68,6 +80,7 @@ export interface BackupStore {
   putResourceList(backup: string, list: ResourceList): Promise<void>;
   putResults(backup: string, results: RunResults): Promise<void>;
   putManifest(backup: string, manifest: BackupManifest): Promise<void>;
+  putSignature(backup: string, file: SignatureFile): Promise<void>;
   /** Writes stowage-backup.json. Call it last: it marks the backup whole. */
   putBackupMetadata(backup: string, obj: Backup): Promise<void>;
   /**
@@ -90,6 +103,10 @@ export interface BackupStore {
   /** The manifest's JSON bytes as they are inflated (see ManifestStream); undefined when there is none. */
   getManifestStream(backup: string): Promise<AsyncIterable<Uint8Array> | undefined>;
   getResourceList(backup: string): Promise<ResourceList | undefined>;
+  /** The signature file; undefined when there is none. Rejects when it is malformed (SignatureError). */
+  getSignature(backup: string): Promise<SignatureFile | undefined>;
+  /** SHA-256 (hex) of the inflated JSON of the manifest or the resource list, as stored; undefined when there is none. */
+  artifactSha256(backup: string, artifact: 'manifest' | 'resource-list'): Promise<string | undefined>;
   getResults(backup: string): Promise<RunResults | undefined>;
   /** Names of the whole backups: those with a stowage-backup.json. */
   listBackupNames(): Promise<string[]>;
@@ -169,6 +186,7 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
     putResourceList: (b, list) => put(keys(b).resourceList, { backup: b, artifact: 'resource-list' }, gzipJson(list)),
     putResults: (b, results) => put(keys(b).results, { backup: b, artifact: 'results' }, gzipJson(results)),
     putManifest: (b, m) => put(keys(b).manifest, { backup: b, artifact: 'manifest' }, gzipJson(m)),
+    putSignature: (b, file) => put(keys(b).signature, { backup: b, artifact: 'signature' }, bytesOf(Buffer.from(`${JSON.stringify(file, null, 2)}\n`))),
     putBackupMetadata: async (b, obj) => os.putObject(bucket, keys(b).metadata, bytesOf(await marker(key, b, obj))),
     async completeBackup(b, a, beforeMarker) {
       // The three are independent, so they upload at once (the manifest alone is ~6 MB gzipped at 50k items).
@@ -177,6 +195,14 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
         store.putResults(b, a.results),
         ...(a.manifest !== undefined ? [store.putManifest(b, a.manifest)] : []),
       ]);
+      if (a.sign !== undefined) {
+        try {
+          if (a.manifest === undefined) throw new Error('a signed backup needs its manifest');
+          await store.putSignature(b, a.sign({ manifestSha256: jsonSha256(a.manifest), resourceListSha256: jsonSha256(a.resourceList) }));
+        } catch (err) {
+          throw new ArtifactWriteError('signature', `signing the backup failed: ${errorMessage(err)}`, { cause: err });
+        }
+      }
       if (beforeMarker !== undefined) {
         try {
           await beforeMarker();
@@ -201,6 +227,14 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
     getManifestStream: (b) => getOptional(keys(b).manifest, (s) => Promise.resolve(gunzipCapped(openBody(key, { backup: b, artifact: 'manifest' }, s), maxBytes, keys(b).manifest))),
     getResourceList: (b) => getGzipJson<ResourceList>(keys(b).resourceList, { backup: b, artifact: 'resource-list' }),
     getResults: (b) => getGzipJson<RunResults>(keys(b).results, { backup: b, artifact: 'results' }),
+    getSignature: (b) => getOptional(keys(b).signature, async (s) => {
+      const what = `the signature of backup "${b}"`;
+      return parseSignatureFile(parseJson(await readAllCapped(openBody(key, { backup: b, artifact: 'signature' }, s), MAX_METADATA_BYTES, what), what), what);
+    }),
+    artifactSha256: (b, artifact) => {
+      const k = artifact === 'manifest' ? keys(b).manifest : keys(b).resourceList;
+      return getOptional(k, (s) => sha256Of(gunzipCapped(openBody(key, { backup: b, artifact }, s), maxBytes, k)));
+    },
     async listBackupNames() {
       const under = `${prefix}${BACKUPS_DIR}`;
       const dirs = await os.listCommonPrefixes(bucket, under, '/');

@@ -1,6 +1,7 @@
+import crypto from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { gzipJson, jsonPieces, readGzipJson } from './codec.js';
+import { gzipJson, jsonPieces, jsonSha256, readGzipJson, sha256Of } from './codec.js';
 
 async function bytes(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
   const chunks: Uint8Array[] = [];
@@ -41,5 +42,14 @@ describe('gzipJson', () => {
 
   it('fails the read, instead of hanging it, on a value JSON cannot hold', async () => {
     await expect(bytes(gzipJson({ big: 1n }))).rejects.toThrow(/BigInt/);
+  });
+
+  it('jsonSha256 is the SHA-256 of the bytes gzipJson stores, inflated (what a signature covers)', async () => {
+    const big = { entries: Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`resources/cm/namespaces/n/é-${i}.json`, 'a'.repeat(64)])) };
+    for (const v of [...samples, big]) {
+      const inflated = gunzipSync(await bytes(gzipJson(v)));
+      expect(jsonSha256(v)).toBe(crypto.createHash('sha256').update(inflated).digest('hex'));
+      expect(await sha256Of((async function* () { yield inflated; })())).toBe(jsonSha256(v));
+    }
   });
 });

@@ -1,4 +1,5 @@
 // Encoding of the small JSON artifacts: gzipped JSON out, capped gunzip + JSON.parse in.
+import crypto from 'node:crypto';
 import { createGunzip, createGzip } from 'node:zlib';
 import { pipeline, Readable } from 'node:stream';
 import { replayableBody } from '../plugin/api/index.js';
@@ -19,6 +20,23 @@ export function gzipJson(value: unknown): AsyncIterable<Uint8Array> {
     // pipeline (not pipe): a value JSON cannot hold (a BigInt) fails the read instead of hanging it.
     return pipeline(Readable.from(jsonBatches(value)), gzip, () => undefined);
   });
+}
+
+/**
+ * SHA-256 (hex) of the JSON text gzipJson writes for the value (the same pieces), without building
+ * it as one string: what a reader gets by hashing the artifact's inflated bytes.
+ */
+export function jsonSha256(value: unknown): string {
+  const h = crypto.createHash('sha256');
+  for (const batch of jsonBatches(value)) h.update(batch, 'utf8');
+  return h.digest('hex');
+}
+
+/** SHA-256 (hex) of a stream's bytes. */
+export async function sha256Of(source: AsyncIterable<Uint8Array>): Promise<string> {
+  const h = crypto.createHash('sha256');
+  for await (const c of source) h.update(c);
+  return h.digest('hex');
 }
 
 const BATCH_CHARS = 64 * 1024;

@@ -1,6 +1,7 @@
 // Every object-storage key Stowage uses (DESIGN.md "Object storage layout"), under bucket/prefix/:
 //   backups/<b>/<b>.tar.gz, <b>-logs.gz, <b>-resource-list.json.gz, <b>-results.gz,
-//               <b>-manifest.json.gz, stowage-backup.json (written last)
+//               <b>-manifest.json.gz, <b>-signature.json (a signing location's),
+//               stowage-backup.json (written last)
 //   restores/<r>/restore-<r>-logs.gz, restore-<r>-results.gz, restore-<r>-resource-list.json.gz
 import type { StoredDownloadTargetKind } from '../apis/v1/index.js';
 
@@ -31,6 +32,8 @@ export interface BackupKeys {
   resourceList: string;
   results: string;
   manifest: string;
+  /** The manifest's signature (a signing location's backups), written before stowage-backup.json. */
+  signature: string;
   /** stowage-backup.json: its presence marks a whole backup. */
   metadata: string;
 }
@@ -52,6 +55,7 @@ export function backupKeys(prefix: string, backup: string): BackupKeys {
     resourceList: `${dir}${b}-resource-list.json.gz`,
     results: `${dir}${b}-results.gz`,
     manifest: `${dir}${b}-manifest.json.gz`,
+    signature: `${dir}${b}-signature.json`,
     metadata: `${dir}${BACKUP_METADATA_FILE}`,
   };
 }

@@ -48,7 +48,7 @@ function contextOf(ref: ArtifactRef): string {
 }
 
 const ARTIFACT_WORDS: Record<BackupArtifact | RestoreArtifact, string> = {
-  tarball: 'the tarball', log: 'the log', 'resource-list': 'the resource list', results: 'the results', manifest: 'the manifest', metadata: 'stowage-backup.json',
+  tarball: 'the tarball', log: 'the log', 'resource-list': 'the resource list', results: 'the results', manifest: 'the manifest', metadata: 'stowage-backup.json', signature: 'the signature',
 };
 
 /** The artifact a DownloadRequest target kind names. */

@@ -52,15 +52,15 @@ describe('stowage backup-location with a running server', () => {
     fs.rmSync(root, { recursive: true, force: true });
   });
 
-  it('creates a location with encryption and signing, picking a Secret\'s only key; the server refuses it until it can honour signing', async () => {
+  it('creates a location with encryption and signing, picking a Secret\'s only key; the server validates both', async () => {
     const r = await cli(
       'backup-location', 'create', 'primary', '--provider', 'stowage.dev/filesystem', '--bucket', 'backups', '--config', `root=${root}`,
       '--default', '--validation-frequency', '10s', '--backup-sync-period', '2m',
       '--encryption-key-secret', 'kek', '--require-encryption', '--signing-key-secret', 'signing=hmac', '--labels', 'team=a', '--wait',
     );
-    expect(r.code, show(r)).toBe(1);
+    expect(r.code, show(r)).toBe(0);
     expect(r.stdout).toContain('Backup storage location "primary" created.\nWaiting for the server to validate the location...\n');
-    expect(r.stderr).toContain('error: backup storage location "primary" is Unavailable: spec.signing (signed manifests) is not supported by this server yet');
+    expect(r.stdout).toContain('Backup storage location "primary" is Available.');
     const l = await location('primary');
     expect(l.metadata.labels).toEqual({ team: 'a' });
     expect(l.spec).toEqual({
@@ -69,7 +69,7 @@ describe('stowage backup-location with a running server', () => {
       encryption: { keySecretRef: { name: 'kek', key: 'key-1' }, required: true },
       signing: { keySecretRef: { name: 'signing', key: 'hmac' } },
     });
-    expect(l.status?.phase).toBe('Unavailable');
+    expect(l.status?.phase).toBe('Available');
   });
 
   it('creates an S3 location with a credential and the Velero flags; --default takes over from the old default', async () => {
@@ -104,7 +104,7 @@ describe('stowage backup-location with a running server', () => {
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^NAME +PROVIDER +BUCKET\/PREFIX +PHASE +LAST VALIDATED +ACCESS MODE +DEFAULT +ENCRYPTION +SIGNING$/);
     expect(lines.slice(1).map((l) => l.split(/ {3,}/))).toEqual([
-      ['primary', 'stowage.dev/filesystem', 'backups', 'Unavailable', expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/), 'ReadWrite', 'false', 'required', 'on'],
+      ['primary', 'stowage.dev/filesystem', 'backups', 'Available', expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/), 'ReadWrite', 'false', 'required', 'on'],
       ['typo', 'stowage.dev/aws', `${bucket}/other`, 'Available', expect.stringMatching(/UTC$/), 'ReadWrite', 'false', 'off', 'off'],
       ['vault', 'stowage.dev/aws', `${bucket}/site`, 'Available', expect.stringMatching(/UTC$/), 'ReadOnly', 'true', 'off', 'off'],
     ]);
@@ -127,9 +127,9 @@ describe('stowage backup-location with a running server', () => {
     expect(r.stdout).toMatch(new RegExp(`^Config: +root=${root.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`, 'm'));
     expect(r.stdout).toContain('Encryption:\n  Keys:      Secret kek, key key-1\n  Required:  yes: unencrypted backups are not synced or restored\n');
     expect(r.stdout).toMatch(/^Signing: +Secret signing, key hmac$/m);
-    expect(r.stdout).toMatch(/^Phase: +Unavailable$/m);
+    expect(r.stdout).toMatch(/^Phase: +Available$/m);
     expect(r.stdout).toMatch(/^Last validated: +\d{4}-.* UTC$/m);
-    expect(r.stdout).toMatch(/^ {2}Warning +Unavailable +/m);
+    expect(r.stdout).toMatch(/^ {2}Normal +Available +\S+ +location validated$/m);
     const kek = await client.get<{ data: Record<string, string> }>(CORE.secrets, ns, 'kek');
     expect(r.stdout).not.toContain(kek.data['key-1']);
     const j = JSON.parse((await cli('backup-location', 'describe', 'vault', '-o', 'json')).stdout) as BackupStorageLocation;

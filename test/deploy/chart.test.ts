@@ -169,8 +169,10 @@ describe('charts/stowage', () => {
     expect(bsl.spec.credential).toEqual({ name: secret.metadata?.name, key: 'cloud' });
     expect(bsl.spec.config).toEqual({ region: 'eu-west-1', s3Url: 'https://minio.example.com:9000', s3ForcePathStyle: 'true' });
     expect(bsl.spec).not.toHaveProperty('encryption');
-    const archive = find(objs, 'BackupStorageLocation', 'archive') as KubeObject & { spec: { encryption: Json } };
+    expect(bsl.spec).not.toHaveProperty('signing');
+    const archive = find(objs, 'BackupStorageLocation', 'archive') as KubeObject & { spec: { encryption: Json; signing: Json } };
     expect(archive.spec.encryption).toEqual({ keySecretRef: { name: 'archive-kek', key: 'k2' }, required: true });
+    expect(archive.spec.signing).toEqual({ keySecretRef: { name: 'archive-signing', key: 'public' } });
 
     // Every configuration value becomes its server flag.
     const spec = podSpec(find(objs, 'Deployment'));

@@ -2,8 +2,11 @@
 // start a NEW one with a fresh etcd, point a location (another name, to see the rewrite) at the
 // same bucket: backup sync imports the backups and a restore brings the application back. Also:
 // sync removes a Backup whose data left the bucket, and a ReadOnly location still syncs and restores.
+// Sync imports a backup under another location's name only when its signature verifies, so the old
+// cluster signs with an Ed25519 private key and the readers hold only its public half (the way
+// docs/security.md describes disaster recovery).
 // Both control planes are this file's own (scripts/cluster/controlPlane), not the shared one.
-import { createHash } from 'node:crypto';
+import crypto, { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
@@ -23,7 +26,7 @@ import { restoreController } from '../../src/controller/restore.js';
 import { CORE, isNotFound, type KubeObject } from '../../src/kube/index.js';
 import { startControlPlane, type ControlPlane } from '../../scripts/cluster/controlPlane.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation } from '../support/server.js';
+import { ensureNamespace, filesystemLocation, testClient } from '../support/server.js';
 import { startLifecycle, type Lifecycle } from './harness.js';
 
 const BACKUPS = RESOURCES.Backup;
@@ -32,9 +35,25 @@ type Secret = KubeObject & { data?: Record<string, string> };
 
 const sha256 = (file: string): string => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 
+const ed = crypto.generateKeyPairSync('ed25519');
+const SIGNING_SECRET = 'backup-signing';
+
+/** The namespace and the signing Secret (the private key, or only the public one) a location reads before it is validated. */
+async function signingSecret(kubeconfigPath: string, namespace: string, which: 'private' | 'public'): Promise<void> {
+  const client = testClient(kubeconfigPath);
+  try {
+    await ensureNamespace(client, namespace);
+    const pem = which === 'private' ? ed.privateKey.export({ type: 'pkcs8', format: 'pem' }) : ed.publicKey.export({ type: 'spki', format: 'pem' });
+    await client.create(CORE.secrets, namespace, { metadata: { name: SIGNING_SECRET }, data: { key: Buffer.from(pem).toString('base64') } });
+  } finally {
+    client.close();
+  }
+}
+
 describe('disaster recovery from the bucket into a fresh cluster', () => {
   const app = uniqueName('dr-app');
   const loc = filesystemLocation('primary');
+  loc.spec.signing = { keySecretRef: { name: SIGNING_SECRET, key: 'key' } };
   const bucketDir = path.join(loc.root, 'backups', 'backups');
   const planes: ControlPlane[] = [];
   const running: Lifecycle[] = [];
@@ -58,6 +77,7 @@ describe('disaster recovery from the bucket into a fresh cluster', () => {
     const oldCp = await startControlPlane({ controllerManager: false });
     planes.push(oldCp);
     const serverNs = 'stowage';
+    await signingSecret(oldCp.kubeconfigPath, serverNs, 'private');
     const old = await startLifecycle({
       kubeconfigPath: oldCp.kubeconfigPath,
       namespace: serverNs,
@@ -77,6 +97,7 @@ describe('disaster recovery from the bucket into a fresh cluster', () => {
     }
     const tarballSha = sha256(path.join(bucketDir, 'dr-1', 'dr-1.tar.gz'));
     const oldStatus = (await old.client.get<Backup>(BACKUPS, serverNs, 'dr-1')).status;
+    expect(oldStatus?.signature).toEqual({ algorithm: 'Ed25519', keyId: expect.stringMatching(/^ed25519:[0-9a-f]{32}$/) });
 
     // ---- disaster: the control plane and its etcd are gone -----------------------------------------
     running.splice(running.indexOf(old), 1);
@@ -89,6 +110,7 @@ describe('disaster recovery from the bucket into a fresh cluster', () => {
     // ---- a new cluster, a location with another name over the same bucket --------------------------
     const newCp = await startControlPlane({ controllerManager: false });
     planes.push(newCp);
+    await signingSecret(newCp.kubeconfigPath, serverNs, 'public');
     const fresh = await startLifecycle({
       kubeconfigPath: newCp.kubeconfigPath,
       namespace: serverNs,
@@ -141,8 +163,12 @@ describe('disaster recovery from the bucket into a fresh cluster', () => {
     // Writer and reader in two namespaces of the shared control plane, over the same bucket.
     const kubeconfigPath = inject('cluster').kubeconfigPath;
     const roApp = uniqueName('dr-ro-app');
+    const writerNs = uniqueName('dr-writer');
+    const readerNs = uniqueName('dr-reader');
+    await signingSecret(kubeconfigPath, writerNs, 'private');
+    await signingSecret(kubeconfigPath, readerNs, 'public');
     const writer = await startLifecycle({
-      kubeconfigPath, namespace: uniqueName('dr-writer'), start: new Date(), location: loc,
+      kubeconfigPath, namespace: writerNs, start: new Date(), location: loc,
       controllers: [backupStorageLocationController, backupController],
     });
     running.push(writer);
@@ -157,7 +183,7 @@ describe('disaster recovery from the bucket into a fresh cluster', () => {
     await writer.stop();
 
     const reader = await startLifecycle({
-      kubeconfigPath, namespace: uniqueName('dr-reader'), start: new Date(),
+      kubeconfigPath, namespace: readerNs, start: new Date(),
       location: { name: 'archive', spec: { ...loc.spec, accessMode: 'ReadOnly', backupSyncPeriod: '1s' } },
       controllers: [backupStorageLocationController, backupController, backupSyncController, restoreController],
     });

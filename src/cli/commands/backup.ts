@@ -317,6 +317,7 @@ export async function describeBackupText(ctx: CliContext, b: Backup, opts: { det
     ['Completed', formatTimestamp(st.completionTimestamp)],
     ['Expiration', formatTimestamp(st.expiration)],
     ['Encryption', st.encryption === undefined ? 'none' : `${st.encryption.algorithm ?? '<unknown algorithm>'}, key "${st.encryption.keyId ?? '<unknown>'}" of ${st.encryption.keyManager ?? '<unknown key manager>'}`],
+    ['Signature', st.signature === undefined ? 'none' : `${st.signature.algorithm ?? '<unknown algorithm>'}, key "${st.signature.keyId ?? '<unknown>'}"`],
   ]);
   s += '\n';
   s += formatFields([

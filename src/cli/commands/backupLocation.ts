@@ -329,7 +329,7 @@ function addLocationFlags(cmd: Command, forCreate: boolean): Command {
     .option('--encryption-key-manager <provider>', 'encrypt backups with keys wrapped by this KeyManager plugin (a KMS) instead of a Secret')
     .option('--encryption-key-manager-config <key=value,...>', 'settings for the KeyManager plugin', keyValueList('encryption-key-manager-config', '='))
     .addOption(new Option('--require-encryption [bool]', 'refuse to sync or restore unencrypted backups of this location'))
-    .option('--signing-key-secret <name[=key]>', 'sign every backup\'s manifest with the key in this Secret entry (default: the Secret\'s only entry)')
+    .option('--signing-key-secret <name[=key]>', 'sign every backup\'s manifest with the key in this Secret entry: an HMAC key, an Ed25519 private key, or only its public key to verify backups signed elsewhere (default: the Secret\'s only entry)')
     .option('--labels <labels>', 'labels for the location, e.g. team=a', keyValueList('labels', '='))
     .option('-w, --wait', 'wait until the server has validated the location, and fail if it is Unavailable')
     .addOption(new Option('--timeout <duration>', 'how long --wait waits').default('1m'));
