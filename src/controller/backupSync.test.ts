@@ -98,6 +98,8 @@ describe('importRefusal', () => {
       .toBe('its stowage-backup.json names location "elsewhere", not "primary" (only a signed backup is imported under another location\'s name)');
     expect(importRefusal(backup('b1', 'Completed'), plain, 'b1', 'unencrypted'))
       .toBe('its stowage-backup.json names no location, not "primary" (only a signed backup is imported under another location\'s name)');
+    // An older marker of a backup to the default location names none: the default location takes it.
+    expect(importRefusal(backup('b1', 'Completed'), loc('primary', true), 'b1', 'unencrypted')).toBeUndefined();
     const stored = backup('b1', 'Completed', 'elsewhere');
     stored.status = { phase: 'Completed', startTimestamp: '2026-01-01T00:00:00Z' };
     stored.metadata.labels = { 'stowage.dev/schedule-name': 'nightly' };

@@ -119,7 +119,9 @@ export function importRefusal(stored: Backup, bsl: BackupStorageLocation, name: 
   const mismatch = signed !== undefined ? statementMismatch(signed, stored) : undefined;
   if (mismatch !== undefined) return mismatch;
   const marked = stored.spec?.storageLocation ?? '';
-  if (marked !== bsl.metadata.name && signed === undefined) {
+  // Markers written before they recorded their location left it empty for the default location's backups.
+  const namesThis = marked === bsl.metadata.name || (marked === '' && bsl.spec.default === true);
+  if (!namesThis && signed === undefined) {
     return `its stowage-backup.json names ${marked === '' ? 'no location' : `location "${marked}"`}, not "${bsl.metadata.name}" (only a signed backup is imported under another location's name)`;
   }
   return undefined;

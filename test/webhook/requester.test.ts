@@ -138,9 +138,10 @@ describe('admission webhook', () => {
   it('stamps a Backup that backup sync imports with the server\'s identity, not the stamp stored with it', async () => {
     const done = await waitFinished<Backup>(admin, RESOURCES.Backup, ns, 'by-alice');
     expect(done.status?.phase, done.status?.failureReason).toBe('Completed');
-    // A second server, in another namespace, on the same storage: it imports the backup.
+    // A second server, in another namespace, on the same storage under the same location name (sync
+    // imports only a marker naming its own location, unless the backup is signed): it imports the backup.
     const other = uniqueName('webhook-sync');
-    const second = await startServer({ kubeconfigPath: inject('cluster').kubeconfigPath, namespace: other, location: { name: 'shared', spec: { ...location.spec, default: false, backupSyncPeriod: '1s' } } });
+    const second = await startServer({ kubeconfigPath: inject('cluster').kubeconfigPath, namespace: other, location: { name: location.name, spec: { ...location.spec, default: false, backupSyncPeriod: '1s' } } });
     servers.push(second);
     const imported = await waitUntil('the imported backup', () => admin.get<Backup>(RESOURCES.Backup, other, 'by-alice').catch((err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err))), 60_000, 250);
     // The server runs as its namespace's ServiceAccount (test/support/serverIdentity.ts).
