@@ -110,11 +110,15 @@ describe('concurrent runs', () => {
     });
     expect(queued.status?.phase ?? 'New').toBe('New');
     expect(queued.status?.waitingFor).toBe(`waiting for backup "first" (overlapping namespaces: ${a})`);
-    const events = await client.listAll<KubeObject & { reason?: string; message?: string; involvedObject?: { name?: string } }>(
-      { group: '', version: 'v1', resource: 'events', namespaced: true }, { namespace: ns },
-    );
-    expect(events.items.some((e) => e.involvedObject?.name === 'second' && e.reason === 'Queued' && e.message === queued.status?.waitingFor)).toBe(true);
-    expect(server.output()).toContain(`backup ${ns}/second is queued: waiting for backup "first"`);
+    // The event and the log line follow the status patch: waited for, not read at once.
+    await waitUntil('the Queued event', async () => {
+      const events = await client.listAll<KubeObject & { reason?: string; message?: string; involvedObject?: { name?: string } }>(
+        { group: '', version: 'v1', resource: 'events', namespaced: true }, { namespace: ns },
+      );
+      return events.items.some((e) => e.involvedObject?.name === 'second' && e.reason === 'Queued' && e.message === queued.status?.waitingFor) ? true : undefined;
+    });
+    await waitUntil('the queued line in the server log', () =>
+      Promise.resolve(server.output().includes(`backup ${ns}/second is queued: waiting for backup "first"`) ? true : undefined));
     // Held at its gate, "first" keeps "second" queued: it is not InProgress while "first" is.
     expect(phaseOf(backups, 'second')).toBe('New');
 
