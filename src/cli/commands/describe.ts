@@ -1,8 +1,9 @@
 // Pieces of `describe` output shared by backups and restores: metadata, filters, events, results.
-import type { LabelSelector, ObjectMeta } from '../../apis/v1/index.js';
+import type { ObjectMeta } from '../../apis/v1/index.js';
 import { REQUESTER_ANNOTATION, describeRequester, requesterOf } from '../../auth/index.js';
 import { CORE, type KubeObject } from '../../kube/index.js';
 import { labelSelectorToString } from '../../util/labels.js';
+import type { FilterSpec } from './flags.js';
 import type { CliContext } from './kubeContext.js';
 import { age, formatFields, formatTable, listOrNone, mapOrNone } from './output.js';
 
@@ -26,21 +27,8 @@ export function metadataSection(md: ObjectMeta): string {
   ]);
 }
 
-export interface FilterFields {
-  includedNamespaces?: string[];
-  excludedNamespaces?: string[];
-  includedResources?: string[];
-  excludedResources?: string[];
-  includeClusterResources?: boolean | null;
-  labelSelector?: LabelSelector;
-  orLabelSelectors?: LabelSelector[];
-  includedClusterScopedResources?: string[];
-  excludedClusterScopedResources?: string[];
-  includedNamespaceScopedResources?: string[];
-  excludedNamespaceScopedResources?: string[];
-  includedNames?: string[];
-  excludedNames?: string[];
-}
+/** The filter fields describe shows: the same set the CLI's flags fill in. */
+type FilterFields = FilterSpec;
 
 const scopedSet = (spec: FilterFields): boolean =>
   [spec.includedClusterScopedResources, spec.excludedClusterScopedResources, spec.includedNamespaceScopedResources, spec.excludedNamespaceScopedResources]
