@@ -171,10 +171,9 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         const phase = b?.status?.phase ?? 'New';
         if (b === undefined || phase !== 'New') slots.drop(key);
         if (b === undefined) return;
-        if (phase === 'InProgress') {
-          await failStaleRun(ctx, 'backup', b, (status, rv) => patchStatus(b, status, rv), STALE_RUN_REASON);
-          return;
-        }
+        // Its requeue is kept: informers never resync, so a stale run whose location read failed
+        // is only settled by the retry failStaleRun asks for.
+        if (phase === 'InProgress') return await failStaleRun(ctx, 'backup', b, (status, rv) => patchStatus(b, status, rv), STALE_RUN_REASON);
         if (phase !== 'New') return;
         // Backup sync creates imported Backups first and sets their status right after: between the
         // two they look new, and running them would overwrite the backup in the bucket.
