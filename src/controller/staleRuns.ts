@@ -20,7 +20,7 @@ import {
 } from '../apis/v1/index.js';
 import { isConflict, isNotFound, type KubeObject } from '../kube/index.js';
 import { renderJson, runLogFileName, type RunKind } from '../logging/index.js';
-import { salvageRunLog } from '../logging/salvage.js';
+import { hasLocalRunLog, removeLocalRunLog, salvageLocalRunLog, salvageRunLog } from '../logging/salvage.js';
 import { recordBackupOutcome } from '../metrics/index.js';
 import type { BackupStore } from '../persistence/backupStore.js';
 import { backupKeys, restoreKeys } from '../persistence/layout.js';
@@ -233,21 +233,21 @@ async function settleLog(s: Stale, where: Where, appendToUploaded: boolean, clos
   ])];
   const local = path.join(ctx.runLogDir, runLogFileName(kind, namespace, name));
   const salvaged = `${local}.salvaged`;
-  const hasLocal = fs.existsSync(local);
+  const hasLocal = hasLocalRunLog(local);
   if ('gone' in where) {
     if (!hasLocal) return `its log was lost with the server that ran it (it is not in this server's scratch directory), and ${where.gone}`;
-    fs.rmSync(local, { force: true });
+    removeLocalRunLog(local);
     return `its partial log could not be uploaded and was removed: ${where.gone}`;
   }
   const location = where.bsl.metadata.name;
   if (isVeleroStore(where.store)) {
     // Nothing is written into a Velero location, not even through the spool.
-    fs.rmSync(local, { force: true });
+    removeLocalRunLog(local);
     return `its log was not uploaded: location ${location} holds Velero's backups, which Stowage never writes into (the lines are in the server's log)`;
   }
   if (where.store.key === 'unencrypted' && kind === 'backup' && encrypts(where.bsl)) {
     // No data key for this run (it stopped before it had one, or it cannot be read now): its log is not stored in the clear.
-    fs.rmSync(local, { force: true });
+    removeLocalRunLog(local);
     return `its log was not uploaded: location ${location} encrypts what it stores and no data key of this run could be read (the lines were in the stopped server's own log)`;
   }
   const key = kind === 'backup' ? backupKeys(where.store.prefix, name).log : restoreKeys(where.store.prefix, name).log;
@@ -255,10 +255,10 @@ async function settleLog(s: Stale, where: Where, appendToUploaded: boolean, clos
   const put = (file: string): Promise<void> => (kind === 'backup' ? where.store.putLog(name, file) : where.store.putRestoreLog(name, file));
   const seal = where.store.key !== 'unencrypted' ? (body: AsyncIterable<Uint8Array>) => where.store.seal(ref, body) : undefined;
   if (hasLocal) {
-    const r = await salvageRunLog(fs.createReadStream(local), salvaged, closingLines);
+    const r = await salvageLocalRunLog(local, salvaged, closingLines);
     const lines = `${r.recovered} lines${r.damage !== undefined ? `; the rest did not inflate: ${r.damage}` : ''}`;
     const landed = await uploadRunLog(ctx, { path: salvaged }, location, key, put, seal);
-    fs.rmSync(local, { force: true });
+    removeLocalRunLog(local);
     return landed === 'uploaded'
       ? `its partial log (${lines}) was recovered from this server's scratch directory and uploaded`
       : `its partial log (${lines}) was recovered and is kept in the log spool until location ${location} can be written`;

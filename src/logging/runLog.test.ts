@@ -1,11 +1,11 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import zlib from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSecretSet } from './format.js';
-import { createRunLogger, runLogFileName, type RunLog } from './runLog.js';
+import { createRunLogger, runLogFileName, runLogJournal, type RunLog } from './runLog.js';
 import { createServerLogger } from './server.js';
 
 type Rec = Record<string, unknown>;
@@ -250,5 +250,22 @@ describe('createRunLogger', () => {
   it('refuses names that are not Kubernetes names', () => {
     expect(() => run({ name: '../etc' })).toThrow('run log name "../etc" is not a valid Kubernetes name');
     expect(() => run({ namespace: 'A' })).toThrow('run log namespace "A" is not a valid Kubernetes name');
+  });
+});
+
+describe('the run log journal', () => {
+  it('holds every line uncompressed by the next turn of the event loop, and is removed at close', async () => {
+    const r = run();
+    r.logger.info('first');
+    r.logger.warn('second', { n: 2 });
+    await new Promise((res) => setImmediate(res));
+    await new Promise((res) => setImmediate(res));
+    const journal = runLogJournal(r.path);
+    const lines = readFileSync(journal, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Rec);
+    expect(lines.map((l) => l.msg)).toEqual(['first', 'second']);
+    expect(lines[1]).toMatchObject({ level: 'warn', n: 2, backup: 'stowage/b1' });
+    await r.close();
+    expect(existsSync(journal)).toBe(false);
+    expect(existsSync(r.path)).toBe(true);
   });
 });

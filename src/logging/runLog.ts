@@ -1,8 +1,12 @@
 // The per-run log of a backup or restore: every line goes, as JSON, into a gzip file that is
 // uploaded next to the backup, and is mirrored to the server log tagged with the run.
+// While the run goes, each batch of lines is also appended, uncompressed and synchronously, to a
+// journal beside the gzip file (runLogJournal): zlib holds lines until a flush, and a server
+// killed meanwhile would lose them, but the journal has every line as soon as its batch is written
+// (the next turn of the event loop). Salvage reads the journal; close() removes it.
 
 import { createHash } from 'node:crypto';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { closeSync, createWriteStream, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -83,7 +87,11 @@ const SYNC_FLUSH_MS = 1000;
 
 const NAME_RE = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
-/** The run log file's name for a run. */
+/** The uncompressed journal kept beside a run's gzip log while the run goes (see the module comment). */
+export function runLogJournal(gzipPath: string): string {
+  return `${gzipPath}.journal`;
+}
+
 /**
  * The local file of a run's log. A hash, not the name: a valid 253-character name plus its namespace
  * would pass the file system's 255-byte limit. The same run always maps to the same file, so a
@@ -119,6 +127,19 @@ export function createRunLogger(opts: RunLogOptions): RunLog {
 
   const gzip = zlib.createGzip();
   const out = createWriteStream(file);
+  // Opened before the gzip file has any byte: a run that has a log file has its journal too.
+  const journalPath = runLogJournal(file);
+  let journal: number | undefined = openSync(journalPath, 'w', 0o600);
+  const dropJournal = (): void => {
+    if (journal === undefined) return;
+    try {
+      closeSync(journal);
+    } catch {
+      // closing is best effort: the file is removed next
+    }
+    journal = undefined;
+    rmSync(journalPath, { force: true });
+  };
   let writeError: unknown;
   gzip.on('error', (err) => (writeError ??= err));
   out.on('error', (err) => (writeError ??= err));
@@ -134,8 +155,8 @@ export function createRunLogger(opts: RunLogOptions): RunLog {
   let pending: string[] = [];
   let pendingBytes = 0;
   let flushQueued = false;
-  // Lines written are sync-flushed to the file within SYNC_FLUSH_MS: zlib would otherwise hold
-  // them, and a server killed mid-run would leave a file with nothing to salvage (staleRuns.ts).
+  // Lines written are sync-flushed to the file within SYNC_FLUSH_MS, so the gzip file read as it
+  // is (a journal that could not be written) holds all but the last second; the journal has the rest.
   let syncTimer: NodeJS.Timeout | undefined;
   const syncFlush = (): void => {
     syncTimer = undefined;
@@ -144,8 +165,18 @@ export function createRunLogger(opts: RunLogOptions): RunLog {
   const flushPending = (): void => {
     flushQueued = false;
     if (pending.length === 0) return;
+    const text = pending.join('');
+    if (journal !== undefined) {
+      try {
+        writeSync(journal, text);
+      } catch (err) {
+        // A journal that cannot be written (a full disk) is dropped whole: salvage then reads the gzip file.
+        server.warn('run log journal could not be written; a crash may lose the lines not yet flushed', { [kind]: runRef, error: errorMessage(err) });
+        dropJournal();
+      }
+    }
     // Once the file has failed, buffering more output would only grow memory; close() reports it.
-    if (writeError === undefined) gzip.write(pending.join(''));
+    if (writeError === undefined) gzip.write(text);
     pending = [];
     pendingBytes = 0;
     syncTimer ??= setTimeout(syncFlush, SYNC_FLUSH_MS).unref();
@@ -242,6 +273,7 @@ export function createRunLogger(opts: RunLogOptions): RunLog {
       clearTimeout(syncTimer);
       gzip.end();
       await outClosed;
+      dropJournal();
       done = true;
       for (const cb of endListeners) {
         try {

@@ -4,10 +4,11 @@
 // complete gzip file again. Streamed, so a large log never sits in memory whole.
 
 import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, rmSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import type { Writable } from 'node:stream';
 import zlib from 'node:zlib';
+import { runLogJournal } from './runLog.js';
 
 export interface SalvageResult {
   /** Whole lines kept from the source (the appended ones not counted). */
@@ -27,7 +28,7 @@ async function write(w: Writable, text: string): Promise<void> {
  * written when the process stopped and is dropped. Bytes that do not inflate end the salvage there.
  */
 export async function salvageRunLog(
-  source: AsyncIterable<Uint8Array>, dest: string, closing: (recovered: number) => string[],
+  source: AsyncIterable<Uint8Array>, dest: string, closing: (recovered: number) => string[], opts: { plain?: boolean } = {},
 ): Promise<SalvageResult> {
   const gzip = zlib.createGzip();
   const out = createWriteStream(dest);
@@ -39,7 +40,8 @@ export async function salvageRunLog(
   });
   const gunzip = zlib.createGunzip({ finishFlush: zlib.constants.Z_SYNC_FLUSH });
   let damage: string | undefined;
-  const feeding = (async () => {
+  // A plain source (the run log's journal) is read as it is.
+  const feeding = opts.plain === true ? Promise.resolve() : (async () => {
     try {
       for await (const chunk of source) {
         if (gunzip.destroyed) return;
@@ -55,7 +57,7 @@ export async function salvageRunLog(
   let carry = '';
   let recovered = 0;
   try {
-    for await (const chunk of gunzip as AsyncIterable<Buffer>) {
+    for await (const chunk of (opts.plain === true ? source : gunzip) as AsyncIterable<Buffer>) {
       const parts = (carry + decoder.write(chunk)).split('\n');
       carry = parts.pop() ?? '';
       const whole = parts.filter((l) => l !== '');
@@ -70,4 +72,25 @@ export async function salvageRunLog(
   gzip.end();
   await written;
   return { recovered, ...(damage !== undefined ? { damage } : {}) };
+}
+
+/** Whether a dead run left a log in the scratch directory: its gzip file or its journal. */
+export function hasLocalRunLog(gzipPath: string): boolean {
+  return existsSync(gzipPath) || existsSync(runLogJournal(gzipPath));
+}
+
+/** Removes what a run's log left in the scratch directory. */
+export function removeLocalRunLog(gzipPath: string): void {
+  rmSync(gzipPath, { force: true });
+  rmSync(runLogJournal(gzipPath), { force: true });
+}
+
+/**
+ * Salvages a dead run's local log into `dest`: from its journal, which has every line written up
+ * to the crash, or from the gzip file when there is no journal (one that could not be written).
+ */
+export function salvageLocalRunLog(gzipPath: string, dest: string, closing: (recovered: number) => string[]): Promise<SalvageResult> {
+  const journal = runLogJournal(gzipPath);
+  if (existsSync(journal)) return salvageRunLog(createReadStream(journal), dest, closing, { plain: true });
+  return salvageRunLog(createReadStream(gzipPath), dest, closing);
 }
