@@ -11,7 +11,11 @@ import { FORMAT_VERSION } from '../archive/index.js';
 import { describeRequester, type Authority } from '../auth/index.js';
 import { planBackupScope, runBackup, type BackupDeps, type BackupResult } from '../backup/index.js';
 import { recordBackupOutcome } from '../metrics/index.js';
+import type winston from 'winston';
+import type { BackupStore } from '../persistence/backupStore.js';
+import { gzipJson } from '../persistence/codec.js';
 import { backupKeys } from '../persistence/layout.js';
+import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { parseDuration, validateTtl } from '../util/duration.js';
 import { validateSelection } from '../util/selection.js';
@@ -24,7 +28,7 @@ import { crashPoint } from './faults.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { backupScope } from './runScope.js';
 import { createRunSlots, takeSlot } from './runSlots.js';
-import { stamp } from './runs.js';
+import { spoolArtifact, stamp } from './runs.js';
 import { failStaleRun } from './staleRuns.js';
 
 const BACKUPS = RESOURCES.Backup;
@@ -77,6 +81,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
     // Resolved with the data key, before anything is written; `signed` once the signature is stored.
     let signer: SigningKey | undefined;
     let signed: BackupSignatureStatus | undefined;
+    let runLog: winston.Logger | undefined;
     return runLifecycle<BackupResult>(ctx, {
       kind: 'backup', resource: BACKUPS, obj: b, location, signal,
       // A backup for "the default location" records which one that was: restores, downloads and
@@ -90,6 +95,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
       startedMessage: `backup started, storing to location ${location.metadata.name}`,
       onStarted: () => ctx.metrics.backupAttemptTotal.inc({ schedule }),
       engine: (env) => {
+        runLog = env.log;
         crashPoint('before-tarball');
         return runBackup({
           // Every read (discovery, LISTs, GETs) goes through the requester's client in trust mode
@@ -107,10 +113,10 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         if (o.phase === 'Failed' || result === undefined) return endLog();
         // Canceled: whatever of the tarball a store kept of the aborted upload is deleted, and no
         // stowage-backup.json is written, so nothing can restore or sync it; the results and the
-        // log say what it had done.
+        // log say what it had done. A store that is down is not waited for (lifecycle.ts): the
+        // deletion and the results wait in the spool, done when the location is Available again.
         if (o.phase === 'Canceled') {
-          await store.deleteBackup(name);
-          await store.putResults(name, result.results);
+          await cleanUpCanceled(ctx, store, location.metadata.name, name, result.results, runLog);
           return endLog();
         }
         // The marker holds the final status (sync imports it): unset fields are left out, not null.
@@ -212,6 +218,29 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
       },
     },
   };
+}
+
+/**
+ * A canceled backup's clean-up: the partial tarball deleted and the results written now, or, when
+ * the store cannot be reached, both kept in the spool (the deletion skipped should a later backup of
+ * the same name have completed there by then).
+ */
+async function cleanUpCanceled(
+  ctx: ControllerContext, store: BackupStore, location: string, name: string, results: BackupResult['results'], log: winston.Logger | undefined,
+): Promise<void> {
+  const keys = store.keys(name);
+  try {
+    await store.deleteBackup(name);
+  } catch (err) {
+    await ctx.spool.keepDelete({ location, key: keys.tarball, unlessKey: keys.metadata });
+    log?.warn(`what the canceled backup had uploaded of its tarball could not be deleted now (${safeErrorMessage(err)}); it is deleted once location ${location} can be reached`);
+  }
+  try {
+    await store.putResults(name, results);
+  } catch (err) {
+    await spoolArtifact(ctx, location, keys.results, store.seal({ backup: name, artifact: 'results' }, gzipJson(results)));
+    log?.warn(`the canceled backup's results could not be uploaded now (${safeErrorMessage(err)}); they are kept in the spool and uploaded once location ${location} can be reached`);
+  }
 }
 
 /** The run log's line saying whose rights the run uses. */

@@ -24,6 +24,7 @@ import { abortIfCanceledNow, cancelOf } from './cancel.js';
 import { encrypts } from './keys.js';
 import { openBackupStore } from './locations.js';
 import { openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
+import type { RunCallOptions } from '../plugin/host/index.js';
 
 export type RunPhase = 'Completed' | 'PartiallyFailed' | 'Failed' | 'Canceled';
 export type RunObject = KubeObject & { metadata: { name: string; namespace?: string; resourceVersion?: string } };
@@ -242,6 +243,11 @@ export async function runLifecycle<R extends EngineResult>(ctx: ControllerContex
     await patchWhileInProgress(ctx, resource, obj, version, { progress: p }).catch(() => undefined);
   });
   let handle: RunEnv['handle'] | undefined;
+  // The run's plugin calls end at once when it is aborted (a cancel cuts through an outage, a
+  // retry, a slow upload). Once aborted, what is left (a canceled backup's clean-up, results, the
+  // log) is tried with no outage window: a store that is down fails it at once, and it waits in
+  // the spool instead of holding the run InProgress.
+  let calls: RunCallOptions = { signal: abort.signal };
   let store: BackupStore | undefined;
   let keyStatus: Status = {};
   const endLog = logEnder(ctx, def, log, () => store);
@@ -251,7 +257,7 @@ export async function runLifecycle<R extends EngineResult>(ctx: ControllerContex
     let result: R | undefined;
     let failure: string | undefined;
     try {
-      handle = ctx.plugins.handle({ kind, namespace, name }, log.logger);
+      handle = ctx.plugins.handle({ kind, namespace, name }, log.logger, () => calls);
       const opened = await openBackupStore(ctx, handle, def.location);
       const k = await def.key(opened, handle);
       store = opened.withKey(k.key);
@@ -265,6 +271,7 @@ export async function runLifecycle<R extends EngineResult>(ctx: ControllerContex
       failure = abort.signal.aborted ? errorMessage(abort.signal.reason) : safeErrorMessage(err);
     } finally {
       def.signal.removeEventListener('abort', onShutdown);
+      calls = abort.signal.aborted ? { outageWindowMs: 0 } : {};
     }
     // A cancel that came while the engine ran ends the run Canceled, with what it did (its result)
     // so far; one that came after the engine returned changes nothing, the run is as the engine says.
@@ -280,7 +287,10 @@ export async function runLifecycle<R extends EngineResult>(ctx: ControllerContex
       try {
         await def.commit(store, outcome, { ...keyStatus, ...statusOf(def, outcome) }, () => endLog(outcome));
       } catch (err) {
-        fail(ctx, `${kind} ${namespace}/${name}`, outcome, safeErrorMessage(err));
+        // A canceled run stays Canceled: what it could not write (the store is down) is said, not made its outcome.
+        if (outcome.phase === 'Canceled' && !log.closed) log.logger.warn(`the ${kind} was canceled, and not all it had done could be recorded: ${safeErrorMessage(err)}`);
+        else if (outcome.phase === 'Canceled') ctx.logger.warn(`${kind} ${namespace}/${name} was canceled, and not all it had done could be recorded: ${safeErrorMessage(err)}`);
+        else fail(ctx, `${kind} ${namespace}/${name}`, outcome, safeErrorMessage(err));
       }
     }
     await endLog(outcome).catch((err: unknown) => fail(ctx, `${kind} ${namespace}/${name}`, outcome, safeErrorMessage(err)));

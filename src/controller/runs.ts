@@ -1,6 +1,8 @@
 // Plumbing shared by the backup and restore controllers: the run's own log, its upload (or the
 // spool when storage is down), throttled progress patches and timestamps.
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { BackupStorageLocation } from '../apis/v1/index.js';
@@ -69,6 +71,17 @@ export async function uploadRunLog(
   return 'uploaded';
 }
 
+/** Keeps an artifact's bytes (already sealed when the location encrypts) in the spool, uploaded to `key` when `location` is back. */
+export async function spoolArtifact(ctx: ControllerContext, location: string, key: string, body: AsyncIterable<Uint8Array>): Promise<void> {
+  const file = path.join(ctx.runLogDir, `artifact-${randomBytes(6).toString('hex')}.gz`);
+  try {
+    await pipeline(Readable.from(body), fs.createWriteStream(file, { mode: 0o600 }));
+    await ctx.spool.keep(file, { location, key });
+  } finally {
+    fs.rmSync(file, { force: true });
+  }
+}
+
 /** Uploads every spooled log that belongs to `bsl` (called when the location is Available). */
 export async function flushSpool(ctx: ControllerContext, bsl: BackupStorageLocation): Promise<void> {
   const pending = (await ctx.spool.list()).filter((s) => s.target.location === bsl.metadata.name);
@@ -81,11 +94,17 @@ export async function flushSpool(ctx: ControllerContext, bsl: BackupStorageLocat
   const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: `log-spool/${bsl.metadata.name}` });
   try {
     const store = await openObjectStore(ctx, handle, bsl);
+    const bucket = bsl.spec.objectStorage.bucket;
     const result = await ctx.spool.flush(async (file, target) => {
       if (target.location !== bsl.metadata.name) throw new Error(`waiting for location ${target.location}`);
-      await store.putObject(bsl.spec.objectStorage.bucket, target.key, fs.createReadStream(file));
+      if (target.action !== 'delete') return store.putObject(bucket, target.key, fs.createReadStream(file));
+      if (target.unlessKey !== undefined && await store.objectExists(bucket, target.unlessKey)) return;
+      await store.deleteObject(bucket, target.key);
     });
-    if (result.uploaded.length > 0) ctx.logger.info(`uploaded ${result.uploaded.length} spooled run log(s) to location ${bsl.metadata.name}`);
+    const deleted = result.uploaded.filter((s) => s.target.action === 'delete').length;
+    const uploaded = result.uploaded.length - deleted;
+    if (uploaded > 0) ctx.logger.info(`uploaded ${uploaded} spooled run log(s) to location ${bsl.metadata.name}`);
+    if (deleted > 0) ctx.logger.info(`deleted ${deleted} spooled object(s) of canceled runs from location ${bsl.metadata.name}`);
   } catch (err) {
     ctx.logger.warn(`spooled run logs for location ${bsl.metadata.name} not uploaded yet: ${errorMessage(err)}`);
   } finally {

@@ -1,6 +1,7 @@
 // The log spool: run logs whose upload failed wait here, on disk, until storage is back.
 // Each spooled log is a data file plus a JSON sidecar naming where it must go, so a restarted
-// server picks up where the old one stopped.
+// server picks up where the old one stopped. A canceled run's clean-up that could not reach the
+// store waits here too: a sidecar whose target says `delete` (its data file is empty).
 
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, readFile, readdir, rename, rm, unlink, writeFile } from 'node:fs/promises';
@@ -12,6 +13,10 @@ import { errorMessage, sanitizeMessage } from '../util/errors.js';
 export interface SpoolTarget {
   location: string;
   key: string;
+  /** 'delete': the key is deleted rather than written (a canceled backup's partial tarball). */
+  action?: 'delete';
+  /** With 'delete': left alone when this key exists (a later backup of the same name completed there). */
+  unlessKey?: string;
 }
 
 export interface SpooledLog {
@@ -119,12 +124,30 @@ export class LogSpool {
       await moveFile(dest, file).catch(() => undefined);
       throw err;
     }
-    this.logger.warn('log upload failed; the log is kept in the spool and will be uploaded when storage is back', {
-      spooledFile: dest,
-      location: target.location,
-      key: target.key,
-    });
+    if (target.action === 'delete') {
+      this.logger.warn('the object store could not be reached to delete an object; the deletion is kept in the spool and done when storage is back', {
+        location: target.location,
+        key: target.key,
+      });
+    } else {
+      this.logger.warn('log upload failed; the log is kept in the spool and will be uploaded when storage is back', {
+        spooledFile: dest,
+        location: target.location,
+        key: target.key,
+      });
+    }
     return { id, file: dest, target, keptAt: sidecar.keptAt, attempts: 0 };
+  }
+
+  /**
+   * Spools the deletion of `target.key` (see SpoolTarget.action), done in order with the uploads
+   * when the location is back.
+   */
+  async keepDelete(target: Omit<SpoolTarget, 'action'>): Promise<SpooledLog> {
+    await mkdir(this.dir, { recursive: true });
+    const empty = path.join(this.dir, `delete-${randomBytes(6).toString('hex')}.tmp`);
+    await writeFile(empty, '');
+    return this.keep(empty, { ...target, action: 'delete' });
   }
 
   /** Spooled logs, oldest first. */
@@ -166,7 +189,7 @@ export class LogSpool {
       // Sidecar last: if we die in between, the next flush uploads the same log again (harmless).
       await rm(spooled.file, { force: true });
       await rm(sidecarPath, { force: true });
-      this.logger.info('uploaded spooled log', {
+      this.logger.info(sidecar.target.action === 'delete' ? 'did a spooled deletion' : 'uploaded spooled log', {
         location: sidecar.target.location,
         key: sidecar.target.key,
         attempts: sidecar.attempts + 1,

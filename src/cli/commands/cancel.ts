@@ -107,7 +107,7 @@ const cap = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
 export function cancelCommand(kind: Kind): Command {
   return addGlobalOptions(
     new Command('cancel')
-      .description(`Cancel a New or InProgress ${kind}: it stops and ends Canceled${kind === 'backup' ? ', and is never restorable' : '; what it already created stays, and describe lists it'}`)
+      .description(`Cancel a New or InProgress ${kind}: it stops and ends Canceled, even while its storage is down (what is left to write waits for storage to return)${kind === 'backup' ? '; it is never restorable' : '; what it already created stays, and describe lists it'}`)
       .argument('<name>', `the ${kind}`)
       .option('-w, --wait', 'wait until it is Canceled'),
   ).action(action(async (cmd, s) => cancelRun(kind, cmd, s)));

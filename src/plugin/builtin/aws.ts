@@ -19,7 +19,7 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { fromIni } from '@aws-sdk/credential-provider-ini';
 import type { ObjectStore, PluginConfig, ResumableGetObject } from '../api/index.js';
-import { log } from '../sdk/index.js';
+import { callOutageWindow, callSignal, log } from '../sdk/index.js';
 import { parseAwsConfig } from './awsConfig.js';
 import { customerKey, describeEncryption, type ServerSideEncryption } from './awsSse.js';
 import { DEFAULT_OUTAGE_WINDOW_MS, isTransient, outageWindowMs, retryOutage } from './outage.js';
@@ -106,10 +106,22 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
     if (c.bucket !== undefined) void sweepUploads(this.client, c.bucket, locationPrefix(c.prefix));
   }
 
-  /** Runs one S3 call, riding out an outage shorter than the window. */
-  private call<T>(what: string, op: (s3: S3Client) => Promise<T>): Promise<T> {
+  /** Runs one S3 call, riding out an outage shorter than the window; the host's cancel ends it at once. */
+  private call<T>(what: string, op: (s3: S3Client, signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
     const s3 = this.s3();
-    return retryOutage(what, { windowMs: this.windowMs }, () => op(s3));
+    const o = this.retryOptions();
+    return retryOutage(what, o, () => op(s3, o.signal));
+  }
+
+  /** This call's window (the host may ask for a shorter one) and its cancel signal. */
+  private retryOptions(): { windowMs: number; windowSource?: string; signal?: AbortSignal } {
+    const windowMs = callOutageWindow(this.windowMs);
+    const signal = callSignal();
+    return {
+      windowMs,
+      ...(windowMs < this.windowMs ? { windowSource: `the Stowage server asked this call to wait at most ${windowMs} ms: the run it belongs to was canceled` } : {}),
+      ...(signal !== undefined ? { signal } : {}),
+    };
   }
 
   private s3(): S3Client {
@@ -118,7 +130,7 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
   }
 
   async putObject(bucket: string, key: string, body: AsyncIterable<Uint8Array>): Promise<void> {
-    await uploadObject({ client: this.s3(), windowMs: this.windowMs, partSize: PART_SIZE, queueSize: QUEUE_SIZE, sse: this.sse }, bucket, key, body);
+    await uploadObject({ client: this.s3(), ...this.retryOptions(), partSize: PART_SIZE, queueSize: QUEUE_SIZE, sse: this.sse }, bucket, key, body);
   }
 
   async getObject(bucket: string, key: string): Promise<AsyncIterable<Uint8Array>> {
@@ -126,18 +138,19 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
   }
 
   async getObjectFrom(bucket: string, key: string, offset: number): Promise<AsyncIterable<Uint8Array>> {
-    const first = await this.call(`GetObject ${bucket}/${key}`, () => this.openAt(bucket, key, offset));
-    return this.resuming(bucket, key, offset, first);
+    const first = await this.call(`GetObject ${bucket}/${key}`, (_s3, signal) => this.openAt(bucket, key, offset, signal));
+    return this.resuming(bucket, key, offset, first, callSignal());
   }
 
   /**
    * One GetObject from `offset`; NotFound and "nothing left" are answers, not failures. `end` is
    * the byte the body should reach (from its Content-Length), so a body cut short is noticed.
    */
-  private async openAt(bucket: string, key: string, offset: number): Promise<OpenedBody> {
+  private async openAt(bucket: string, key: string, offset: number, signal: AbortSignal | undefined): Promise<OpenedBody> {
     try {
       const res = await this.s3().send(
         new GetObjectCommand({ Bucket: bucket, Key: key, ...customerKey(this.sse), ...(offset > 0 ? { Range: `bytes=${offset}-` } : {}) }),
+        { abortSignal: signal },
       );
       if (!isAsyncIterable(res.Body)) throw new Error(`GetObject ${bucket}/${key}: the response has no readable body`);
       return { body: res.Body, end: res.ContentLength !== undefined ? offset + res.ContentLength : undefined };
@@ -150,7 +163,7 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
   }
 
   /** Yields the object; a connection that breaks (or ends early) mid-body is reopened at the offset reached. */
-  private async *resuming(bucket: string, key: string, offset: number, first: OpenedBody): AsyncGenerator<Uint8Array> {
+  private async *resuming(bucket: string, key: string, offset: number, first: OpenedBody, signal: AbortSignal | undefined): AsyncGenerator<Uint8Array> {
     let at = offset;
     let cur = first;
     let brokenSince: number | undefined;
@@ -168,14 +181,14 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
         // Bytes flowed since the last break: this is a new outage, counted from now.
         if (at > before || brokenSince === undefined) brokenSince = Date.now();
         const since = brokenSince;
-        cur = await retryOutage(`GetObject ${bucket}/${key} from byte ${at}`, { windowMs: this.windowMs, since }, () => this.openAt(bucket, key, at));
+        cur = await retryOutage(`GetObject ${bucket}/${key} from byte ${at}`, { windowMs: this.windowMs, since, ...(signal !== undefined ? { signal } : {}) }, () => this.openAt(bucket, key, at, signal));
       }
     }
   }
 
   async objectExists(bucket: string, key: string): Promise<boolean> {
     try {
-      await this.call(`HeadObject ${bucket}/${key}`, (s3) => s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, ...customerKey(this.sse) })));
+      await this.call(`HeadObject ${bucket}/${key}`, (s3, signal) => s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, ...customerKey(this.sse) }), { abortSignal: signal }));
       return true;
     } catch (err) {
       if (errName(err) === 'NotFound' || httpStatus(err) === 404) return false;
@@ -188,7 +201,7 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
     let token: string | undefined;
     do {
       const input = { Bucket: bucket, Prefix: prefix, Delimiter: delimiter, ContinuationToken: token };
-      const res = await this.call(`ListObjectsV2 ${bucket}/${prefix}`, (s3) => s3.send(new ListObjectsV2Command(input)));
+      const res = await this.call(`ListObjectsV2 ${bucket}/${prefix}`, (s3, signal) => s3.send(new ListObjectsV2Command(input), { abortSignal: signal }));
       for (const p of res.CommonPrefixes ?? []) if (p.Prefix !== undefined) out.push(p.Prefix);
       token = res.IsTruncated === true ? res.NextContinuationToken : undefined;
     } while (token !== undefined);
@@ -200,7 +213,7 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
     let token: string | undefined;
     do {
       const input = { Bucket: bucket, Prefix: prefix, ContinuationToken: token };
-      const res = await this.call(`ListObjectsV2 ${bucket}/${prefix}`, (s3) => s3.send(new ListObjectsV2Command(input)));
+      const res = await this.call(`ListObjectsV2 ${bucket}/${prefix}`, (s3, signal) => s3.send(new ListObjectsV2Command(input), { abortSignal: signal }));
       for (const o of res.Contents ?? []) if (o.Key !== undefined) out.push(o.Key);
       token = res.IsTruncated === true ? res.NextContinuationToken : undefined;
     } while (token !== undefined);
@@ -208,7 +221,7 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
   }
 
   async deleteObject(bucket: string, key: string): Promise<void> {
-    await this.call(`DeleteObject ${bucket}/${key}`, (s3) => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key })));
+    await this.call(`DeleteObject ${bucket}/${key}`, (s3, signal) => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal }));
   }
 
   /**

@@ -88,3 +88,26 @@ describe('outageWindowMs', () => {
     expect(() => outageWindowMs({ STOWAGE_PLUGIN_OBJECT_STORE_OUTAGE_TIMEOUT_MS: '2m' })).toThrow('whole number of milliseconds');
   });
 });
+
+describe('retryOutage and a canceled call', () => {
+  it('stops waiting out the outage as soon as the signal aborts, with its reason', async () => {
+    const cancel = new AbortController();
+    let calls = 0;
+    // The real (abortable) sleep: a backoff of 30-60 s that the abort must cut short.
+    const p = retryOutage('UploadPart 2 of b/k', { windowMs: 60_000, baseDelayMs: 60_000, maxDelayMs: 60_000, signal: cancel.signal }, async () => {
+      calls++;
+      throw refused();
+    });
+    // Aborted once the first attempt has failed and the retry is sleeping.
+    await new Promise((r) => setImmediate(r));
+    cancel.abort(new Error('canceled by alice'));
+    await expect(p).rejects.toThrow('canceled by alice');
+    expect(calls).toBe(1);
+  });
+
+  it('names what set a shorter window in its error', async () => {
+    const time = fakeTime();
+    await expect(retryOutage('HeadObject b/k', { windowMs: 0, windowSource: 'the run was canceled', ...time }, async () => { throw refused(); }))
+      .rejects.toThrow('HeadObject b/k failed: the object store is unreachable, and no outage is ridden out (the run was canceled): connect ECONNREFUSED');
+  });
+});

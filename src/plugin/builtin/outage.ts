@@ -2,6 +2,8 @@
 // a 5xx, throttling) is retried with backoff until it succeeds or the outage has lasted longer than
 // the window (--object-store-outage-timeout, passed to plugin processes in the environment). Errors
 // the store means (AccessDenied, NoSuchBucket, any other 4xx) fail at once.
+// A call the host cancels (its run was canceled) stops at once: its signal ends the wait.
+import { sleep as abortableSleep } from '../../util/backoff.js';
 import { formatDuration } from '../../util/duration.js';
 import { log, OBJECT_STORE_OUTAGE_ENV } from '../sdk/index.js';
 
@@ -52,10 +54,12 @@ export class OutageError extends Error {
 
 export interface RetryOptions {
   windowMs: number;
+  /** What set the window, for the error (default the server flag). */
+  windowSource?: string;
   /** First backoff; doubles per attempt up to maxDelayMs. */
   baseDelayMs?: number;
   maxDelayMs?: number;
-  /** Stops retrying (the upload failed elsewhere). */
+  /** Stops retrying at once, with the signal's reason (the upload failed elsewhere, the host canceled the call). */
   signal?: AbortSignal;
   /** When the outage began, if before this call (a download reopened after its stream broke). */
   since?: number;
@@ -63,7 +67,6 @@ export interface RetryOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-const sleepFor = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 function describeError(err: unknown): string {
   return err instanceof Error ? err.message || err.name : String(err);
@@ -76,7 +79,7 @@ function describeError(err: unknown): string {
  */
 export async function retryOutage<T>(what: string, opts: RetryOptions, op: (attempt: number) => Promise<T>): Promise<T> {
   const now = opts.now ?? Date.now;
-  const sleep = opts.sleep ?? sleepFor;
+  const sleep = opts.sleep ?? ((ms: number) => abortableSleep(ms, opts.signal));
   const base = opts.baseDelayMs ?? 250;
   const max = opts.maxDelayMs ?? 5000;
   let since = opts.since;
@@ -95,7 +98,7 @@ export async function retryOutage<T>(what: string, opts: RetryOptions, op: (atte
       const lasted = t - since;
       const lastedText = formatDuration(Math.round(lasted / 100) * 100);
       if (opts.windowMs <= 0) {
-        throw new OutageError(`${what} failed: the object store is unreachable, and no outage is ridden out (--object-store-outage-timeout is 0s): ${describeError(err)}`, { cause: err });
+        throw new OutageError(`${what} failed: the object store is unreachable, and no outage is ridden out (${opts.windowSource ?? '--object-store-outage-timeout is 0s'}): ${describeError(err)}`, { cause: err });
       }
       if (lasted >= opts.windowMs) {
         throw new OutageError(

@@ -17,11 +17,15 @@ import {
 } from '@aws-sdk/client-s3';
 import { log } from '../sdk/index.js';
 import { createEncryption, customerKey, type CustomerKey, type ServerSideEncryption } from './awsSse.js';
-import { retryOutage } from './outage.js';
+import { isTransient, retryOutage } from './outage.js';
 
 export interface UploadOptions {
   client: S3Client;
   windowMs: number;
+  /** What set the window, for the error (outage.ts). */
+  windowSource?: string;
+  /** The host canceled the call: stop now, abort the multipart upload (later, if the store is down). */
+  signal?: AbortSignal;
   /** Bytes per part (S3 wants at least 5 MiB for every part but the last). */
   partSize: number;
   /** Parts sent at once. */
@@ -70,8 +74,8 @@ export async function uploadObject(o: UploadOptions, bucket: string, key: string
     const second = first.done === true ? first : await source.next();
     if (second.done === true) {
       const data = first.done === true ? Buffer.alloc(0) : first.value;
-      await retryOutage(`PutObject ${bucket}/${key}`, { windowMs: o.windowMs }, () =>
-        o.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentLength: data.length, ...createEncryption(o.sse) })),
+      await retryOutage(`PutObject ${bucket}/${key}`, retryOf(o), () =>
+        o.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentLength: data.length, ...createEncryption(o.sse) }), { abortSignal: o.signal }),
       );
       return;
     }
@@ -81,24 +85,46 @@ export async function uploadObject(o: UploadOptions, bucket: string, key: string
   }
 }
 
+function retryOf(o: UploadOptions, signal: AbortSignal | undefined = o.signal): { windowMs: number; windowSource?: string; signal?: AbortSignal } {
+  return { windowMs: o.windowMs, ...(o.windowSource !== undefined ? { windowSource: o.windowSource } : {}), ...(signal !== undefined ? { signal } : {}) };
+}
+
+/** The next part of the body, or the cancel's reason as soon as `signal` aborts (a cut stream may never end). */
+async function nextOrAbort(rest: AsyncIterator<Buffer>, signal: AbortSignal | undefined): Promise<IteratorResult<Buffer>> {
+  if (signal === undefined) return rest.next();
+  signal.throwIfAborted();
+  let onAbort = (): void => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error('the upload was canceled'));
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([rest.next(), aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
 async function multipart(o: UploadOptions, bucket: string, key: string, head: Buffer[], rest: AsyncIterator<Buffer>): Promise<void> {
   const what = `multipart upload of ${bucket}/${key}`;
   const withChecksums = await checksummed(o.client);
-  const created = await retryOutage(`CreateMultipartUpload ${bucket}/${key}`, { windowMs: o.windowMs }, () =>
-    o.client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ...createEncryption(o.sse), ...(withChecksums ? { ChecksumAlgorithm: ChecksumAlgorithm.CRC32 } : {}) })),
+  const created = await retryOutage(`CreateMultipartUpload ${bucket}/${key}`, retryOf(o), () =>
+    o.client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ...createEncryption(o.sse), ...(withChecksums ? { ChecksumAlgorithm: ChecksumAlgorithm.CRC32 } : {}) }), { abortSignal: o.signal }),
   );
   const uploadId = created.UploadId;
   if (uploadId === undefined) throw new Error(`CreateMultipartUpload ${bucket}/${key}: the store returned no upload id`);
   liveUploads.add(uploadId);
   const stop = new AbortController();
+  // Parts stop on a failure elsewhere or on the host's cancel.
+  const partSignal = o.signal !== undefined ? AbortSignal.any([stop.signal, o.signal]) : stop.signal;
   const done: CompletedPart[] = [];
   const inFlight = new Set<Promise<void>>();
   let failure: { err: unknown } | undefined;
   const ssec = customerKey(o.sse);
 
   const send = (n: number, data: Buffer): void => {
-    const p = retryOutage(`UploadPart ${n} of ${bucket}/${key}`, { windowMs: o.windowMs, signal: stop.signal }, () =>
-      o.client.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: n, Body: data, ContentLength: data.length, ...ssec })),
+    const p = retryOutage(`UploadPart ${n} of ${bucket}/${key}`, retryOf(o, partSignal), () =>
+      o.client.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: n, Body: data, ContentLength: data.length, ...ssec }), { abortSignal: partSignal }),
     ).then(
       (res) => {
         if (res.ETag === undefined) throw new Error(`UploadPart ${n} of ${bucket}/${key}: the store returned no ETag`);
@@ -118,16 +144,16 @@ async function multipart(o: UploadOptions, bucket: string, key: string, head: Bu
     for (;;) {
       while (inFlight.size >= o.queueSize && failure === undefined) await Promise.race(inFlight);
       if (failure !== undefined) break;
-      const next = await rest.next();
+      const next = await nextOrAbort(rest, o.signal);
       if (next.done === true) break;
       send(++n, next.value);
     }
     await Promise.all(inFlight);
     if (failure !== undefined) throw failure.err;
     done.sort((a, b) => (a.PartNumber ?? 0) - (b.PartNumber ?? 0));
-    await retryOutage(`CompleteMultipartUpload ${bucket}/${key}`, { windowMs: o.windowMs }, async (attempt) => {
+    await retryOutage(`CompleteMultipartUpload ${bucket}/${key}`, retryOf(o), async (attempt) => {
       try {
-        await o.client.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: done }, ...ssec }));
+        await o.client.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: done }, ...ssec }), { abortSignal: o.signal });
       } catch (err) {
         // A retry after an answer lost on the way back: the store finished the upload then.
         if (attempt > 0 && errName(err) === 'NoSuchUpload' && (await objectThere(o.client, bucket, key, done.length, ssec))) return;
@@ -153,13 +179,46 @@ async function objectThere(client: S3Client, bucket: string, key: string, partCo
   }
 }
 
-/** One try: during an outage it fails too, and the location's next sweep aborts the upload then. */
+/** First wait, and the cap, between tries to abort an upload while the store is down. */
+const ABORT_RETRY_BASE_MS = 1000;
+const ABORT_RETRY_CAP_MS = 30_000;
+
+/**
+ * One try now. During an outage it fails too: then it is tried again in the background, with
+ * backoff, until the store answers (a canceled run's parts are gone soon after storage returns),
+ * or the upload is old enough for the location's sweep to abort it anyway.
+ */
 async function abort(client: S3Client, bucket: string, key: string, uploadId: string, what: string): Promise<void> {
+  const once = (): Promise<unknown> => client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }));
   try {
-    await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }));
+    await once();
     liveUploads.delete(uploadId);
+    return;
   } catch (err) {
     liveUploads.delete(uploadId);
-    log.debug('could not abort the failed upload; a later sweep of the location aborts it', { upload: what, error: (err as Error).message });
+    if (!isTransient(err)) {
+      log.debug('could not abort the failed upload; a later sweep of the location aborts it', { upload: what, error: (err as Error).message });
+      return;
+    }
+    log.debug('the store is unreachable: the failed upload is aborted once it answers', { upload: what, error: (err as Error).message });
+  }
+  void abortLater(once, what);
+}
+
+async function abortLater(once: () => Promise<unknown>, what: string): Promise<void> {
+  const started = Date.now();
+  for (let attempt = 0; Date.now() - started < STALE_ABORT_RETRY_MS; attempt++) {
+    // Unref'd: a plugin process that is asked to stop does not wait for this.
+    await new Promise<void>((r) => setTimeout(r, Math.min(ABORT_RETRY_CAP_MS, ABORT_RETRY_BASE_MS * 2 ** attempt)).unref());
+    try {
+      await once();
+      log.info('aborted an upload that failed while the store was unreachable', { upload: what });
+      return;
+    } catch (err) {
+      if (!isTransient(err)) return; // NoSuchUpload (done already) or refused: the sweep has the rest
+    }
   }
 }
+
+/** How long the background abort keeps trying; after that the location's sweep of stale uploads takes over. */
+const STALE_ABORT_RETRY_MS = 24 * 3600_000;

@@ -4,7 +4,7 @@ export { CHUNK_SIZE, rechunk } from './chunks.js';
 export { connectPlugin, grpcTarget, type PluginConnection } from './connection.js';
 export { RemoteCallError, StatusError } from './errors.js';
 export { runMetadata, runFromMetadata } from './metadata.js';
-export type { CallContext } from './unary.js';
+export { abortReason, type CallContext } from './unary.js';
 export type { CallInfo, ServeHooks, Factory } from './serverCommon.js';
 export { startPluginServer, listedPlugins, type PluginImplementations, type RunningPluginServer } from './server.js';
 export * from './objectStoreClient.js';

@@ -7,7 +7,7 @@ import type { GetObjectResponse, PutObjectRequest } from '../../gen/stowage/plug
 import { rechunk } from './chunks.js';
 import type { PluginConnection } from './connection.js';
 import { fromServiceError, RemoteCallError } from './errors.js';
-import { unary, type CallContext } from './unary.js';
+import { abortReason, cancelOnAbort, unary, type CallContext } from './unary.js';
 
 export type { InstanceRef };
 
@@ -53,13 +53,21 @@ export function objectStorePut(
     const finished = new AbortController();
     let idleTimer: NodeJS.Timeout | undefined;
     let stalled = false;
+    let unsubscribe = (): void => undefined;
     const call = conn.objectStore.putObject(ctx.metadata, { deadline: ctx.deadline }, (err, res) => {
       finished.abort();
       clearTimeout(idleTimer);
+      unsubscribe();
       if (stalled) reject(idleError(FINISH_IDLE_PERIODS * idleMs));
       else if (err !== null) reject(fromServiceError(err));
       else resolve(res.size);
     });
+    // A canceled run does not wait for its upload: the call ends now, and the plugin is told.
+    unsubscribe = cancelOnAbort(ctx.signal, () => {
+      finished.abort();
+      clearTimeout(idleTimer);
+      call.cancel();
+    }, reject);
     const pump = async (): Promise<void> => {
       call.write({ part: { $case: 'header', header: { instance: ref, bucket, key } } });
       for await (const chunk of rechunk(body)) {
@@ -120,12 +128,16 @@ export async function* objectStoreGet(
   );
   const it = stream[Symbol.asyncIterator]() as AsyncIterator<GetObjectResponse>;
   let done = false;
+  const onAbort = (): void => stream.cancel();
+  ctx.signal?.addEventListener('abort', onAbort, { once: true });
   try {
     for (;;) {
       let r: IteratorResult<GetObjectResponse>;
       try {
+        if (ctx.signal?.aborted === true) throw abortReason(ctx.signal);
         r = await nextWithin(it, idleMs, () => stream.cancel());
       } catch (err) {
+        if (ctx.signal?.aborted === true) throw abortReason(ctx.signal);
         throw fromServiceError(err);
       }
       if (r.done === true) {
@@ -135,6 +147,7 @@ export async function* objectStoreGet(
       yield r.value.chunk;
     }
   } finally {
+    ctx.signal?.removeEventListener('abort', onAbort);
     if (!done) stream.cancel();
   }
 }

@@ -11,8 +11,7 @@ import type {
 } from '../../gen/stowage/plugin/v1/object_store.js';
 import { rechunk } from './chunks.js';
 import { StatusError, toServiceError } from './errors.js';
-import { runFromMetadata } from './metadata.js';
-import { InstanceTable, unaryHandler, unknownPlugin, type Factory, type ServeHooks } from './serverCommon.js';
+import { callInfo, InstanceTable, unaryHandler, unknownPlugin, type Factory, type ServeHooks } from './serverCommon.js';
 
 const SERVICE = 'ObjectStore';
 
@@ -35,13 +34,15 @@ export function objectStoreServer(factories: Record<string, Factory<ObjectStore>
 
   const putObject = (call: ServerReadableStream<PutObjectRequest, PutObjectResponse>, callback: sendUnaryData<PutObjectResponse>): void => {
     const it = call[Symbol.asyncIterator]() as AsyncIterator<PutObjectRequest>;
+    // Taken before the header arrives: a cancel may come at any point of the stream.
+    const base = callInfo(call, SERVICE, 'PutObject', '');
     const run = async (): Promise<PutObjectResponse> => {
       const first = await it.next();
       const header = first.done === true ? undefined : first.value.part;
       if (header?.$case !== 'header') throw new StatusError(status.INVALID_ARGUMENT, 'PutObject: the first message must be the header');
       const { instance, bucket, key } = header.header;
       const plugin = instance?.plugin ?? '';
-      return hooks.call({ service: SERVICE, method: 'PutObject', plugin, run: runFromMetadata(call.metadata) }, async () => {
+      return hooks.call({ ...base, plugin }, async () => {
         const store = instances.get('ObjectStore', instance);
         let size = 0;
         const counted = async function* (): AsyncGenerator<Buffer> {
@@ -62,9 +63,8 @@ export function objectStoreServer(factories: Record<string, Factory<ObjectStore>
 
   const getObject = (call: ServerWritableStream<GetObjectRequest, GetObjectResponse>): void => {
     const req = call.request;
-    const info = { service: SERVICE, method: 'GetObject', plugin: req.instance?.plugin ?? '', run: runFromMetadata(call.metadata) };
-    const cancelled = new AbortController();
-    call.on('cancelled', () => cancelled.abort());
+    const info = callInfo(call, SERVICE, 'GetObject', req.instance?.plugin ?? '');
+    const cancelled = { signal: info.signal };
     hooks
       .call(info, async () => {
         const store = instances.get('ObjectStore', req.instance);

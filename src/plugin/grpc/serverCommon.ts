@@ -1,10 +1,10 @@
 // Shared plumbing for the plugin-side service adapters: the per-call hook, unary handlers, and
 // lookup of a plugin by name.
 import { randomUUID } from 'node:crypto';
-import { status, type handleUnaryCall } from '@grpc/grpc-js';
+import { status, type Metadata, type handleUnaryCall } from '@grpc/grpc-js';
 import type { PluginKind, RunIdentity } from '../api/index.js';
 import { StatusError, toServiceError } from './errors.js';
-import { runFromMetadata } from './metadata.js';
+import { outageWindowFromMetadata, runFromMetadata } from './metadata.js';
 
 export interface CallInfo {
   service: string;
@@ -12,6 +12,21 @@ export interface CallInfo {
   /** The plugin the request names ('' for calls about the whole process). */
   plugin: string;
   run: RunIdentity | undefined;
+  /** Aborted when the host cancels the call (its run was canceled, or it gave up waiting). */
+  signal: AbortSignal;
+  /** The call's own outage window, when the host gave it one (OUTAGE_WINDOW_KEY). */
+  outageWindowMs?: number;
+}
+
+/** The CallInfo of a call, with a signal that aborts when the host cancels it. */
+export function callInfo(
+  call: { metadata: Metadata; on(event: 'cancelled', listener: () => void): unknown },
+  service: string, method: string, plugin: string,
+): CallInfo {
+  const cancelled = new AbortController();
+  call.on('cancelled', () => cancelled.abort(new StatusError(status.CANCELLED, `${service}.${method} was cancelled by the host`)));
+  const window = outageWindowFromMetadata(call.metadata);
+  return { service, method, plugin, run: runFromMetadata(call.metadata), signal: cancelled.signal, ...(window !== undefined ? { outageWindowMs: window } : {}) };
 }
 
 /** Wraps every call's implementation; the SDK binds the run identity to the plugin logger here. */
@@ -29,7 +44,7 @@ export function unaryHandler<Req, Res>(
   impl: (req: Req) => Promise<Res>,
 ): handleUnaryCall<Req, Res> {
   return (call, callback) => {
-    const info: CallInfo = { service, method, plugin: pluginOf(call.request), run: runFromMetadata(call.metadata) };
+    const info = callInfo(call, service, method, pluginOf(call.request));
     hooks.call(info, () => impl(call.request)).then(
       (res) => callback(null, res),
       (err: unknown) => callback(toServiceError(err)),

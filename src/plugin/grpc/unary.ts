@@ -9,6 +9,32 @@ export interface CallContext {
   deadline: Date;
   /** Streams only: longest wait for the next chunk to move before the call is cancelled. */
   idleTimeoutMs?: number;
+  /** Cancels the call at once (the run was canceled or the server is stopping); it rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** Cancels `call` and rejects with the signal's reason when `signal` aborts; returns the unsubscribe. */
+export function cancelOnAbort(signal: AbortSignal | undefined, cancel: () => void, reject: (reason: unknown) => void): () => void {
+  if (signal === undefined) return () => undefined;
+  const onAbort = (): void => {
+    reject(abortReason(signal));
+    cancel();
+  };
+  if (signal.aborted) {
+    queueMicrotask(onAbort);
+    return () => undefined;
+  }
+  signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
+}
+
+/** The reason a signal aborted, as an Error. */
+export function abortReason(signal: AbortSignal): Error {
+  const r: unknown = signal.reason;
+  if (r instanceof Error) return r;
+  const err = new Error(r === undefined ? 'the call was aborted' : String(r));
+  err.name = 'AbortError';
+  return err;
 }
 
 export type UnaryMethod<Req, Res> = (
@@ -20,9 +46,12 @@ export type UnaryMethod<Req, Res> = (
 
 export function unary<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, ctx: CallContext): Promise<Res> {
   return new Promise<Res>((resolve, reject) => {
-    method(request, ctx.metadata, { deadline: ctx.deadline }, (err, res) => {
+    let unsubscribe = (): void => undefined;
+    const call = method(request, ctx.metadata, { deadline: ctx.deadline }, (err, res) => {
+      unsubscribe();
       if (err !== null) reject(fromServiceError(err));
       else resolve(res);
     });
+    unsubscribe = cancelOnAbort(ctx.signal, () => call.cancel(), reject);
   });
 }

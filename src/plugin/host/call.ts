@@ -1,11 +1,21 @@
 // Every call into a plugin goes through callPlugin(): it (re)starts the process if needed, sets
 // the run's metadata and a deadline, and retries once on a new process when the old one died
 // while the call was in flight.
-import { GrpcStatus, RemoteCallError, runMetadata, type CallContext } from '../grpc/index.js';
+import { abortReason, GrpcStatus, RemoteCallError, runMetadata, type CallContext } from '../grpc/index.js';
 import type { PluginKind, RunIdentity } from '../api/index.js';
 import { PluginCallError, PluginCrashLoopError } from './errors.js';
 import type { Live, RestartableProcess } from './restartable.js';
 import type { PluginStartError } from './spawn.js';
+
+/**
+ * Per-call choices of whoever holds the handle, read at each call: a signal that cancels the call
+ * at once (a canceled run), and an outage window shorter than the plugin's own (a canceled run's
+ * clean-up asks for 0: a store that is down fails the call instead of being waited for).
+ */
+export interface RunCallOptions {
+  signal?: AbortSignal;
+  outageWindowMs?: number;
+}
 
 export interface CallSite {
   proc: RestartableProcess;
@@ -16,6 +26,7 @@ export interface CallSite {
   onRetry: (method: string, attempt: number) => void;
   /** Throws when the call may no longer be made (its handle was released). */
   check: () => void;
+  options?: () => RunCallOptions;
 }
 
 export interface CallPolicy {
@@ -59,10 +70,18 @@ export function wrap(site: CallSite, method: string, policy: CallPolicy, err: un
   return err instanceof Error ? err : new Error(String(err));
 }
 
-export function callContext(run: RunIdentity | undefined, policy: CallPolicy): CallContext {
-  const ctx: CallContext = { metadata: runMetadata(run), deadline: new Date(Date.now() + policy.timeoutMs) };
+export function callContext(site: Pick<CallSite, 'run' | 'options'>, policy: CallPolicy): CallContext {
+  const o = site.options?.() ?? {};
+  const ctx: CallContext = { metadata: runMetadata(site.run, o.outageWindowMs), deadline: new Date(Date.now() + policy.timeoutMs) };
   if (policy.idleTimeoutMs !== undefined) ctx.idleTimeoutMs = policy.idleTimeoutMs;
+  if (o.signal !== undefined) ctx.signal = o.signal;
   return ctx;
+}
+
+/** Throws the reason when the call's signal has aborted (no new call starts for a canceled run). */
+export function checkAborted(site: Pick<CallSite, 'options'>): void {
+  const signal = site.options?.().signal;
+  if (signal?.aborted === true) throw abortReason(signal);
 }
 
 export async function callPlugin<T>(
@@ -73,17 +92,21 @@ export async function callPlugin<T>(
 ): Promise<T> {
   site.check();
   for (let attempt = 0; ; attempt++) {
+    checkAborted(site);
     let live: Live;
     try {
       live = await site.proc.acquire();
     } catch (err) {
       throw wrap(site, method, policy, err);
     }
+    let ctx: CallContext | undefined;
     try {
-      const result = await op(live, callContext(site.run, policy));
+      ctx = callContext(site, policy);
+      const result = await op(live, ctx);
       site.proc.markHealthy(live);
       return result;
     } catch (err) {
+      if (ctx?.signal?.aborted === true) throw abortReason(ctx.signal);
       if (!(await diedDuring(site.proc, live, err))) throw wrap(site, method, policy, err);
       const fatal = deathError(site, method, live, attempt, policy, err);
       if (fatal !== undefined) throw fatal;

@@ -12,7 +12,7 @@ import type {
   RunIdentity,
   VolumeSnapshotter,
 } from '../api/index.js';
-import { callPlugin, type CallPolicy, type CallSite } from './call.js';
+import { callPlugin, type CallPolicy, type CallSite, type RunCallOptions } from './call.js';
 import type { PluginInstance, StatefulKind } from './instances.js';
 import { runKey } from './logRouter.js';
 import { remoteBackupItemAction, remoteDeleteItemAction, remoteRestoreItemAction, type Named } from './remoteActions.js';
@@ -66,7 +66,12 @@ export interface HandlePool {
 
 type ActionKind = 'BackupItemAction' | 'RestoreItemAction' | 'DeleteItemAction';
 
-export function createHandle(pool: HandlePool, run: RunIdentity, unregister: () => void): PluginHandle {
+/** `options` is read at each call (see RunCallOptions): how the holder's calls are canceled and how long they wait out an outage. */
+export function createHandle(pool: HandlePool, run: RunIdentity, unregister: () => void, options?: () => RunCallOptions): PluginHandle {
+  const siteOf = (kind: PluginKind, name: string, check: () => void): CallSite => {
+    const site = pool.site(kind, name, run, check);
+    return options === undefined ? site : { ...site, options };
+  };
   const used = new Set<string>();
   const held: PluginInstance[] = [];
   let released = false;
@@ -108,7 +113,7 @@ export function createHandle(pool: HandlePool, run: RunIdentity, unregister: () 
   ): Promise<T> => {
     check();
     const name = pool.resolve(kind, alias);
-    const site = pool.site(kind, name, run, check);
+    const site = siteOf(kind, name, check);
     used.add(`${kind} ${name}`);
     let current = await acquireInstance(site, kind, name, config);
     // init() on a dispensed stateful plugin switches it to another config.
@@ -123,7 +128,7 @@ export function createHandle(pool: HandlePool, run: RunIdentity, unregister: () 
 
   const action = <T>(kind: ActionKind, name: string, make: (site: CallSite, policy: CallPolicy) => T): T => {
     check();
-    const site = pool.site(kind, name, run, check);
+    const site = siteOf(kind, name, check);
     used.add(`${kind} ${name}`);
     return make(site, pool.unary);
   };

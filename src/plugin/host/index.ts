@@ -7,6 +7,7 @@ export {
   type PluginPoolStatus,
 } from './pool.js';
 export type { PluginHandle } from './handle.js';
+export type { RunCallOptions } from './call.js';
 export type { Named } from './remoteActions.js';
 export type { RegisteredPlugin } from './registry.js';
 export { scanPluginDirs } from './registry.js';

@@ -5,7 +5,7 @@
 import winston, { type Logger } from 'winston';
 import type { PluginConfig, PluginKind, RunIdentity } from '../api/index.js';
 import { keyManagerInit, listPlugins, objectStoreInit, PLUGIN_PROTOCOL_VERSIONS, runMetadata, snapshotterInit } from '../grpc/index.js';
-import type { CallPolicy, CallSite } from './call.js';
+import type { CallPolicy, CallSite, RunCallOptions } from './call.js';
 import { pluginEnv } from './env.js';
 import { PluginRegistryError } from './errors.js';
 import { createHandle, type HandlePool, type PluginHandle } from './handle.js';
@@ -70,7 +70,8 @@ export interface PluginPoolStatus extends ProcessStatus {
 
 export interface PluginPool {
   readonly plugins: readonly RegisteredPlugin[];
-  handle(run: RunIdentity, logger?: Logger): PluginHandle;
+  /** `options`: the run's cancel signal and outage window, read at each call (RunCallOptions). */
+  handle(run: RunIdentity, logger?: Logger, options?: () => RunCallOptions): PluginHandle;
   status(): PluginPoolStatus[];
   shutdown(): Promise<void>;
 }
@@ -279,9 +280,9 @@ class Pool implements PluginPool, HandlePool {
     if (exe.instances.get(key) === inst) exe.instances.delete(key);
   }
 
-  handle(run: RunIdentity, logger?: Logger): PluginHandle {
+  handle(run: RunIdentity, logger?: Logger, options?: () => RunCallOptions): PluginHandle {
     if (this.closed) throw new Error('the plugin pool is shut down');
-    return createHandle(this, run, this.router.register(run, logger ?? this.logger));
+    return createHandle(this, run, this.router.register(run, logger ?? this.logger), options);
   }
 
   status(): PluginPoolStatus[] {

@@ -12,7 +12,8 @@ import {
   type CallContext,
   type InstanceRef,
 } from '../grpc/index.js';
-import { callContext, callPlugin, deathError, diedDuring, wrap, type CallPolicy, type CallSite } from './call.js';
+import { abortReason } from '../grpc/index.js';
+import { callContext, callPlugin, checkAborted, deathError, diedDuring, wrap, type CallPolicy, type CallSite } from './call.js';
 import { PluginCallError } from './errors.js';
 import type { PluginInstance } from './instances.js';
 import { PutBody } from './replay.js';
@@ -51,13 +52,14 @@ export function remoteObjectStore(deps: RemoteObjectStoreDeps): ObjectStore & Re
 
   const openGet = async (bucket: string, key: string, state: { offset: number; retries: number }): Promise<OpenedGet> => {
     for (;;) {
+      checkAborted(site);
       let live: Live;
       try {
         live = await site.proc.acquire();
       } catch (err) {
         throw wrap(site, 'GetObject', policies.stream, err);
       }
-      const ctx = callContext(site.run, policies.stream);
+      const ctx = callContext(site, policies.stream);
       let it: AsyncGenerator<Buffer> | undefined;
       try {
         it = objectStoreGet(live.conn, ctx, await ref(live, ctx), bucket, key, state.offset);
@@ -67,6 +69,7 @@ export function remoteObjectStore(deps: RemoteObjectStoreDeps): ObjectStore & Re
         return { live, it, head };
       } catch (err) {
         site.proc.release();
+        if (ctx.signal?.aborted === true) throw abortReason(ctx.signal);
         if (!(await diedDuring(site.proc, live, err))) throw wrap(site, 'GetObject', policies.stream, err);
         const fatal = deathError(site, 'GetObject', live, state.retries, policies.stream, err);
         if (fatal !== undefined) throw fatal;
@@ -90,6 +93,7 @@ export function remoteObjectStore(deps: RemoteObjectStoreDeps): ObjectStore & Re
           const dead: OpenedGet = cur;
           cur = undefined;
           site.proc.release();
+          checkAborted(site);
           if (!(await diedDuring(site.proc, dead.live, err))) throw wrap(site, 'GetObject', policies.stream, err);
           const fatal = deathError(site, 'GetObject', dead.live, state.retries, policies.stream, err);
           if (fatal !== undefined) throw fatal;

@@ -1,6 +1,6 @@
 // The plugin SDK: everything a plugin author imports (`stowage/plugin-sdk`).
 export { servePlugins, validatePluginNames, negotiateVersion, type PluginServeOptions } from './serve.js';
-export { log, type PluginLogger, type LogFields, type LogLevel } from './logger.js';
+export { callOutageWindow, callSignal, log, type PluginLogger, type LogFields, type LogLevel } from './logger.js';
 export type {
   ObjectStore,
   PluginConfig,

@@ -19,6 +19,10 @@ export interface CallScope {
   plugin: string;
   method: string;
   run: RunIdentity | undefined;
+  /** Aborted when the host cancels the call. */
+  signal?: AbortSignal;
+  /** The call's own outage window (ms), when the host gave it one. */
+  outageWindowMs?: number;
 }
 
 const scope = new AsyncLocalStorage<CallScope>();
@@ -39,6 +43,23 @@ export function setLogSink(sink: (line: string) => void): void {
 /** Runs `fn` with `s` as the current call, so log lines inside it carry its plugin and run. */
 export function inCallScope<T>(s: CallScope, fn: () => Promise<T>): Promise<T> {
   return scope.run(s, fn);
+}
+
+/**
+ * The current call's cancel signal, aborted when the host cancels the call (a canceled run, a
+ * stopping server): a store that waits (an outage, a slow upload) stops waiting when it aborts.
+ */
+export function callSignal(): AbortSignal | undefined {
+  return scope.getStore()?.signal;
+}
+
+/**
+ * The outage window of the current call: `processWindowMs` unless the host asked this call for a
+ * shorter one (a canceled run's clean-up asks for 0: fail at once while the store is down).
+ */
+export function callOutageWindow(processWindowMs: number): number {
+  const own = scope.getStore()?.outageWindowMs;
+  return own === undefined ? processWindowMs : Math.min(own, processWindowMs);
 }
 
 function emit(level: LogLevel, msg: string, fields: LogFields | undefined): void {

@@ -108,7 +108,10 @@ export async function servePlugins(impls: PluginServeOptions): Promise<void> {
 
   const hooks: ServeHooks = {
     call: (info, fn) =>
-      inCallScope({ plugin: info.plugin, method: `${info.service}.${info.method}`, run: info.run }, async () => {
+      inCallScope({
+        plugin: info.plugin, method: `${info.service}.${info.method}`, run: info.run, signal: info.signal,
+        ...(info.outageWindowMs !== undefined ? { outageWindowMs: info.outageWindowMs } : {}),
+      }, async () => {
         try {
           return await fn();
         } catch (err) {
