@@ -171,3 +171,28 @@ describe('LogSpool', () => {
     expect(msgs).toContain('log spool entry has lost its data file; removing the entry');
   });
 });
+
+describe('LogSpool deletions', () => {
+  it('keeps a deletion in order with the uploads, survives a restart, and says what it did', async () => {
+    const spool = new LogSpool(spoolDir, logger());
+    await spool.keepDelete({ location: 'default', key: 'backups/b1/b1.tar.gz', unlessKey: 'backups/b1/stowage-backup.json' });
+    await spool.keep(runLog('results.gz', 'results'), { location: 'default', key: 'backups/b1/b1-results.gz' });
+    // A restarted server reads the same entries.
+    const again = new LogSpool(spoolDir, logger());
+    const listed = await again.list();
+    expect(listed.map((s) => s.target)).toEqual([
+      { location: 'default', key: 'backups/b1/b1.tar.gz', unlessKey: 'backups/b1/stowage-backup.json', action: 'delete' },
+      { location: 'default', key: 'backups/b1/b1-results.gz' },
+    ]);
+    const seen: string[] = [];
+    const r = await again.flush(async (file, t) => {
+      seen.push(`${t.action ?? 'put'} ${t.key} ${readFileSync(file, 'utf8')}`);
+    });
+    expect(seen).toEqual(['delete backups/b1/b1.tar.gz ', 'put backups/b1/b1-results.gz results']);
+    expect(r.uploaded).toHaveLength(2);
+    expect(readdirSync(spoolDir)).toEqual([]);
+    const lines = await serverLines();
+    expect(lines.some((l) => l.msg === 'the object store could not be reached to delete an object; the deletion is kept in the spool and done when storage is back')).toBe(true);
+    expect(lines.some((l) => l.msg === 'did a spooled deletion' && l.key === 'backups/b1/b1.tar.gz')).toBe(true);
+  });
+});
