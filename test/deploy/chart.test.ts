@@ -163,7 +163,7 @@ describe('charts/stowage', () => {
     expect(objs.some((o) => o.object.kind === 'CustomResourceDefinition')).toBe(false);
 
     // The chart's Secret holds the credentials, and a location without its own credential uses it.
-    const secret = find(objs, 'Secret') as KubeObject & { data: Record<string, string> };
+    const secret = objs.map((o) => o.object).find((o) => o.kind === 'Secret' && !String(o.metadata?.name).endsWith('-webhook-tls')) as KubeObject & { data: Record<string, string> };
     expect(Buffer.from(secret.data.cloud ?? '', 'base64').toString()).toContain('aws_access_key_id = AKIAEXAMPLE');
     const bsl = find(objs, 'BackupStorageLocation', 'default') as KubeObject & { spec: { credential: Json; config: Json } };
     expect(bsl.spec.credential).toEqual({ name: secret.metadata?.name, key: 'cloud' });
@@ -274,11 +274,30 @@ describe('charts/stowage', () => {
     expect(moved.some((o) => o.object.kind === 'NetworkPolicy')).toBe(false);
   });
 
+  it('requester mode: the webhook TLS Secret is the install\'s, empty, named for the configuration (the server creates no Secret)', async () => {
+    const objs = await render({ releaseName: 'backups', namespace: 'ops' });
+    const webhook = find(objs, 'MutatingWebhookConfiguration');
+    const tlsSecret = find(objs, 'Secret', `${webhook.metadata?.name}-webhook-tls`) as KubeObject & { type: string; data?: unknown };
+    expect(tlsSecret.metadata?.namespace).toBe('ops');
+    expect(tlsSecret.type).toBe('Opaque');
+    // No data: an upgrade leaves the key pair the server stored alone.
+    expect(tlsSecret.data).toBeUndefined();
+    // The same object as deploy/25-webhook-tls.yaml.
+    const plain = loadDeployManifests().find((m) => m.object.kind === 'Secret')?.object as KubeObject & { type: string; data?: unknown };
+    expect(plain.metadata?.name).toBe('stowage-webhook-tls');
+    expect({ type: plain.type, data: plain.data }).toEqual({ type: tlsSecret.type, data: tlsSecret.data });
+    // No rendered rule creates Secrets.
+    const creating = objs.flatMap((o) => ((o.object.rules as PolicyRule[] | undefined) ?? []))
+      .filter((r) => (r.resources ?? []).some((x) => x === 'secrets' || x === '*') && r.verbs.some((v) => v === 'create' || v === '*'));
+    expect(creating).toEqual([]);
+  });
+
   it('cluster-admin mode: no webhook, the server serves none, and the cluster-admin rules', async () => {
     const ns = await releaseNamespace();
     const objs = await render({ releaseName: uniqueName('stw'), namespace: ns, set: ['trustMode=cluster-admin'] });
     const kinds = objs.map((o) => o.object.kind);
     expect(kinds).not.toContain('MutatingWebhookConfiguration');
+    expect(kinds).not.toContain('Secret');
     expect(objs.filter((o) => o.object.kind === 'Service').map((o) => o.object.metadata?.name)).toEqual([expect.stringMatching(/-metrics$/)]);
     const c = podSpec(find(objs, 'Deployment')).containers[0];
     expect(c?.args).toContain('--webhook-address=');
