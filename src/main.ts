@@ -13,6 +13,7 @@ import { deleteBackupRequestController } from './controller/deleteBackupRequest.
 import { downloadRequestController } from './controller/downloadRequest.js';
 import { gcController } from './controller/gc.js';
 import { serverStatusRequestController } from './controller/serverStatusRequest.js';
+import { volumeSnapshotLocationController } from './controller/volumeSnapshotLocation.js';
 import { restoreController } from './controller/restore.js';
 import { restoreArtifactsController } from './controller/restoreArtifacts.js';
 import { scheduleController } from './controller/schedule.js';
@@ -162,7 +163,7 @@ export async function runServer(opts: ServerOptions): Promise<number> {
   const factories: ControllerFactory[] = [
     backupStorageLocationController, backupController, restoreController,
     scheduleController, gcController, deleteBackupRequestController, backupSyncController,
-    downloadRequestController, serverStatusRequestController, restoreArtifactsController,
+    downloadRequestController, serverStatusRequestController, restoreArtifactsController, volumeSnapshotLocationController,
     ...(opts.controllers ?? []),
   ];
   const definitions = factories.map((f) => f(ctx));

@@ -48,6 +48,11 @@ export interface LoadOptions {
   webhookConfiguration?: boolean;
   /** The webhook configuration the rules name (default webhookConfigurationNameFor(namespace)). */
   webhookConfigurationName?: string;
+  /**
+   * Take deploy/k8s-1.20/35-poddisruptionbudget.yaml (policy/v1beta1) for the PodDisruptionBudget,
+   * as docs/install.md tells Kubernetes 1.20 users to: the test control plane is 1.20.
+   */
+  kubernetes120?: boolean;
 }
 
 export interface Manifest {
@@ -120,7 +125,8 @@ export function loadDeployManifests(opts: LoadOptions = {}): Manifest[] {
   const dropping = new Set(opts.withoutRules ?? []);
   const seen = new Set<string>();
   const out: Manifest[] = [];
-  for (const file of deployFiles(DEPLOY_DIR, mode)) {
+  const files = deployFiles(DEPLOY_DIR, mode).map((f) => (opts.kubernetes120 === true && path.basename(f) === '35-poddisruptionbudget.yaml' ? path.join(DEPLOY_DIR, 'k8s-1.20', path.basename(f)) : f));
+  for (const file of files) {
     for (const { object, ruleIds } of parseManifestText(fs.readFileSync(file, 'utf8'), file)) {
       const obj = structuredClone(object);
       const md = (obj.metadata ??= {});
