@@ -13,6 +13,7 @@ import { deleteBackupRequestController } from './controller/deleteBackupRequest.
 import { downloadRequestController } from './controller/downloadRequest.js';
 import { gcController } from './controller/gc.js';
 import { serverStatusRequestController } from './controller/serverStatusRequest.js';
+import { volumeSnapshotLocationController } from './controller/volumeSnapshotLocation.js';
 import { restoreController } from './controller/restore.js';
 import { restoreArtifactsController } from './controller/restoreArtifacts.js';
 import { scheduleController } from './controller/schedule.js';
@@ -26,7 +27,7 @@ import { createInformer, startController, startLeaderElection, type Controller, 
 import { systemClock } from './util/clock.js';
 import { errorMessage } from './util/errors.js';
 import { authorityFor } from './auth/index.js';
-import { startAdmissionWebhook, type WebhookServer } from './webhook/index.js';
+import { startAdmissionWebhook, type AdmissionWebhook } from './webhook/index.js';
 import type { ServerVersion } from './kube/index.js';
 
 /** The minor version as a number ("22+" on some providers counts as 22). */
@@ -83,7 +84,7 @@ export async function runServer(opts: ServerOptions): Promise<number> {
 
   // Every replica serves admission (followers too: the API server calls whichever the Service
   // picks), before leader election, so creates do not fail while a leader is being chosen.
-  let webhook: WebhookServer | undefined;
+  let webhook: AdmissionWebhook | undefined;
   // Its own client: admission has 10 s, and must not queue behind a backup's rate-limited LISTs
   // nor wait out an API outage.
   const webhookClient = createDynamicClient(kc, { qps: 20, burst: 40, userAgent: `stowage/${SERVER_VERSION} webhook` }).withOutageTimeout(0);
@@ -95,7 +96,7 @@ export async function runServer(opts: ServerOptions): Promise<number> {
     try {
       webhook = await startAdmissionWebhook({
         client: webhookClient, namespace, address: config.webhookAddress, url: config.webhookUrl,
-        configurationName: config.webhookConfigurationName, logger,
+        configurationName: config.webhookConfigurationName, certificateLifetimeMs: config.webhookCertificateLifetime, logger,
       });
     } catch (err) {
       logger.error(`cannot start the admission webhook: ${errorMessage(err)}`);
@@ -110,6 +111,10 @@ export async function runServer(opts: ServerOptions): Promise<number> {
   // Credential files a killed server left for its plugins; each location writes its own again.
   removeAllCredentialFiles(scratchDir);
   const metrics = createMetrics();
+  if (webhook !== undefined) {
+    const served = webhook;
+    metrics.setWebhookCertificateExpiry(() => served.certificateExpiry());
+  }
   const spool = new LogSpool(config.logSpoolDir, logger);
   // The default plugin directory is optional (only images with third-party plugins have it); a
   // directory given explicitly must exist.
@@ -158,7 +163,7 @@ export async function runServer(opts: ServerOptions): Promise<number> {
   const factories: ControllerFactory[] = [
     backupStorageLocationController, backupController, restoreController,
     scheduleController, gcController, deleteBackupRequestController, backupSyncController,
-    downloadRequestController, serverStatusRequestController, restoreArtifactsController,
+    downloadRequestController, serverStatusRequestController, restoreArtifactsController, volumeSnapshotLocationController,
     ...(opts.controllers ?? []),
   ];
   const definitions = factories.map((f) => f(ctx));

@@ -140,6 +140,7 @@ describe('configFromEnv', () => {
       STOWAGE_WEBHOOK_ADDRESS: '127.0.0.1:0',
       STOWAGE_WEBHOOK_URL: 'https://127.0.0.1:9443',
       STOWAGE_WEBHOOK_CONFIGURATION_NAME: 'stowage-test',
+      STOWAGE_WEBHOOK_CERTIFICATE_LIFETIME: '2160h',
       STOWAGE_DOWNLOAD_URL_TTL: '2m',
       UNRELATED: 'x',
     };
@@ -177,6 +178,7 @@ describe('configFromEnv', () => {
       webhookAddress: '127.0.0.1:0',
       webhookUrl: 'https://127.0.0.1:9443',
       webhookConfigurationName: 'stowage-test',
+      webhookCertificateLifetime: 90 * 86_400_000,
       downloadUrlTtl: 120_000,
     };
     expect(configFromEnv(env)).toEqual(expected);
@@ -238,6 +240,12 @@ describe('applyConfigOverrides', () => {
     expect(c.logLevel).toBe('warn');
     expect(c.defaultBackupTtl).toBe(3_600_000);
     expect(base.logLevel).toBe('info');
+  });
+
+  it('takes a webhook certificate lifetime of 30 s or more, and defaults to a year', () => {
+    expect(DEFAULT_CONFIG.webhookCertificateLifetime).toBe(365 * 86_400_000);
+    expect(configFromEnv({ STOWAGE_WEBHOOK_CERTIFICATE_LIFETIME: '30s' }).webhookCertificateLifetime).toBe(30_000);
+    expect(() => configFromEnv({ STOWAGE_WEBHOOK_CERTIFICATE_LIFETIME: '29s' })).toThrow('STOWAGE_WEBHOOK_CERTIFICATE_LIFETIME "29s" must be at least 30s');
   });
 
   it('checks the webhook flags together with the trust mode', () => {

@@ -2,7 +2,7 @@
 
 import path from 'node:path';
 import { parseListenAddress } from '../util/address.js';
-import { parseDuration } from '../util/duration.js';
+import { formatDuration, parseDuration } from '../util/duration.js';
 
 export type LogFormat = 'text' | 'json';
 const LOG_LEVEL_NAMES = ['error', 'warn', 'info', 'http', 'verbose', 'debug', 'silly'] as const;
@@ -68,6 +68,8 @@ export interface ServerConfig {
   webhookUrl: string;
   /** Name of the MutatingWebhookConfiguration this server publishes its CA bundle into. */
   webhookConfigurationName: string;
+  /** Lifetime of the webhook's self-signed certificate; it is renewed, while the server runs, once a third of it is left. */
+  webhookCertificateLifetime: number;
   /** How long a download link stays valid. */
   downloadUrlTtl: number;
 }
@@ -149,6 +151,7 @@ export const DEFAULT_CONFIG: Readonly<ServerConfig> = Object.freeze({
   webhookAddress: ':9443',
   webhookUrl: '',
   webhookConfigurationName: 'stowage',
+  webhookCertificateLifetime: 365 * 86_400_000,
   downloadUrlTtl: 300_000,
 } satisfies ServerConfig);
 
@@ -208,6 +211,8 @@ export const CONFIG_FLAGS: readonly ConfigFlag[] = [
   flag('webhookAddress', 'webhook-address', 'string', 'Address of the admission webhook that records who created each run (TLS); empty serves none (cluster-admin mode only)'),
   flag('webhookUrl', 'webhook-url', 'string', 'URL the API server reaches the webhook at, for a server running outside the cluster (default: the Service in the webhook configuration)'),
   flag('webhookConfigurationName', 'webhook-configuration-name', 'name', 'MutatingWebhookConfiguration the server publishes its CA bundle into'),
+  // At least 30 s: renewal and the CA bundle reaching the API server need some of the last third.
+  flag('webhookCertificateLifetime', 'webhook-certificate-lifetime', 'duration', 'Lifetime of the admission webhook\'s certificate; renewed while the server runs once a third of it is left', 30_000),
   flag('downloadUrlTtl', 'download-url-ttl', 'duration', 'How long a download link stays valid', 1000),
 ];
 
@@ -290,7 +295,7 @@ function parseValue(f: ConfigFlag, raw: string, source: string): { value: Server
       case 'duration': {
         const ms = parseDuration(v, `${source}`);
         if (f.min !== undefined && ms < f.min)
-          return { error: `${where} must be ${f.min === 0 ? 'zero or more' : 'more than zero'}` };
+          return { error: `${where} must be ${f.min === 0 ? 'zero or more' : f.min <= 1000 ? 'more than zero' : `at least ${formatDuration(f.min)}`}` };
         return { value: ms };
       }
       case 'priorities':

@@ -18,6 +18,7 @@ import { restoreController } from './restore.js';
 import { restoreArtifactsController } from './restoreArtifacts.js';
 import { scheduleController } from './schedule.js';
 import { serverStatusRequestController } from './serverStatusRequest.js';
+import { volumeSnapshotLocationController } from './volumeSnapshotLocation.js';
 
 /** The kinds each controller's reconcile reads from a shared cache (its own included). */
 const READS: [string, (ctx: ControllerContext) => ControllerDefinition, StowageKind[]][] = [
@@ -31,6 +32,7 @@ const READS: [string, (ctx: ControllerContext) => ControllerDefinition, StowageK
   ['backup-storage-location', backupStorageLocationController, ['BackupStorageLocation']],
   ['server-status-request', serverStatusRequestController, ['ServerStatusRequest']],
   ['restore-artifacts', restoreArtifactsController, ['Restore', 'Backup', 'BackupStorageLocation']],
+  ['volume-snapshot-location', volumeSnapshotLocationController, ['VolumeSnapshotLocation']],
 ];
 
 function contextWithTaggedInformers(): { ctx: ControllerContext; kindOf: Map<unknown, StowageKind> } {

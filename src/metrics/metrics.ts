@@ -26,6 +26,12 @@ export interface StowageMetrics {
   restoreDurationSeconds: Histogram<'schedule'>;
   pluginRestartsTotal: Counter<'plugin'>;
   backupStorageLocationAvailable: Gauge<'location'>;
+  /**
+   * Registers stowage_webhook_certificate_expiry_seconds, read from `source` (the served
+   * certificate's notAfter, ms since the epoch) at each scrape. A server without the webhook never
+   * calls it, so it exports no such series rather than a misleading 0.
+   */
+  setWebhookCertificateExpiry(source: () => number): void;
 }
 
 export interface CreateMetricsOptions {
@@ -95,6 +101,17 @@ export function createMetrics(opts: CreateMetricsOptions = {}): StowageMetrics {
       labelNames: ['location'] as const,
       registers,
     }),
+    setWebhookCertificateExpiry: (source) => {
+      // Computed at scrape time, so it counts down between renewal checks.
+      new Gauge({
+        name: `${p}webhook_certificate_expiry_seconds`,
+        help: 'Seconds until the admission webhook certificate this replica serves expires (renewed once a third of its lifetime is left)',
+        registers,
+        collect() {
+          this.set(Math.round((source() - Date.now()) / 1000));
+        },
+      });
+    },
   };
   if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
   return m;

@@ -153,7 +153,7 @@ export const SERVER_RULES: readonly ServerRule[] = [
   },
   {
     id: 'webhook-tls-secret',
-    reason: 'The webhook\'s TLS key pair is kept in one Secret of the server\'s namespace, read and renewed by name.',
+    reason: 'The webhook\'s TLS key pair is kept in one Secret of the server\'s namespace, which the install creates; the server reads and renews it by name and creates no Secret (a service-account token Secret would be a token that never expires).',
     scope: 'namespace',
     modes: BOTH,
     apiGroups: [''],
@@ -169,15 +169,6 @@ export const SERVER_RULES: readonly ServerRule[] = [
     apiGroups: [''],
     resources: ['secrets'],
     verbs: ['get'],
-  },
-  {
-    id: 'webhook-tls-secret-create',
-    reason: 'The first start creates that Secret; RBAC cannot restrict create by name, so this is any Secret in the server\'s namespace only.',
-    scope: 'namespace',
-    modes: BOTH,
-    apiGroups: [''],
-    resources: ['secrets'],
-    verbs: ['create'],
   },
 ];
 

@@ -316,7 +316,7 @@ const NAMESPACE_GLOB_CHARS_RE = /^[-a-z0-9*?[\]{},]+$/;
 const NAMESPACE_ENTRY_HINT = '(lowercase letters, digits and "-", with the wildcards "*", "?", "[abc]", "[a-z]" and "{a,b}")';
 
 /** Why a namespace filter entry is neither a namespace name nor a valid pattern, or undefined. */
-function namespaceEntryProblem(v: string): string | undefined {
+export function namespaceEntryProblem(v: string): string | undefined {
   if (!isGlob(v)) return v.length > 63 || !NAMESPACE_NAME_RE.test(v) ? `is not a valid namespace name or pattern ${NAMESPACE_ENTRY_HINT}` : undefined;
   // A pattern may be longer than a name: "{team-alpha,team-beta,...}" names several.
   if (v.length > 253 || !NAMESPACE_GLOB_CHARS_RE.test(v)) return `is not a valid namespace name or pattern ${NAMESPACE_ENTRY_HINT}`;

@@ -74,13 +74,21 @@ describe('unusableBecause', () => {
   const now = new Date();
   const id = createTlsIdentity(names, now);
 
-  it('reuses a certificate with more than 30 days left that names everything', () => {
+  it('reuses a certificate with more than a third of its lifetime left that names everything', () => {
     expect(unusableBecause(id, names, now)).toBeUndefined();
-    expect(unusableBecause(id, ['localhost'], new Date(now.getTime() + 334 * DAY))).toBeUndefined();
+    expect(unusableBecause(id, ['localhost'], new Date(now.getTime() + 243 * DAY))).toBeUndefined();
   });
 
-  it('replaces one with 30 days or less left', () => {
-    expect(unusableBecause(id, names, new Date(now.getTime() + 336 * DAY))).toMatch(/^it expires .*, within 30 days$/);
+  it('replaces one with a third of its lifetime or less left', () => {
+    expect(unusableBecause(id, names, new Date(now.getTime() + 244 * DAY))).toMatch(/^it expires .*, within 121d 16h \(a third of the certificate lifetime\)$/);
+    // A short lifetime (--webhook-certificate-lifetime) moves the renewal with it.
+    const short = createTlsIdentity(names, now, 45_000);
+    expect(unusableBecause(short, names, new Date(now.getTime() + 29_000), 45_000)).toBeUndefined();
+    expect(unusableBecause(short, names, new Date(now.getTime() + 31_000), 45_000)).toMatch(/^it expires .*, within 15s \(a third of the certificate lifetime\)$/);
+  });
+
+  it('fills an empty Secret (as the install creates it)', () => {
+    expect(unusableBecause({ cert: '', key: '' }, names, now)).toBe('it holds no certificate yet');
   });
 
   it('replaces one missing a needed name', () => {

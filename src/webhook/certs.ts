@@ -1,17 +1,23 @@
 // The webhook's TLS identity: one self-signed certificate that is its own CA (the API server is
 // given it as the caBundle), kept in a Secret in the server namespace so that every replica, and
-// every restart, serves the same one. Reused while it has more than 30 days left and names every
-// host the API server may call; otherwise replaced, and the CA bundle (Secret key ca.crt) keeps
-// the replaced certificate while it is valid. Key and certificate are never logged.
+// every restart, serves the same one. The install creates that Secret (empty); the server only
+// reads and updates it by name, so its token can create no Secret (a service-account token Secret
+// would be a token that never expires). Reused while more than a third of its lifetime is left and
+// it names every host the API server may call; otherwise replaced, and the CA bundle (Secret key
+// ca.crt) keeps the replaced certificate while it is valid. Key and certificate are never logged.
 import crypto from 'node:crypto';
 import net from 'node:net';
 import forge from 'node-forge';
-import { CORE, isAlreadyExists, isConflict, isNotFound, type DynamicClient } from '../kube/index.js';
+import { CORE, isConflict, isNotFound, type DynamicClient } from '../kube/index.js';
 
 const DAY_MS = 86_400_000;
-/** A certificate is replaced when it has less than this left. */
-export const RENEW_BEFORE_MS = 30 * DAY_MS;
-const VALIDITY_MS = 365 * DAY_MS;
+/** The default lifetime of a certificate (--webhook-certificate-lifetime). */
+export const DEFAULT_LIFETIME_MS = 365 * DAY_MS;
+/** How far notBefore is backdated, so an API server whose clock runs a little behind accepts it. */
+const BACKDATE_MS = 5 * 60_000;
+
+/** When a certificate of `lifetimeMs` is renewed: once less than a third of its lifetime is left. */
+export const renewBeforeMs = (lifetimeMs: number): number => Math.floor(lifetimeMs / 3);
 
 export interface TlsIdentity {
   /** PEM. */
@@ -43,7 +49,7 @@ export function servingNames(o: { service?: { name: string; namespace: string };
 }
 
 /** A new self-signed serving certificate for `names` (IP addresses become IP SANs). */
-export function createTlsIdentity(names: readonly string[], now: Date = new Date()): TlsIdentity {
+export function createTlsIdentity(names: readonly string[], now: Date = new Date(), lifetimeMs = DEFAULT_LIFETIME_MS): TlsIdentity {
   // Node makes the key (forge's pure-JS RSA generation takes seconds); forge builds the certificate.
   const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
   const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
@@ -55,9 +61,8 @@ export function createTlsIdentity(names: readonly string[], now: Date = new Date
   const serial = crypto.randomBytes(16);
   serial[0] = ((serial[0] ?? 0) & 0x7f) | 0x40;
   cert.serialNumber = serial.toString('hex');
-  // Backdated a little: an API server whose clock runs slightly behind still accepts it.
-  cert.validity.notBefore = new Date(now.getTime() - 5 * 60_000);
-  cert.validity.notAfter = new Date(now.getTime() + VALIDITY_MS);
+  cert.validity.notBefore = new Date(now.getTime() - BACKDATE_MS);
+  cert.validity.notAfter = new Date(now.getTime() + lifetimeMs);
   const subject = [{ name: 'commonName', value: 'stowage-webhook' }, { name: 'organizationName', value: 'stowage.dev' }];
   cert.setSubject(subject);
   cert.setIssuer(subject);
@@ -77,9 +82,10 @@ export function createTlsIdentity(names: readonly string[], now: Date = new Date
 
 /**
  * Why `id` cannot be reused for `names` at `now`, or undefined when it can: it must parse, its key
- * must match, it must have more than 30 days left and its SANs must cover every name.
+ * must match, it must have more than a third of `lifetimeMs` left and its SANs must cover every name.
  */
-export function unusableBecause(id: { cert: string; key: string }, names: readonly string[], now: Date = new Date()): string | undefined {
+export function unusableBecause(id: { cert: string; key: string }, names: readonly string[], now: Date = new Date(), lifetimeMs = DEFAULT_LIFETIME_MS): string | undefined {
+  if (id.cert.trim() === '' && id.key.trim() === '') return 'it holds no certificate yet';
   let x: crypto.X509Certificate;
   try {
     x = new crypto.X509Certificate(id.cert);
@@ -92,7 +98,8 @@ export function unusableBecause(id: { cert: string; key: string }, names: readon
     return 'the key does not parse';
   }
   const notAfter = Date.parse(x.validTo);
-  if (!(notAfter - now.getTime() > RENEW_BEFORE_MS)) return `it expires ${new Date(notAfter).toISOString()}, within ${RENEW_BEFORE_MS / DAY_MS} days`;
+  const renewBefore = renewBeforeMs(lifetimeMs);
+  if (!(notAfter - now.getTime() > renewBefore)) return `it expires ${new Date(notAfter).toISOString()}, within ${formatSpan(renewBefore)} (a third of the certificate lifetime)`;
   if (Date.parse(x.validFrom) > now.getTime()) return `it is not valid before ${new Date(Date.parse(x.validFrom)).toISOString()}`;
   const sans = new Set((x.subjectAltName ?? '').split(', ').map((s) => s.replace(/^(DNS|IP Address):/, '')));
   const missing = names.filter((n) => !sans.has(n));
@@ -127,8 +134,27 @@ function bundleWith(cert: string, previous: string, now: Date): string {
   return out.join('');
 }
 
+/** `121d 16h`, `20s`: a span for messages. */
+function formatSpan(ms: number): string {
+  const s = Math.round(ms / 1000);
+  const d = Math.floor(s / 86_400);
+  const h = Math.floor((s % 86_400) / 3600);
+  if (d > 0) return h > 0 ? `${d}d ${h}h` : `${d}d`;
+  if (s >= 3600) return `${h}h`;
+  return s >= 60 ? `${Math.floor(s / 60)}m` : `${s}s`;
+}
+
+/** When the certificate `pem` expires (ms since the epoch), or undefined when it does not parse. */
+export function expiryOf(pem: string): number | undefined {
+  try {
+    return Date.parse(new crypto.X509Certificate(pem).validTo);
+  } catch {
+    return undefined;
+  }
+}
+
 interface TlsSecret {
-  metadata: { name: string; resourceVersion?: string };
+  metadata: { name: string; resourceVersion?: string } & Record<string, unknown>;
   type?: string;
   data?: Record<string, string>;
 }
@@ -139,54 +165,48 @@ const fromSecret = (s: TlsSecret): { cert: string; key: string; caBundle: string
   caBundle: Buffer.from(s.data?.['ca.crt'] ?? '', 'base64').toString('utf8'),
 });
 
-const secretBody = (name: string, id: TlsIdentity, resourceVersion?: string): object => ({
-  apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/tls',
-  metadata: { name, labels: { 'app.kubernetes.io/name': 'stowage', 'app.kubernetes.io/component': 'webhook' }, ...(resourceVersion !== undefined ? { resourceVersion } : {}) },
-  data: { 'tls.crt': Buffer.from(id.cert).toString('base64'), 'tls.key': Buffer.from(id.key).toString('base64'), 'ca.crt': Buffer.from(id.caBundle).toString('base64') },
+/** The stored Secret with the identity in its data; type, labels and annotations stay as the install made them (type is immutable). */
+const secretBody = (stored: TlsSecret, id: TlsIdentity): object => ({
+  ...stored,
+  apiVersion: 'v1', kind: 'Secret',
+  data: { ...stored.data, 'tls.crt': Buffer.from(id.cert).toString('base64'), 'tls.key': Buffer.from(id.key).toString('base64'), 'ca.crt': Buffer.from(id.caBundle).toString('base64') },
 });
 
 export interface EnsuredIdentity extends TlsIdentity {
   /** How it was come by, for the start-up log. */
-  origin: 'reused' | 'created' | 'replaced';
+  origin: 'reused' | 'replaced';
   /** Why the stored one was replaced. */
   replacedBecause?: string;
 }
 
 /**
- * The identity kept in Secret `secretName` in `namespace`, made or replaced when needed. Two
- * replicas starting together race on the create (AlreadyExists) or the replacement (Conflict):
- * the loser reads what the winner stored and uses that.
+ * The identity kept in Secret `secretName` in `namespace`, made or replaced when needed. The
+ * Secret must exist (the install creates it, possibly empty). Two replicas replacing it together
+ * race on the update (Conflict): the loser reads what the winner stored and uses that.
  */
 export async function ensureTlsIdentity(
-  client: DynamicClient, namespace: string, secretName: string, names: readonly string[], now: () => Date = () => new Date(),
+  client: DynamicClient, namespace: string, secretName: string, names: readonly string[], now: () => Date = () => new Date(), lifetimeMs = DEFAULT_LIFETIME_MS,
 ): Promise<EnsuredIdentity> {
   for (let attempt = 0; attempt < 5; attempt++) {
-    let stored: TlsSecret | undefined;
+    let stored: TlsSecret;
     try {
       stored = await client.get<TlsSecret>(CORE.secrets, namespace, secretName);
     } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-    if (stored === undefined) {
-      const id = createTlsIdentity(names, now());
-      try {
-        await client.create(CORE.secrets, namespace, secretBody(secretName, id));
-        return { ...id, origin: 'created' };
-      } catch (err) {
-        if (isAlreadyExists(err)) continue;
-        throw err;
+      if (isNotFound(err)) {
+        throw new Error(`the Secret ${namespace}/${secretName} for the webhook certificate does not exist; the install creates it (kubectl apply -f deploy/, or the chart): the server creates no Secrets`, { cause: err });
       }
+      throw err;
     }
     const current = fromSecret(stored);
-    const why = unusableBecause(current, names, now());
+    const why = unusableBecause(current, names, now(), lifetimeMs);
     if (why === undefined) return { cert: current.cert, key: current.key, caBundle: bundleWith(current.cert, current.caBundle, now()), origin: 'reused' };
-    const fresh = createTlsIdentity(names, now());
+    const fresh = createTlsIdentity(names, now(), lifetimeMs);
     const id = { ...fresh, caBundle: bundleWith(fresh.cert, `${current.cert}\n${current.caBundle}`, now()) };
     try {
-      await client.replace(CORE.secrets, namespace, secretName, secretBody(secretName, id, stored.metadata.resourceVersion));
+      await client.replace(CORE.secrets, namespace, secretName, secretBody(stored, id));
       return { ...id, origin: 'replaced', replacedBecause: why };
     } catch (err) {
-      if (isConflict(err) || isNotFound(err)) continue;
+      if (isConflict(err)) continue;
       throw err;
     }
   }

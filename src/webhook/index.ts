@@ -1,10 +1,11 @@
 // Public surface of webhook/: the admission webhook that records who created each run.
 export { STAMPED_RESOURCES, admit, impersonationNeeded, type AdmissionOutcome, type AdmissionResponse, type MayImpersonate } from './admission.js';
-export { createTlsIdentity, ensureTlsIdentity, liveCertificates, servingNames, tlsSecretName, unusableBecause, type EnsuredIdentity, type TlsIdentity } from './certs.js';
+export { DEFAULT_LIFETIME_MS, createTlsIdentity, ensureTlsIdentity, expiryOf, liveCertificates, renewBeforeMs, servingNames, tlsSecretName, unusableBecause, type EnsuredIdentity, type TlsIdentity } from './certs.js';
 export {
   MUTATING_WEBHOOK_CONFIGURATIONS, WEBHOOK_NAME, WEBHOOK_PATH, WEBHOOK_SERVICE_NAME,
   publishCaBundle, readWebhookConfiguration, serviceClientConfig, serviceOf, webhookConfiguration,
   type ClientConfig, type MutatingWebhookConfiguration,
 } from './configuration.js';
 export { MAX_BODY_BYTES, startWebhookServer, type WebhookServer, type WebhookServerOptions } from './server.js';
-export { impersonationReviewer, startAdmissionWebhook, type AdmissionWebhookOptions } from './start.js';
+export { checkIntervalMs, startCertificateRenewal, switchDue, type CertificateRenewal, type RenewalOptions } from './renewal.js';
+export { impersonationReviewer, startAdmissionWebhook, type AdmissionWebhook, type AdmissionWebhookOptions } from './start.js';

@@ -27,6 +27,8 @@ export interface WebhookServerOptions {
 export interface WebhookServer {
   readonly host: string;
   readonly port: number;
+  /** Serves `identity` from the next TLS handshake on (a renewed certificate). */
+  setIdentity(identity: Pick<TlsIdentity, 'cert' | 'key'>): void;
   close(): Promise<void>;
 }
 
@@ -57,6 +59,7 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   return {
     host: addr.address,
     port: addr.port,
+    setIdentity: (id) => server.setSecureContext({ key: id.key, cert: id.cert, minVersion: 'TLSv1.2' }),
     close: () => new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();

@@ -1,11 +1,13 @@
 // Start-up of the admission webhook on every replica (followers serve admission too): read the
 // configuration (to learn the Service the API server calls), settle the TLS identity in its
 // Secret, serve, then publish the CA bundle. Any failure is a start-up error with its reason.
+// From then on the certificate is renewed while the server runs (renewal.ts).
 import type winston from 'winston';
 import { createAccessReviewer } from '../auth/index.js';
 import type { DynamicClient } from '../kube/index.js';
 import type { MayImpersonate } from './admission.js';
-import { ensureTlsIdentity, servingNames, tlsSecretName } from './certs.js';
+import { DEFAULT_LIFETIME_MS, ensureTlsIdentity, servingNames, tlsSecretName } from './certs.js';
+import { startCertificateRenewal } from './renewal.js';
 import { publishCaBundle, readWebhookConfiguration, serviceOf } from './configuration.js';
 import { startWebhookServer, type WebhookServer } from './server.js';
 
@@ -17,23 +19,30 @@ export interface AdmissionWebhookOptions {
   /** --webhook-url; '' when the configuration names a Service. */
   url: string;
   configurationName: string;
+  /** --webhook-certificate-lifetime. */
+  certificateLifetimeMs?: number;
   logger: winston.Logger;
+}
+
+export interface AdmissionWebhook extends WebhookServer {
+  /** When the certificate served now expires (ms since the epoch), for the expiry metric. */
+  certificateExpiry(): number;
 }
 
 /** Asks the API server whether the admission request's user may impersonate what a stamp names. */
 export const impersonationReviewer = (client: DynamicClient): MayImpersonate =>
   async (user, access) => (await createAccessReviewer(client, user).review(access)).allowed;
 
-export async function startAdmissionWebhook(o: AdmissionWebhookOptions): Promise<WebhookServer> {
+export async function startAdmissionWebhook(o: AdmissionWebhookOptions): Promise<AdmissionWebhook> {
+  const lifetimeMs = o.certificateLifetimeMs ?? DEFAULT_LIFETIME_MS;
   const cfg = await readWebhookConfiguration(o.client, o.configurationName);
   const service = o.url === '' ? serviceOf(cfg) : undefined;
   const names = servingNames({ ...(service !== undefined ? { service } : {}), url: o.url });
   const secretName = tlsSecretName(o.configurationName);
-  const id = await ensureTlsIdentity(o.client, o.namespace, secretName, names);
+  const id = await ensureTlsIdentity(o.client, o.namespace, secretName, names, () => new Date(), lifetimeMs);
   o.logger.info(
     id.origin === 'reused' ? `admission webhook certificate: reusing the one in Secret ${o.namespace}/${secretName}`
-      : id.origin === 'created' ? `admission webhook certificate: created one for ${names.join(', ')} in Secret ${o.namespace}/${secretName}`
-        : `admission webhook certificate: replaced the one in Secret ${o.namespace}/${secretName} (${id.replacedBecause ?? ''}) with one for ${names.join(', ')}`,
+      : `admission webhook certificate: replaced the one in Secret ${o.namespace}/${secretName} (${id.replacedBecause ?? ''}) with one for ${names.join(', ')}`,
   );
   const server = await startWebhookServer({ address: o.address, identity: id, mayImpersonate: impersonationReviewer(o.client), logger: o.logger });
   try {
@@ -43,5 +52,18 @@ export async function startAdmissionWebhook(o: AdmissionWebhookOptions): Promise
     throw err;
   }
   o.logger.info(`admission webhook serving on ${server.host}:${server.port}, CA bundle published to MutatingWebhookConfiguration ${o.configurationName}`);
-  return server;
+  const renewal = startCertificateRenewal({
+    client: o.client, namespace: o.namespace, secretName, names, configurationName: o.configurationName, url: o.url, lifetimeMs,
+    serving: id, serve: (next) => server.setIdentity(next), logger: o.logger,
+  });
+  return {
+    host: server.host,
+    port: server.port,
+    setIdentity: (next) => server.setIdentity(next),
+    certificateExpiry: () => renewal.servingExpiry(),
+    close: async () => {
+      renewal.stop();
+      await server.close();
+    },
+  };
 }

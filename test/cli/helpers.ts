@@ -42,7 +42,8 @@ function newestMtime(p0: string): number {
  * parallel test files from building at the same time.
  */
 export async function ensureBuilt(): Promise<void> {
-  const sources = ['src/cli', 'src/controller/downloadRequest.ts', 'src/controller/serverStatusRequest.ts'].map((p) => path.join(ROOT, p));
+  // All of src/: the server binary runs every module (a new controller, the webhook), not only the CLI's.
+  const sources = [path.join(ROOT, 'src')];
   const stale = (): boolean => !fs.existsSync(BIN) || Math.max(...sources.map(newestMtime)) > fs.statSync(BIN).mtimeMs;
   if (!stale()) return;
   const lock = path.join(ROOT, 'node_modules', '.cache', 'stowage-build.lock');

@@ -127,7 +127,7 @@ describe('charts/stowage', () => {
     const objs = await render({ releaseName: release, namespace: ns });
     // Hooks (the upgradeCRDs Job and its RBAC) come last, as in `helm template`.
     expect(objs.map((o) => o.object.kind)).toEqual([
-      'NetworkPolicy', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Service', 'Service', 'Deployment', 'MutatingWebhookConfiguration',
+      'NetworkPolicy', 'PodDisruptionBudget', 'ServiceAccount', 'Secret', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Service', 'Service', 'Deployment', 'MutatingWebhookConfiguration',
       'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Job',
     ]);
     await dryRunInstall(objs, ns);
@@ -144,7 +144,7 @@ describe('charts/stowage', () => {
     const release = uniqueName('stw');
     const objs = await render({ releaseName: release, namespace: ns, valuesFiles: [ALL_VALUES], apiVersions: ['monitoring.coreos.com/v1'] });
     const kinds = objs.map((o) => o.object.kind);
-    for (const k of ['Secret', 'Job', 'BackupStorageLocation', 'VolumeSnapshotLocation', 'Schedule', 'ServiceMonitor', 'Service', 'Deployment']) {
+    for (const k of ['Secret', 'Job', 'BackupStorageLocation', 'Schedule', 'ServiceMonitor', 'Service', 'Deployment', 'PodDisruptionBudget']) {
       expect(kinds, k).toContain(k);
     }
     // A disabled schedule renders nothing.
@@ -163,7 +163,7 @@ describe('charts/stowage', () => {
     expect(objs.some((o) => o.object.kind === 'CustomResourceDefinition')).toBe(false);
 
     // The chart's Secret holds the credentials, and a location without its own credential uses it.
-    const secret = find(objs, 'Secret') as KubeObject & { data: Record<string, string> };
+    const secret = objs.map((o) => o.object).find((o) => o.kind === 'Secret' && !String(o.metadata?.name).endsWith('-webhook-tls')) as KubeObject & { data: Record<string, string> };
     expect(Buffer.from(secret.data.cloud ?? '', 'base64').toString()).toContain('aws_access_key_id = AKIAEXAMPLE');
     const bsl = find(objs, 'BackupStorageLocation', 'default') as KubeObject & { spec: { credential: Json; config: Json } };
     expect(bsl.spec.credential).toEqual({ name: secret.metadata?.name, key: 'cloud' });
@@ -193,12 +193,23 @@ describe('charts/stowage', () => {
     expect(notes).not.toContain('upgradeCRDs is off');
   });
 
-  it('replicaCount 2 renders 2 replicas spread over nodes, with leader election on the release Lease', async () => {
-    const objs = await render({ releaseName: 'stowage', namespace: 'backup-system', set: ['replicaCount=2'] });
-    const dep = find(objs, 'Deployment') as KubeObject & { spec: { replicas: number } };
+  it('renders 2 replicas by default, preferring different nodes, with a PodDisruptionBudget and leader election on the release Lease', async () => {
+    const objs = await render({ releaseName: 'stowage', namespace: 'backup-system' });
+    const dep = find(objs, 'Deployment') as KubeObject & { spec: { replicas: number; selector: { matchLabels: Record<string, string> } } };
     expect(dep.spec.replicas).toBe(2);
     const spec = podSpec(dep);
-    expect(spec.affinity?.podAntiAffinity).toBeDefined();
+    // Preferred, not required: a one-node cluster still schedules both.
+    expect(spec.affinity?.podAntiAffinity).toEqual({
+      preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: dep.spec.selector.matchLabels } } }],
+    });
+    const pdb = find(objs, 'PodDisruptionBudget') as KubeObject & { spec: Json };
+    // policy/v1 where the cluster serves it; policy/v1beta1 on Kubernetes 1.20, the oldest the docs name.
+    expect(pdb.apiVersion).toBe('policy/v1beta1');
+    const v1 = find(await render({ releaseName: 'stowage', namespace: 'backup-system', apiVersions: ['policy/v1/PodDisruptionBudget'] }), 'PodDisruptionBudget') as KubeObject & { spec: Json };
+    expect(v1.apiVersion).toBe('policy/v1');
+    expect(v1.spec).toEqual(pdb.spec);
+    expect(pdb.metadata?.namespace).toBe('backup-system');
+    expect(pdb.spec).toEqual({ minAvailable: 1, selector: { matchLabels: dep.spec.selector.matchLabels } });
     // The server always elects a leader, on a Lease in the namespace it is told about.
     const env = spec.containers[0]?.env ?? [];
     expect(env.find((e) => e.name === 'STOWAGE_NAMESPACE')?.valueFrom).toEqual({ fieldRef: { fieldPath: 'metadata.namespace' } });
@@ -209,8 +220,9 @@ describe('charts/stowage', () => {
     expect(binding.roleRef.name).toBe(role.metadata?.name);
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'stowage', namespace: 'backup-system' }]);
 
-    const single = podSpec(find(await render({ releaseName: 'stowage', namespace: 'backup-system' }), 'Deployment'));
-    expect(single.affinity).toBeUndefined();
+    const one = await render({ releaseName: 'stowage', namespace: 'backup-system', set: ['replicaCount=1'] });
+    expect(podSpec(find(one, 'Deployment')).affinity).toBeUndefined();
+    expect(one.some((o) => o.object.kind === 'PodDisruptionBudget')).toBe(false);
   });
 
   it('renders the RBAC rules of deploy/ for each trust mode, rule for rule, as src/rbac/rules.ts gives them', async () => {
@@ -274,11 +286,30 @@ describe('charts/stowage', () => {
     expect(moved.some((o) => o.object.kind === 'NetworkPolicy')).toBe(false);
   });
 
+  it('requester mode: the webhook TLS Secret is the install\'s, empty, named for the configuration (the server creates no Secret)', async () => {
+    const objs = await render({ releaseName: 'backups', namespace: 'ops' });
+    const webhook = find(objs, 'MutatingWebhookConfiguration');
+    const tlsSecret = find(objs, 'Secret', `${webhook.metadata?.name}-webhook-tls`) as KubeObject & { type: string; data?: unknown };
+    expect(tlsSecret.metadata?.namespace).toBe('ops');
+    expect(tlsSecret.type).toBe('Opaque');
+    // No data: an upgrade leaves the key pair the server stored alone.
+    expect(tlsSecret.data).toBeUndefined();
+    // The same object as deploy/25-webhook-tls.yaml.
+    const plain = loadDeployManifests().find((m) => m.object.kind === 'Secret')?.object as KubeObject & { type: string; data?: unknown };
+    expect(plain.metadata?.name).toBe('stowage-webhook-tls');
+    expect({ type: plain.type, data: plain.data }).toEqual({ type: tlsSecret.type, data: tlsSecret.data });
+    // No rendered rule creates Secrets.
+    const creating = objs.flatMap((o) => ((o.object.rules as PolicyRule[] | undefined) ?? []))
+      .filter((r) => (r.resources ?? []).some((x) => x === 'secrets' || x === '*') && r.verbs.some((v) => v === 'create' || v === '*'));
+    expect(creating).toEqual([]);
+  });
+
   it('cluster-admin mode: no webhook, the server serves none, and the cluster-admin rules', async () => {
     const ns = await releaseNamespace();
     const objs = await render({ releaseName: uniqueName('stw'), namespace: ns, set: ['trustMode=cluster-admin'] });
     const kinds = objs.map((o) => o.object.kind);
     expect(kinds).not.toContain('MutatingWebhookConfiguration');
+    expect(kinds).not.toContain('Secret');
     expect(objs.filter((o) => o.object.kind === 'Service').map((o) => o.object.metadata?.name)).toEqual([expect.stringMatching(/-metrics$/)]);
     const c = podSpec(find(objs, 'Deployment')).containers[0];
     expect(c?.args).toContain('--webhook-address=');
@@ -305,6 +336,14 @@ describe('charts/stowage', () => {
     }
   });
 
+  it('refuses volumeSnapshotLocation entries with the reason, creating no object nothing reads', async () => {
+    await expect(render({ releaseName: 'stowage', namespace: 'stowage', set: ['configuration.volumeSnapshotLocation[0].provider=example.com/snapshots'] })).rejects.toThrow(
+      /stowage\/templates\/volumesnapshotlocation.yaml:\d+:\d+: .*error calling fail: configuration.volumeSnapshotLocation is not supported: Stowage takes no volume snapshots yet, so a VolumeSnapshotLocation would be used by nothing \(the server marks any it finds Unavailable\); leave configuration.volumeSnapshotLocation empty/,
+    );
+    const all = await render({ releaseName: 'stowage', namespace: 'stowage', valuesFiles: [ALL_VALUES], apiVersions: ['monitoring.coreos.com/v1'] });
+    expect(all.some((o) => o.object.kind === 'VolumeSnapshotLocation')).toBe(false);
+  });
+
   it('fails with a clear message when a location lacks its bucket', async () => {
     await expect(
       render({ releaseName: 'stowage', namespace: 'stowage', set: ['configuration.backupStorageLocation[0].provider=stowage.dev/aws'] }),
@@ -313,6 +352,24 @@ describe('charts/stowage', () => {
 });
 
 describe('deploy/30-deployment.yaml', () => {
+  it('runs 2 replicas preferring different nodes, with a policy/v1 PodDisruptionBudget over them', () => {
+    const manifests = loadDeployManifests();
+    const dep = manifests.find((m) => m.object.kind === 'Deployment')?.object as KubeObject & { spec: { replicas: number; selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> } } } };
+    expect(dep.spec.replicas).toBe(2);
+    expect(podSpec(dep).affinity?.podAntiAffinity).toEqual({
+      preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: dep.spec.selector.matchLabels } } }],
+    });
+    const pdb = manifests.find((m) => m.object.kind === 'PodDisruptionBudget');
+    expect(pdb?.file).toBe('deploy/35-poddisruptionbudget.yaml');
+    expect(pdb?.object.apiVersion).toBe('policy/v1');
+    expect((pdb?.object as KubeObject & { spec: Json }).spec).toEqual({ minAvailable: 1, selector: { matchLabels: dep.spec.selector.matchLabels } });
+    // Kubernetes 1.20's copy differs only in the version (test/deploy/rbac.test.ts applies it to the 1.20 API server).
+    const legacy = loadDeployManifests({ kubernetes120: true }).find((m) => m.object.kind === 'PodDisruptionBudget');
+    expect(legacy?.file).toBe('deploy/k8s-1.20/35-poddisruptionbudget.yaml');
+    expect({ ...legacy?.object, apiVersion: 'policy/v1' }).toEqual(pdb?.object);
+    expect(dep.spec.template.metadata.labels).toMatchObject(dep.spec.selector.matchLabels);
+  });
+
   it('mounts a writable emptyDir at every path the server, plugins and the runtime write', () => {
     const spec = podSpec(loadDeployManifests().find((m) => m.object.kind === 'Deployment')?.object ?? {});
     const c = spec.containers[0];

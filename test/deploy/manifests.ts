@@ -48,6 +48,11 @@ export interface LoadOptions {
   webhookConfiguration?: boolean;
   /** The webhook configuration the rules name (default webhookConfigurationNameFor(namespace)). */
   webhookConfigurationName?: string;
+  /**
+   * Take deploy/k8s-1.20/35-poddisruptionbudget.yaml (policy/v1beta1) for the PodDisruptionBudget,
+   * as docs/install.md tells Kubernetes 1.20 users to: the test control plane is 1.20.
+   */
+  kubernetes120?: boolean;
 }
 
 export interface Manifest {
@@ -120,7 +125,8 @@ export function loadDeployManifests(opts: LoadOptions = {}): Manifest[] {
   const dropping = new Set(opts.withoutRules ?? []);
   const seen = new Set<string>();
   const out: Manifest[] = [];
-  for (const file of deployFiles(DEPLOY_DIR, mode)) {
+  const files = deployFiles(DEPLOY_DIR, mode).map((f) => (opts.kubernetes120 === true && path.basename(f) === '35-poddisruptionbudget.yaml' ? path.join(DEPLOY_DIR, 'k8s-1.20', path.basename(f)) : f));
+  for (const file of files) {
     for (const { object, ruleIds } of parseManifestText(fs.readFileSync(file, 'utf8'), file)) {
       const obj = structuredClone(object);
       const md = (obj.metadata ??= {});
@@ -131,6 +137,8 @@ export function loadDeployManifests(opts: LoadOptions = {}): Manifest[] {
         if (md.labels?.[NAMESPACE_LABEL] !== undefined) md.labels[NAMESPACE_LABEL] = ns;
       } else if (CLUSTER_SCOPED.has(kind)) md.name = clusterName(String(md.name));
       else md.namespace = ns;
+      // The webhook's TLS Secret is named after the configuration.
+      if (kind === 'Secret') md.name = renames.get(String(md.name)) ?? md.name;
       const roleRef = obj.roleRef as { kind: string; name: string } | undefined;
       if (roleRef?.kind === 'ClusterRole') roleRef.name = clusterName(roleRef.name);
       for (const s of (obj.subjects as { namespace?: string }[] | undefined) ?? []) if (s.namespace !== undefined) s.namespace = ns;
@@ -324,12 +332,13 @@ const SSAR = { group: 'authorization.k8s.io', version: 'v1', resource: 'selfsubj
  * Gives a test server the deployed identity: the Namespace, ServiceAccount `stowage` and the
  * generated RBAC of `trustMode` from deploy/ (ClusterRole and binding named `stowage-<ns>`; the
  * rules' resourceNames name the webhook configuration `stowage-<ns>` and its Secret
- * `stowage-<ns>-webhook-tls`), waits until the bindings are in effect, and writes a kubeconfig
+ * `stowage-<ns>-webhook-tls`, which is created empty as deploy/ does), waits until the bindings are in effect, and writes a kubeconfig
  * with the ServiceAccount's token. Start the server with `--kubeconfig <kubeconfigPath>`,
  * `--namespace <ns>`, `--trust-mode <mode>` and `--webhook-configuration-name <webhookConfigurationName>`.
  */
 export async function installServerIdentity(admin: DynamicClient, adminConfig: k8s.KubeConfig, opts: IdentityOptions): Promise<ServerIdentity> {
-  const kinds = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
+  // The Secret is the webhook's TLS Secret, which the install creates and the server only updates.
+  const kinds = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Secret']);
   const webhookConfigurationName = opts.webhookConfigurationName ?? webhookConfigurationNameFor(opts.namespace);
   const objects = loadDeployManifests({ namespace: opts.namespace, trustMode: opts.trustMode ?? 'requester', withoutRules: opts.withoutRules ?? [], webhookConfigurationName })
     .map((m) => m.object)

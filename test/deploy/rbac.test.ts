@@ -54,7 +54,7 @@ let adminClient: DynamicClient;
 const installed: KubeObject[][] = [];
 
 async function install(ns: string, opts: { withoutRules?: string[]; trustMode?: 'requester' | 'cluster-admin'; webhookConfiguration?: boolean } = {}): Promise<DynamicClient> {
-  const objects = loadDeployManifests({ namespace: ns, ...opts }).map((m) => m.object);
+  const objects = loadDeployManifests({ namespace: ns, kubernetes120: true, ...opts }).map((m) => m.object);
   installed.push(objects);
   await applyObjects(adminClient, objects);
   return serviceAccountClient(admin, ns, 'stowage');
@@ -198,17 +198,30 @@ describe('deploy/ RBAC in requester mode with the ServiceAccount token', () => {
       `leases.coordination.k8s.io is forbidden: User "${user}" cannot create resource "leases" in API group "coordination.k8s.io" in the namespace "${other}"`,
     );
 
+    // The install creates the TLS Secret (deploy/25-webhook-tls.yaml), empty; the server only updates it by name.
     const tls = `${webhookConfigurationNameFor(ns)}-webhook-tls`;
-    const secret = await sa.create<KubeObject>(CORE.secrets, ns, { metadata: { name: tls }, type: 'kubernetes.io/tls', data: { 'tls.crt': '', 'tls.key': '' } });
+    const secret = await sa.get<KubeObject & { data?: Record<string, string> }>(CORE.secrets, ns, tls);
+    expect(secret.data).toBeUndefined();
     await sa.replace(CORE.secrets, ns, tls, { ...secret, data: { 'tls.crt': 'YQ==', 'tls.key': 'Yg==' } });
-    // Create cannot be limited by name, but update can: another Secret of the namespace stays untouched.
     const another = await adminClient.create<KubeObject>(CORE.secrets, ns, { metadata: { name: 'credentials' }, data: { cloud: 'eA==' } });
     expect(await refusal(sa.replace(CORE.secrets, ns, 'credentials', { ...another, data: { cloud: 'eQ==' } }))).toBe(
       `secrets "credentials" is forbidden: User "${user}" cannot update resource "secrets" in API group "" in the namespace "${ns}"`,
     );
-    expect(await refusal(sa.create(CORE.secrets, other, { metadata: { name: 'planted' } }))).toBe(
-      `secrets is forbidden: User "${user}" cannot create resource "secrets" in API group "" in the namespace "${other}"`,
+    for (const where of [ns, other]) {
+      expect(await refusal(sa.create(CORE.secrets, where, { metadata: { name: 'planted' } }))).toBe(
+        `secrets is forbidden: User "${user}" cannot create resource "secrets" in API group "" in the namespace "${where}"`,
+      );
+    }
+  });
+
+  it('cannot mint a token through a service-account-token Secret: it creates no Secret at all', async () => {
+    const token = { metadata: { name: 'stowage-token', annotations: { 'kubernetes.io/service-account.name': 'stowage' } }, type: 'kubernetes.io/service-account-token' };
+    expect(await refusal(sa.create(CORE.secrets, ns, token))).toBe(
+      `secrets is forbidden: User "${user}" cannot create resource "secrets" in API group "" in the namespace "${ns}"`,
     );
+    for (const verb of ['create', 'patch', 'delete', 'deletecollection']) {
+      expect(await allowed(sa, { verb, resource: 'secrets', namespace: ns }), `${verb} secrets in ${ns}`).toBe(false);
+    }
   });
 
   it('cannot mint tokens, exec into pods, escalate or bind, write outside its kinds or delete outside stowage.dev', async () => {
@@ -309,6 +322,8 @@ describe('deploy/ RBAC in requester mode with the ServiceAccount token', () => {
       { verb: 'delete', resource: 'namespaces' },
       { verb: 'delete', resource: 'secrets', namespace: ns },
       { verb: 'update', resource: 'secrets', namespace: ns, name: 'credentials' },
+      { verb: 'create', resource: 'secrets', namespace: ns },
+      { verb: 'create', resource: 'secrets', namespace: ns, name: `${own}-webhook-tls` },
       { verb: 'deletecollection', resource: 'pods', namespace: 'default' },
       { verb: 'delete', group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions' },
       { verb: 'watch', resource: 'configmaps' },
@@ -371,8 +386,13 @@ describe('deploy/ RBAC rule ids', () => {
   it('every rule carries an id, and stowage.dev is the only group with delete, in both modes', () => {
     expect(deployRuleIds().map((r) => r.id)).toEqual([
       'backup-list', 'crd-read', 'stowage-resources', 'impersonate', 'impersonate-uid', 'access-review', 'webhook-configuration', 'events',
-      'leader-election', 'webhook-tls-secret', 'credential-secrets', 'webhook-tls-secret-create',
+      'leader-election', 'webhook-tls-secret', 'credential-secrets',
     ]);
+    // No rule in either mode creates Secrets (a service-account-token Secret is a token that never expires).
+    for (const mode of ['requester', 'cluster-admin'] as const) {
+      const creating = deployRuleIds(mode).filter((r) => ['secrets', '*'].some((x) => (r.rule.resources ?? []).includes(x)) && r.rule.verbs.some((v) => v === 'create' || v === '*'));
+      expect(creating.map((r) => r.id), mode).toEqual(mode === 'requester' ? [] : ['restore-write']);
+    }
     for (const mode of ['requester', 'cluster-admin'] as const) {
       const deleting = deployRuleIds(mode).filter((r) => r.rule.verbs.some((v) => v === 'delete' || v === 'deletecollection' || v === '*'));
       expect(deleting.map((r) => r.id)).toEqual(['stowage-resources']);

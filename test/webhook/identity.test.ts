@@ -1,6 +1,8 @@
-// The webhook's certificate Secret and CA bundle publishing against the real API server: created
-// once, reused by the next replica, replaced when it no longer names what is needed, settled when
-// two replicas start together; the configuration is patched only when something differs.
+// The webhook's certificate Secret and CA bundle publishing against the real API server: the
+// install creates the Secret empty and the server fills it once, the next replica reuses it, it is
+// replaced when it no longer names what is needed, settled when two replicas start together; a
+// missing Secret is an error (the server creates none); the configuration is patched only when
+// something differs.
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -27,19 +29,31 @@ afterAll(async () => {
 
 const sans = (pem: string): string | undefined => new crypto.X509Certificate(pem).subjectAltName;
 
+/** The empty Secret deploy/25-webhook-tls.yaml and the chart create. */
+const installSecret = (name: string): Promise<unknown> => admin.create(CORE.secrets, ns, { apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: { name } });
+
 describe('ensureTlsIdentity', () => {
-  it('creates the Secret once, and the next start reuses it', async () => {
+  it('fills the Secret the install created, and the next start reuses it', async () => {
     const names = ['127.0.0.1', 'localhost'];
+    await installSecret('a-webhook-tls');
     const first = await ensureTlsIdentity(admin, ns, 'a-webhook-tls', names);
-    expect(first.origin).toBe('created');
+    expect(first).toMatchObject({ origin: 'replaced', replacedBecause: 'it holds no certificate yet' });
     const secret = await admin.get<{ type: string; data: Record<string, string> }>(CORE.secrets, ns, 'a-webhook-tls');
-    expect(secret.type).toBe('kubernetes.io/tls');
+    expect(secret.type).toBe('Opaque');
     expect(Buffer.from(secret.data['tls.crt'] ?? '', 'base64').toString()).toBe(first.cert);
     const second = await ensureTlsIdentity(admin, ns, 'a-webhook-tls', names);
     expect(second).toMatchObject({ origin: 'reused', cert: first.cert, key: first.key, caBundle: first.cert });
   });
 
+  it('creates no Secret: a missing one is an error naming the install', async () => {
+    await expect(ensureTlsIdentity(admin, ns, 'missing-webhook-tls', ['127.0.0.1'])).rejects.toThrow(
+      `the Secret ${ns}/missing-webhook-tls for the webhook certificate does not exist; the install creates it (kubectl apply -f deploy/, or the chart): the server creates no Secrets`,
+    );
+    await expect(admin.get(CORE.secrets, ns, 'missing-webhook-tls')).rejects.toSatisfy(isNotFound);
+  });
+
   it('replaces a certificate that does not name a needed host, keeping the old one in the CA bundle while it is valid', async () => {
+    await installSecret('b-webhook-tls');
     const narrow = await ensureTlsIdentity(admin, ns, 'b-webhook-tls', ['127.0.0.1']);
     const wider = await ensureTlsIdentity(admin, ns, 'b-webhook-tls', ['127.0.0.1', 'localhost', 'stowage-webhook.x.svc']);
     expect(wider.origin).toBe('replaced');
@@ -53,9 +67,10 @@ describe('ensureTlsIdentity', () => {
 
   it('gives two replicas starting together the same certificate', async () => {
     const names = ['127.0.0.1', 'localhost'];
+    await installSecret('c-webhook-tls');
     const [a, b] = await Promise.all([ensureTlsIdentity(admin, ns, 'c-webhook-tls', names), ensureTlsIdentity(admin, ns, 'c-webhook-tls', names)]);
     expect(a.cert).toBe(b.cert);
-    expect([a.origin, b.origin].sort()).toEqual(['created', 'reused']);
+    expect([a.origin, b.origin].sort()).toEqual(['replaced', 'reused']);
   });
 });
 
@@ -68,6 +83,7 @@ describe('publishCaBundle', () => {
     const name = uniqueName('stowage-publish');
     configs.push(name);
     await admin.create(MUTATING_WEBHOOK_CONFIGURATIONS, undefined, webhookConfiguration({ name, namespace: ns, clientConfig: serviceClientConfig(ns) }));
+    await installSecret('d-webhook-tls');
     const pem = (await ensureTlsIdentity(admin, ns, 'd-webhook-tls', ['127.0.0.1'])).caBundle;
     expect(await publishCaBundle(admin, name, pem)).toEqual({ changed: true });
     let cfg = await admin.get<MutatingWebhookConfiguration>(MUTATING_WEBHOOK_CONFIGURATIONS, undefined, name);

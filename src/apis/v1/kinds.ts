@@ -414,7 +414,10 @@ const vslSpec = s.named(
     { required: ['provider'] },
   ),
 );
-const vslStatus = s.named('VolumeSnapshotLocationStatus', s.object({ phase: s.named('VolumeSnapshotLocationPhase', s.enum(VSL_PHASES)) }));
+const vslStatus = s.named('VolumeSnapshotLocationStatus', s.object({
+  phase: s.named('VolumeSnapshotLocationPhase', s.enum(VSL_PHASES)),
+  message: s.string({ description: 'Why the location is Unavailable.' }),
+}));
 
 const phaseCol: PrinterColumn = { name: 'Phase', type: 'string', jsonPath: '.status.phase' };
 const ageCol: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };

@@ -607,6 +607,8 @@ export type VolumeSnapshotLocationSpec = {
 
 export type VolumeSnapshotLocationStatus = {
   phase?: VolumeSnapshotLocationPhase;
+  /** Why the location is Unavailable. */
+  message?: string;
 };
 
 export type VolumeSnapshotLocationPhase = 'Available' | 'Unavailable';

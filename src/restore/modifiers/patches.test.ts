@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { compileGroupResourceGlob } from './glob.js';
 import { applyJsonPatch, PatchError, PatchTestFailed, type JsonValue } from './jsonPatch.js';
 import { applyMergePatch } from './mergePatch.js';
+import { ruleMatches } from './apply.js';
 import { parseResourceModifiers, patchValue } from './rules.js';
 import { applyStrategicPatch } from './strategicMerge.js';
 
@@ -189,5 +190,41 @@ resourceModifierRules:
     expect(errors('version: v1\nresourceModifierRules: [{conditions: {groupResource: pods, resourceNameRegex: "web\\\\z"}, patches: [{operation: remove, path: /a}]}]'))
       .toEqual(['ConfigMap s/m, data "rules.yaml": resourceModifierRules[0].conditions.resourceNameRegex: \\z is RE2 syntax with no JavaScript equivalent here']);
     expect(errors('version: V1\nresourceModifierRules: [{conditions: {groupResource: pods, resourceNameRegex: "(?i)^WEB"}, patches: [{operation: Remove, path: /a}]}]')).toEqual([]);
+  });
+});
+
+describe('condition namespaces (docs/restore-transforms.md "Namespace globs")', () => {
+  const rules = (namespaces: string): ReturnType<typeof parseResourceModifiers> => parseResourceModifiers({
+    'rules.yaml': `version: v1\nresourceModifierRules:\n- conditions: {groupResource: configmaps, namespaces: ${namespaces}}\n  patches: [{operation: add, path: /data/x, value: "1"}]\n`,
+  }, 'ConfigMap s/m');
+  const matches = (namespaces: string, ns: string): boolean => {
+    const r = rules(namespaces);
+    if ('errors' in r) throw new Error(r.errors.join('; '));
+    const rule = r.modifiers.rules[0];
+    if (rule === undefined) throw new Error('no rule');
+    return ruleMatches(rule, { groupResource: 'configmaps', sourceNamespace: ns, namespaced: true }, { metadata: { name: 'c', namespace: ns } });
+  };
+
+  it('takes *, ?, [abc], [a-z] and {a,b}', () => {
+    expect(matches('["team-*"]', 'team-a')).toBe(true);
+    expect(matches('["team-*"]', 'ops')).toBe(false);
+    expect(matches('["team-?"]', 'team-b')).toBe(true);
+    expect(matches('["team-?"]', 'team-bb')).toBe(false);
+    expect(matches('["team-[ab]"]', 'team-a')).toBe(true);
+    expect(matches('["team-[ab]"]', 'team-c')).toBe(false);
+    expect(matches('["team-[a-c]"]', 'team-c')).toBe(true);
+    expect(matches('["team-[a-c]"]', 'team-d')).toBe(false);
+    expect(matches('["{ops,team-?}"]', 'ops')).toBe(true);
+    expect(matches('["{ops,team-?}"]', 'team-z')).toBe(true);
+    expect(matches('["{ops,team-?}"]', 'dev')).toBe(false);
+    expect(matches('[dev]', 'dev')).toBe(true);
+  });
+
+  it('refuses an entry that is neither a name nor a valid pattern, naming the rule and the entry', () => {
+    const at = 'ConfigMap s/m, data "rules.yaml": resourceModifierRules[0].conditions.namespaces';
+    expect(rules('["team-[a"]')).toEqual({ errors: [`${at}[0]: "team-[a" is not a valid namespace pattern: a "[" is never closed by "]"`] });
+    expect(rules('[ok, "Team_A"]')).toEqual({
+      errors: [`${at}[1]: "Team_A" is not a valid namespace name or pattern (lowercase letters, digits and "-", with the wildcards "*", "?", "[abc]", "[a-z]" and "{a,b}")`],
+    });
   });
 });

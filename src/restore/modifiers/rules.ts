@@ -2,7 +2,7 @@
 // one kind of patch each), parsed and validated up front: every problem is reported with the rule's
 // index, so a Restore naming a bad rule file fails validation instead of failing items later.
 import YAML from 'yaml';
-import { namespaceFilter, type NamespaceFilter } from '../../util/filters.js';
+import { namespaceEntryProblem, namespaceFilter, type NamespaceFilter } from '../../util/filters.js';
 import { validateLabelSelector, type LabelSelector } from '../../util/labels.js';
 import { compileGroupResourceGlob } from './glob.js';
 import { PATCH_OPERATIONS, pointerProblem, type JsonValue, type PatchOperation } from './jsonPatch.js';
@@ -167,7 +167,15 @@ function parseConditions(c: unknown, at: string, errors: string[]): Omit<Modifie
   let namespaces: NamespaceFilter | undefined;
   if (c.namespaces !== undefined && c.namespaces !== null) {
     if (!Array.isArray(c.namespaces) || !c.namespaces.every((n) => typeof n === 'string')) errors.push(`${at}.namespaces must be a list of namespace names`);
-    else if (c.namespaces.length > 0) namespaces = namespaceFilter(c.namespaces as string[], []);
+    else {
+      // The same entries as includedNamespaces: a pattern that is not valid would match nothing silently.
+      const bad = (c.namespaces as string[]).flatMap((n, i) => {
+        const why = namespaceEntryProblem(n);
+        return why === undefined ? [] : [`${at}.namespaces[${i}]: "${n}" ${why}`];
+      });
+      errors.push(...bad);
+      if (bad.length === 0 && c.namespaces.length > 0) namespaces = namespaceFilter(c.namespaces as string[], []);
+    }
   }
   let labelSelector: LabelSelector | undefined;
   if (c.labelSelector !== undefined && c.labelSelector !== null) {
