@@ -4,11 +4,16 @@
 // PutObject, retried whole. Memory is bounded by (parts in flight + the one being filled) x part size.
 // Server-side encryption: the creating request (PutObject, CreateMultipartUpload) asks for it; with
 // SSE-C every part, the completion and the HEAD after a lost answer carry the key as well.
+// Every multipart upload is marked as Stowage's by a zero-byte object beside its key whose name only
+// the holder of the location's secret key can compute (uploadMarkerKey): the sweep (s3Sweep.ts)
+// aborts an upload only when that marker exists, so it never aborts another party's upload.
+import crypto from 'node:crypto';
 import {
   AbortMultipartUploadCommand,
   ChecksumAlgorithm,
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
+  DeleteObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
   UploadPartCommand,
@@ -31,6 +36,36 @@ export interface UploadOptions {
 
 /** Multipart uploads this process started and has not finished: the sweep never aborts them. */
 export const liveUploads = new Set<string>();
+
+/** What a marker's name is cut from: `<key>.stowage-upload-<32 hex digits>`. */
+export const UPLOAD_MARKER_INFIX = '.stowage-upload-';
+
+/**
+ * The key of the marker that proves upload `uploadId` of `bucket/key` is Stowage's. Its name is an
+ * HMAC over bucket, key and upload id, keyed by a key derived from the location's secret access key:
+ * anyone may list upload ids and write objects into the bucket, but without that secret nobody can
+ * name the marker of an upload, so no planted or copied object makes the sweep abort someone else's
+ * upload. Whoever holds the secret could abort uploads directly anyway, so the marker grants nothing.
+ */
+export function uploadMarkerKey(secret: Buffer, bucket: string, key: string, uploadId: string): string {
+  const mac = crypto.createHmac('sha256', secret).update(`${bucket}\0${key}\0${uploadId}`).digest('hex').slice(0, 32);
+  return `${key}${UPLOAD_MARKER_INFIX}${mac}`;
+}
+
+/**
+ * The marker secret of `client`'s credentials (undefined without a secret access key: then no upload
+ * is marked and the sweep aborts nothing). Rotated credentials leave older marks unprovable, so an
+ * upload orphaned before a rotation stays for the bucket's lifecycle rule to end, never aborted blindly.
+ */
+export async function markerSecret(client: S3Client): Promise<Buffer | undefined> {
+  try {
+    const creds = await client.config.credentials();
+    if (creds.secretAccessKey === '') return undefined;
+    return crypto.createHmac('sha256', creds.secretAccessKey).update('stowage.dev/aws multipart upload marker v1').digest();
+  } catch {
+    return undefined;
+  }
+}
 
 /** Cuts `body` into buffers of exactly `size` bytes (the last may be shorter, never empty). */
 export async function* parts(body: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Buffer> {
@@ -90,6 +125,8 @@ async function multipart(o: UploadOptions, bucket: string, key: string, head: Bu
   const uploadId = created.UploadId;
   if (uploadId === undefined) throw new Error(`CreateMultipartUpload ${bucket}/${key}: the store returned no upload id`);
   liveUploads.add(uploadId);
+  const secret = await markerSecret(o.client);
+  const marker = secret === undefined ? undefined : uploadMarkerKey(secret, bucket, key, uploadId);
   const stop = new AbortController();
   const done: CompletedPart[] = [];
   const inFlight = new Set<Promise<void>>();
@@ -113,6 +150,12 @@ async function multipart(o: UploadOptions, bucket: string, key: string, head: Bu
   };
 
   try {
+    // Written before any part: an upload whose writer dies after this point can be proved ours.
+    if (marker !== undefined) {
+      await retryOutage(`PutObject ${bucket}/${marker}`, { windowMs: o.windowMs }, () =>
+        o.client.send(new PutObjectCommand({ Bucket: bucket, Key: marker, Body: Buffer.alloc(0), ContentLength: 0, ...createEncryption(o.sse) })),
+      );
+    }
     let n = 0;
     for (const data of head) send(++n, data);
     for (;;) {
@@ -135,11 +178,22 @@ async function multipart(o: UploadOptions, bucket: string, key: string, head: Bu
       }
     });
     liveUploads.delete(uploadId);
+    await removeMarker(o.client, bucket, marker);
   } catch (err) {
     stop.abort();
     await Promise.allSettled(inFlight);
-    await abort(o.client, bucket, key, uploadId, what);
+    if (await abort(o.client, bucket, key, uploadId, what)) await removeMarker(o.client, bucket, marker);
     throw err;
+  }
+}
+
+/** One try: a marker left behind is a zero-byte object in the backup's folder, removed with it. */
+export async function removeMarker(client: S3Client, bucket: string, marker: string | undefined): Promise<void> {
+  if (marker === undefined) return;
+  try {
+    await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: marker }));
+  } catch (err) {
+    log.debug('could not remove the marker of a finished upload', { bucket, key: marker, error: (err as Error).message });
   }
 }
 
@@ -153,13 +207,15 @@ async function objectThere(client: S3Client, bucket: string, key: string, partCo
   }
 }
 
-/** One try: during an outage it fails too, and the location's next sweep aborts the upload then. */
-async function abort(client: S3Client, bucket: string, key: string, uploadId: string, what: string): Promise<void> {
+/** One try: during an outage it fails too, and the location's next sweep aborts the upload then (its marker stays for that). */
+async function abort(client: S3Client, bucket: string, key: string, uploadId: string, what: string): Promise<boolean> {
   try {
     await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }));
     liveUploads.delete(uploadId);
+    return true;
   } catch (err) {
     liveUploads.delete(uploadId);
     log.debug('could not abort the failed upload; a later sweep of the location aborts it', { upload: what, error: (err as Error).message });
+    return false;
   }
 }
