@@ -127,6 +127,7 @@ async function multipart(o: UploadOptions, bucket: string, key: string, head: Bu
   liveUploads.add(uploadId);
   const secret = await markerSecret(o.client);
   const marker = secret === undefined ? undefined : uploadMarkerKey(secret, bucket, key, uploadId);
+  let markerVersion: string | undefined;
   const stop = new AbortController();
   const done: CompletedPart[] = [];
   const inFlight = new Set<Promise<void>>();
@@ -152,9 +153,10 @@ async function multipart(o: UploadOptions, bucket: string, key: string, head: Bu
   try {
     // Written before any part: an upload whose writer dies after this point can be proved ours.
     if (marker !== undefined) {
-      await retryOutage(`PutObject ${bucket}/${marker}`, { windowMs: o.windowMs }, () =>
+      const put = await retryOutage(`PutObject ${bucket}/${marker}`, { windowMs: o.windowMs }, () =>
         o.client.send(new PutObjectCommand({ Bucket: bucket, Key: marker, Body: Buffer.alloc(0), ContentLength: 0, ...createEncryption(o.sse) })),
       );
+      markerVersion = put.VersionId;
     }
     let n = 0;
     for (const data of head) send(++n, data);
@@ -178,19 +180,31 @@ async function multipart(o: UploadOptions, bucket: string, key: string, head: Bu
       }
     });
     liveUploads.delete(uploadId);
-    await removeMarker(o.client, bucket, marker);
+    await removeMarker(o.client, bucket, marker, markerVersion);
   } catch (err) {
     stop.abort();
     await Promise.allSettled(inFlight);
-    if (await abort(o.client, bucket, key, uploadId, what)) await removeMarker(o.client, bucket, marker);
+    if (await abort(o.client, bucket, key, uploadId, what)) await removeMarker(o.client, bucket, marker, markerVersion);
     throw err;
   }
 }
 
-/** One try: a marker left behind is a zero-byte object in the backup's folder, removed with it. */
-export async function removeMarker(client: S3Client, bucket: string, marker: string | undefined): Promise<void> {
+/**
+ * One try: a marker left behind is a zero-byte object in the backup's folder, removed with it. In a
+ * versioned bucket its own version is removed for good (no delete marker piles up per upload); where
+ * retention forbids that (Object Lock), a plain delete hides it.
+ */
+export async function removeMarker(client: S3Client, bucket: string, marker: string | undefined, versionId?: string): Promise<void> {
   if (marker === undefined) return;
   try {
+    if (versionId !== undefined) {
+      try {
+        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: marker, VersionId: versionId }));
+        return;
+      } catch {
+        // retained: fall through to a delete marker
+      }
+    }
     await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: marker }));
   } catch (err) {
     log.debug('could not remove the marker of a finished upload', { bucket, key: marker, error: (err as Error).message });
