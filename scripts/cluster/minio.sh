@@ -45,7 +45,7 @@ with_heartbeat() {
 export GOMODCACHE=$ROOT/gomod GOCACHE=$ROOT/gocache GOFLAGS=-modcacherw CGO_ENABLED=0 GOTOOLCHAIN=local
 export GOBIN=$DIR/.gobin
 rm -rf "$GOBIN"
-log "building github.com/minio/minio@$VERSION with $("$GO" version | cut -d' ' -f3) (about 10 minutes on 2 cores the first time)"
+log "building github.com/minio/minio@$VERSION with $("$GO" version | cut -d' ' -f3) (about 20 minutes on 2 busy cores the first time)"
 with_heartbeat "building minio" "$GO" install -trimpath -ldflags "-s -w" "github.com/minio/minio@$VERSION"
 [ -x "$GOBIN/minio" ] || die "go install finished but produced no $GOBIN/minio"
 mv "$GOBIN/minio" "$BIN"
