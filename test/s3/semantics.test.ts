@@ -11,6 +11,7 @@ import {
 import { newBackup } from '../../src/apis/v1/index.js';
 import { createBackupStore } from '../../src/persistence/backupStore.js';
 import { AwsObjectStore } from '../../src/plugin/builtin/aws.js';
+import { setLogSink } from '../../src/plugin/sdk/logger.js';
 import { UPLOAD_MARKER_INFIX } from '../../src/plugin/builtin/s3Upload.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 
@@ -86,10 +87,18 @@ describe('S3 semantics on MinIO through the built-in S3 store', () => {
     return { versions: versions.length, current: versions.filter((v) => v.IsLatest === true).length };
   };
 
+  /** The store's log lines (the plugin's own sink: in a server they land in the deleting run's log). */
+  const lines: { level: string; msg: string; key?: string }[] = [];
+  const warnedDeletes = (): string[] => lines.filter((l) => l.level === 'warn' && l.msg.includes('wrote a delete marker')).map((l) => l.key ?? '').sort();
+
   beforeAll(() => {
+    setLogSink((line) => lines.push(JSON.parse(line) as { level: string; msg: string; key?: string }));
     direct = new S3Client({ endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey } });
   });
-  afterAll(() => direct.destroy());
+  afterAll(() => {
+    setLogSink((line) => process.stderr.write(line));
+    direct.destroy();
+  });
 
   it('lists an upload in flight, and stores CRC32 checksums the server verified for single and multipart uploads', async () => {
     const bucket = await bucketWith('sums');
@@ -128,9 +137,13 @@ describe('S3 semantics on MinIO through the built-in S3 store', () => {
     want.writeUInt32BE(composite);
     expect(big.ChecksumCRC32).toBe(`${want.toString('base64')}-3`);
     expect(Buffer.compare(await read(await store.getObject(bucket, 'p/backups/s/s.tar.gz')), Buffer.concat(parts))).toBe(0);
+    // An unversioned bucket removes what is deleted: no warning.
+    lines.length = 0;
+    await store.deleteObject(bucket, 'p/backups/s/s.tar.gz');
+    expect(warnedDeletes()).toEqual([]);
   });
 
-  it('in a versioned bucket, deleting a backup leaves delete markers over its versions; a new backup of that name reads as the current version', async () => {
+  it('in a versioned bucket, deleting a backup leaves delete markers over its versions and warns that the data stays; a new backup of that name reads as the current version', async () => {
     const bucket = await bucketWith('versioned', { versioned: true });
     const backups = createBackupStore({ objectStore: await storeFor(bucket, 'v'), bucket, prefix: 'v' });
     const old = bytes(2 * PART + MiB, 5);
@@ -138,6 +151,7 @@ describe('S3 semantics on MinIO through the built-in S3 store', () => {
     await backups.putBackupMetadata('nightly', newBackup('nightly', 'stowage', { ttl: '1h' }));
     expect(await backups.listBackupNames()).toEqual(['nightly']);
 
+    lines.length = 0;
     await backups.deleteBackup('nightly', []);
     expect(await backups.listBackupNames()).toEqual([]);
     const after = await versions(bucket, 'v/');
@@ -146,6 +160,8 @@ describe('S3 semantics on MinIO through the built-in S3 store', () => {
     expect(after.latestMarkers).toEqual(keys);
     expect(after.deleteMarkers).toEqual(keys);
     expect(after.objects).toEqual(keys);
+    // The deletion says, key by key, that the data stays.
+    expect(warnedDeletes()).toEqual(keys);
     // The upload's marker was removed with its own version: nothing of it stays in the bucket.
     expect(await markerVersions(bucket, 'v/')).toEqual({ versions: 0, current: 0 });
 
@@ -156,7 +172,7 @@ describe('S3 semantics on MinIO through the built-in S3 store', () => {
     expect(Buffer.compare(await read(await backups.getTarball('nightly')), fresh)).toBe(0);
   });
 
-  it('with Object Lock default retention, backups complete; deleting one hides it behind delete markers and the retained versions stay', async () => {
+  it('with Object Lock default retention, backups complete; deleting one hides it behind delete markers, warns, and the retained versions stay', async () => {
     const bucket = await bucketWith('locked', { lockDays: 1 });
     const backups = createBackupStore({ objectStore: await storeFor(bucket, 'l'), bucket, prefix: 'l' });
     // Object Lock needs a checksum (or Content-MD5) on every write: the SDK's CRC32 satisfies it, for parts too.
@@ -168,12 +184,14 @@ describe('S3 semantics on MinIO through the built-in S3 store', () => {
     expect(head.ObjectLockMode).toBe('GOVERNANCE');
     expect(head.ObjectLockRetainUntilDate?.getTime()).toBeGreaterThan(Date.now());
 
+    lines.length = 0;
     await backups.deleteBackup('locked', []);
     expect(await backups.listBackupNames()).toEqual([]);
     const after = await versions(bucket, 'l/');
     const keys = [backups.keys('locked').metadata, backups.keys('locked').tarball].sort();
     expect(after.latestMarkers).toEqual(keys);
     expect(after.objects).toEqual(keys);
+    expect(warnedDeletes()).toEqual(keys);
     // Retention keeps the upload marker's zero-byte version too, hidden behind a delete marker.
     expect(await markerVersions(bucket, 'l/')).toEqual({ versions: 1, current: 0 });
   });

@@ -213,8 +213,16 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
     return out;
   }
 
+  /**
+   * Deletes the current version. In a versioned bucket (Object Lock implies one) S3 then only hides
+   * the object behind a delete marker: the warning says so, in the log of the run that deleted it,
+   * rather than letting the deletion pass for the data's removal.
+   */
   async deleteObject(bucket: string, key: string): Promise<void> {
-    await this.call(`DeleteObject ${bucket}/${key}`, (s3) => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key })));
+    const res = await this.call(`DeleteObject ${bucket}/${key}`, (s3) => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key })));
+    if (res.DeleteMarker === true) {
+      log.warn(`the bucket keeps object versions: deleting ${key} wrote a delete marker, and its data stays in a noncurrent version until the bucket's lifecycle rules or Object Lock retention remove it`, { bucket, key });
+    }
   }
 
   /**
