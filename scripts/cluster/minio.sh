@@ -26,8 +26,18 @@ exec 9>"$DIR/.build.lock"
 flock 9
 [ -x "$BIN" ] && exit 0
 
-GO=$(command -v go || true)
-[ -n "$GO" ] || die "go is not on PATH: MinIO is built from the Go module proxy and needs Go >= 1.24"
+# $GO names the go binary; else the first of PATH's go and /usr/local/go/bin/go that is new enough
+# (Debian's /usr/bin/go may be an older release).
+go_minor() { "$1" env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p'; }
+if [ -z "${GO:-}" ]; then
+  for cand in "$(command -v go || true)" /usr/local/go/bin/go; do
+    [ -n "$cand" ] && [ -x "$cand" ] && [ "$(go_minor "$cand")" -ge 24 ] 2>/dev/null && { GO=$cand; break; }
+  done
+  [ -n "${GO:-}" ] || GO=$(command -v go || true)
+fi
+[ -n "$GO" ] && [ -x "$GO" ] || die "no go binary found (PATH, /usr/local/go/bin/go, or \$GO): MinIO is built from the Go module proxy and needs Go >= 1.24"
+minor=$(go_minor "$GO")
+[ -n "$minor" ] && [ "$minor" -ge 24 ] || die "$GO is $("$GO" env GOVERSION 2>/dev/null || echo 'not a working go'); MinIO $VERSION needs Go >= 1.24 (set GO to a newer go binary)"
 
 with_heartbeat() {
   local what=$1; shift
