@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { BackupStorageLocation } from '../apis/v1/index.js';
-import { locationProblem, objectStoreConfig, specChangedSinceValidation } from './locations.js';
+import type { ObjectStore } from '../plugin/api/index.js';
+import { LocationWriteRefusedError, locationProblem, objectStoreConfig, refuseWrites, specChangedSinceValidation, writeRefusal } from './locations.js';
 
 const NOW = Date.parse('2026-11-30T10:00:00Z');
 const clock = { now: () => new Date(NOW) };
@@ -87,5 +88,41 @@ describe('objectStoreConfig', () => {
     await expect(objectStoreConfig(storeCtx(), location({ objectStorage: { bucket: 'b', caCert: 'bm90IGEgY2VydA==' } }))).rejects.toThrow(
       'backup storage location "default": objectStorage.caCert is not a base64-encoded PEM bundle',
     );
+  });
+});
+
+async function* nothing(): AsyncGenerator<Uint8Array> {}
+
+describe('writeRefusal and refuseWrites', () => {
+  const with_ = (spec: Partial<BackupStorageLocation['spec']>, status?: BackupStorageLocation['status']): BackupStorageLocation =>
+    ({ ...bsl(1), spec: { ...bsl(1).spec, ...spec }, ...(status !== undefined ? { status } : {}) }) as BackupStorageLocation;
+
+  it('names why Stowage writes nothing into a ReadOnly or Velero location, and nothing for its own', () => {
+    expect(writeRefusal(with_({}))).toBeUndefined();
+    expect(writeRefusal(with_({ accessMode: 'ReadWrite' }))).toBeUndefined();
+    expect(writeRefusal(with_({ accessMode: 'ReadOnly' }))).toBe('backup storage location "default" is ReadOnly, so Stowage writes nothing into it');
+    expect(writeRefusal(with_({ velero: true }))).toBe('backup storage location "default" holds Velero\'s backups, which Stowage never writes into');
+    expect(writeRefusal(with_({}, { phase: 'Available', layout: 'Velero' }))).toContain('holds Velero\'s backups');
+  });
+
+  it('refuses puts and deletes without reaching the store, and passes reads through', async () => {
+    const calls: string[] = [];
+    const store = {
+      secret: 'kept',
+      init: async () => undefined,
+      putObject: async () => { calls.push('put'); },
+      getObject: async () => nothing(),
+      objectExists: async function (this: { secret: string }) { calls.push(`exists ${this.secret}`); return true; },
+      listCommonPrefixes: async () => [],
+      listObjects: async () => ['k'],
+      deleteObject: async () => { calls.push('delete'); },
+      createSignedURL: async () => 'url',
+    } satisfies ObjectStore & { secret: string };
+    const guarded = refuseWrites(store, 'it is ReadOnly');
+    await expect(guarded.putObject('b', 'p/backups/x/x.tar.gz', nothing())).rejects.toThrow(new LocationWriteRefusedError('not writing p/backups/x/x.tar.gz: it is ReadOnly'));
+    await expect(guarded.deleteObject('b', 'p/backups/x/x.tar.gz')).rejects.toBeInstanceOf(LocationWriteRefusedError);
+    expect(await guarded.objectExists('b', 'k')).toBe(true);
+    expect(await guarded.listObjects('b', '')).toEqual(['k']);
+    expect(calls).toEqual(['exists kept']);
   });
 });

@@ -36,6 +36,37 @@ export function veleroLocationRefusal(bsl: BackupStorageLocation): string {
   return `backup storage location "${bsl.metadata.name}" holds Velero's backups (${why}): Stowage only reads a Velero location and never writes into it, so backups cannot be stored there`;
 }
 
+/**
+ * Why Stowage writes nothing into `bsl` (undefined: it is Stowage's own writable location). A
+ * Velero location is another program's, and a ReadOnly one is read only by its owner's word: no
+ * put, delete or multipart abort reaches either (openObjectStore refuses them).
+ */
+export function writeRefusal(bsl: BackupStorageLocation): string | undefined {
+  if (isVeleroLocation(bsl)) return `backup storage location "${bsl.metadata.name}" holds Velero's backups, which Stowage never writes into`;
+  if (isReadOnly(bsl)) return `backup storage location "${bsl.metadata.name}" is ReadOnly, so Stowage writes nothing into it`;
+  return undefined;
+}
+
+export class LocationWriteRefusedError extends Error {
+  override readonly name = 'LocationWriteRefusedError';
+}
+
+/**
+ * `store` with every write refused (putObject and deleteObject throw `reason`): the one place that
+ * keeps a ReadOnly or Velero location untouched, whatever a controller asks. The object store
+ * plugin sweeps incomplete uploads only at its first write, so it never sweeps there either.
+ */
+export function refuseWrites(store: ObjectStore, reason: string): ObjectStore {
+  const refused = new Set<PropertyKey>(['putObject', 'deleteObject']);
+  return new Proxy(store, {
+    get(target, prop) {
+      if (refused.has(prop)) return (_bucket: string, key: string) => Promise.reject(new LocationWriteRefusedError(`not writing ${key}: ${reason}`));
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
 export function isAvailable(bsl: BackupStorageLocation): boolean {
   return bsl.status?.phase === 'Available';
 }
@@ -145,10 +176,13 @@ export async function objectStoreConfig(ctx: StoreContext, bsl: BackupStorageLoc
 
 /**
  * The location's initialised object store (through `handle`; the caller releases the handle). The
- * pool resolves the provider, Velero's names for the built-ins included.
+ * pool resolves the provider, Velero's names for the built-ins included. A location Stowage does not
+ * write (writeRefusal) gets a store that refuses every write.
  */
 export async function openObjectStore(ctx: StoreContext, handle: PluginHandle, bsl: BackupStorageLocation): Promise<ObjectStore> {
-  return handle.objectStore(bsl.spec.provider, await objectStoreConfig(ctx, bsl));
+  const store = await handle.objectStore(bsl.spec.provider, await objectStoreConfig(ctx, bsl));
+  const refusal = writeRefusal(bsl);
+  return refusal === undefined ? store : refuseWrites(store, refusal);
 }
 
 /** Opens the location's BackupStore through `handle` (the caller releases the handle). */

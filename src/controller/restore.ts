@@ -26,7 +26,7 @@ import { keyedForBackup, unencryptedRefusal } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { noManifestWarning, noteNoManifest, veleroRestoreStatus } from './veleroRestore.js';
 import type { BackupStore } from '../persistence/backupStore.js';
-import { isVeleroLocation, locationProblem, readStoredResourceList, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
+import { isVeleroLocation, locationProblem, readStoredResourceList, resolveLocation, waitForLocation, writeRefusal, type LocationProblem } from './locations.js';
 import { cancelBeforeStart, cancelRequested, cancelWatch } from './cancel.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { resolveBackupOf } from './resolveBackup.js';
@@ -144,6 +144,8 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
     const dryRun = r.spec.dryRun === true;
     // A Velero location is only read: the backup has no manifest, and the restore writes nothing there.
     const velero = isVeleroLocation(location);
+    // Neither does a restore from a ReadOnly location (its owner's word): its log and results stay out of the bucket.
+    const refusal = writeRefusal(location);
     const run = `${r.metadata.namespace ?? ctx.namespace}/${name}`;
     return runLifecycle<RestoreResult>(ctx, {
       kind: 'restore', resource: RESTORES, obj: r, location, signal,
@@ -177,7 +179,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
       // Failed or not: results carry every item's outcome (`restore describe` shows a dry run's predictions from them).
       async commit(store, o, _status, endLog) {
         const result = o.result;
-        if (result !== undefined && !velero) {
+        if (result !== undefined && refusal === undefined) {
           const results = { ...result.results, dryRun: result.dryRun, summary: result.summary, outcomes: result.outcomes };
           await store.completeRestore(name, { results, resourceList: result.resourceList });
         }
@@ -196,11 +198,11 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
       },
       logRef: { restore: name, artifact: 'log' },
       logKey: (prefix) => restoreKeys(prefix, name).log,
-      ...(velero ? {} : { putLog: (store: BackupStore, file: string) => store.putRestoreLog(name, file) }),
+      ...(refusal !== undefined ? {} : { putLog: (store: BackupStore, file: string) => store.putRestoreLog(name, file) }),
       finalStatus: (o) => ({
         progress: o.result?.progress ?? { totalItems: 0, itemsRestored: 0 },
         summary: o.result?.summary ?? { created: 0, updated: 0, skipped: 0, failed: 0 },
-        ...(velero ? veleroRestoreStatus(location.metadata.name, backup.metadata.name, run, o.result?.results) : {}),
+        ...(refusal !== undefined ? veleroRestoreStatus(refusal, backup.metadata.name, run, o.result?.results) : {}),
       }),
       summary: (o) => {
         const sum = o.result?.summary ?? { created: 0, updated: 0, skipped: 0, failed: 0 };

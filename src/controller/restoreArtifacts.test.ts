@@ -33,7 +33,7 @@ describe('restore artifacts', () => {
     });
     const readOnly = { ...location, spec: { ...location.spec, accessMode: 'ReadOnly' as const } };
     expect(planArtifacts(restore('PartiallyFailed'), backup, readOnly, 'loc')).toEqual({
-      action: 'release', reason: 'backup storage location "loc" is ReadOnly, so restores/r/ stays in its bucket',
+      action: 'release', reason: 'backup storage location "loc" is ReadOnly, where Stowage writes and deletes nothing: a restore from it uploads no log or results, and restores/r/ stays in the bucket if it was written while the location was ReadWrite',
     });
     const velero = { ...location, spec: { ...location.spec, velero: true } };
     expect(planArtifacts(restore('Completed'), backup, velero, 'loc')).toEqual({

@@ -50,7 +50,8 @@ export function planArtifacts(r: Restore, backup: Backup | undefined, location: 
   if (location === undefined) return { action: 'release', reason: `backup storage location "${locationName}" no longer exists; ${where} stays in its bucket` };
   // Stowage never writes into a Velero bucket, so a restore from one left nothing there to delete.
   if (isVeleroLocation(location)) return { action: 'release', reason: `backup storage location "${location.metadata.name}" holds Velero's backups, where Stowage writes nothing: this restore's log and results were never uploaded there` };
-  if (isReadOnly(location)) return { action: 'release', reason: `backup storage location "${location.metadata.name}" is ReadOnly, so ${where} stays in its bucket` };
+  // Nor into a ReadOnly one (a restore from it keeps its log and results out of the bucket).
+  if (isReadOnly(location)) return { action: 'release', reason: `backup storage location "${location.metadata.name}" is ReadOnly, where Stowage writes and deletes nothing: a restore from it uploads no log or results, and ${where} stays in the bucket if it was written while the location was ReadWrite` };
   return { action: 'delete', location };
 }
 

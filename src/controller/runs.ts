@@ -9,7 +9,7 @@ import type { BackupStorageLocation } from '../apis/v1/index.js';
 import { createRunLogger, type RunKind, type RunLog } from '../logging/index.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import type { ActiveRun, ControllerContext } from './context.js';
-import { isVeleroLocation, openObjectStore } from './locations.js';
+import { openObjectStore, writeRefusal } from './locations.js';
 
 export function stamp(d: Date): string {
   return d.toISOString().replace(/\.\d+Z$/, 'Z');
@@ -86,9 +86,10 @@ export async function spoolArtifact(ctx: ControllerContext, location: string, ke
 export async function flushSpool(ctx: ControllerContext, bsl: BackupStorageLocation): Promise<void> {
   const pending = (await ctx.spool.list()).filter((s) => s.target.location === bsl.metadata.name);
   if (pending.length === 0) return;
-  if (isVeleroLocation(bsl)) {
+  const refusal = writeRefusal(bsl);
+  if (refusal !== undefined) {
     // Its runs write nothing there (lifecycle.ts, staleRuns.ts): a spooled log for it is not uploaded.
-    ctx.logger.warn(`${pending.length} spooled run log(s) for location ${bsl.metadata.name} are not uploaded: it holds Velero's backups, which Stowage never writes into`);
+    ctx.logger.warn(`${pending.length} spooled run log(s) for location ${bsl.metadata.name} are not uploaded: ${refusal}`);
     return;
   }
   const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: `log-spool/${bsl.metadata.name}` });

@@ -32,7 +32,7 @@ import { formatDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext } from './context.js';
 import { encrypts, keyedForBackup } from './keys.js';
-import { backupStoreOn, BSL_RESOURCE, openObjectStore, resolveLocation } from './locations.js';
+import { backupStoreOn, BSL_RESOURCE, openObjectStore, resolveLocation, writeRefusal } from './locations.js';
 import { stamp, uploadRunLog } from './runs.js';
 import { resolveBackupOf } from './resolveBackup.js';
 
@@ -240,10 +240,11 @@ async function settleLog(s: Stale, where: Where, appendToUploaded: boolean, clos
     return `its partial log could not be uploaded and was removed: ${where.gone}`;
   }
   const location = where.bsl.metadata.name;
-  if (isVeleroStore(where.store)) {
-    // Nothing is written into a Velero location, not even through the spool.
+  const refusal = writeRefusal(where.bsl);
+  if (isVeleroStore(where.store) || refusal !== undefined) {
+    // Nothing is written into a Velero or ReadOnly location, not even through the spool.
     removeLocalRunLog(local);
-    return `its log was not uploaded: location ${location} holds Velero's backups, which Stowage never writes into (the lines are in the server's log)`;
+    return `its log was not uploaded: ${refusal ?? `location ${location} holds Velero's backups, which Stowage never writes into`} (the lines are in the server's log)`;
   }
   if (where.store.key === 'unencrypted' && kind === 'backup' && encrypts(where.bsl)) {
     // No data key for this run (it stopped before it had one, or it cannot be read now): its log is not stored in the clear.

@@ -1,7 +1,8 @@
 // What is different about a restore whose backup sits in a Velero location: the backup has no
 // integrity manifest (Velero writes none), which the restore says as a warning, and nothing the
-// restore produces is written into the bucket (Stowage never writes there): its log lines are only
-// in the server log, and its warnings and errors are kept in its status instead.
+// restore produces is written into the bucket (Stowage never writes there, nor into a ReadOnly
+// location): its log lines are only in the server log, and its warnings and errors are kept in its
+// status instead.
 import type { RestoreStatus } from '../apis/v1/index.js';
 import { addResult, type RunResults, type ScopedMessages } from '../persistence/results.js';
 import type { RestoreResult } from '../restore/index.js';
@@ -25,10 +26,13 @@ function flatten(s: ScopedMessages): string[] {
   return [...all.slice(0, MAX_STATUS_MESSAGES - 1), `... and ${all.length - MAX_STATUS_MESSAGES + 1} more (in the server log)`];
 }
 
-/** The status fields of a restore from a Velero location: where its artifacts are instead, and its messages. */
-export function veleroRestoreStatus(location: string, backup: string, run: string, results: RunResults | undefined): Pick<RestoreStatus, 'artifactsNotUploaded' | 'messages'> {
+/**
+ * The status fields of a restore from a location Stowage does not write (a Velero or ReadOnly one,
+ * `refusal` says which: locations.ts writeRefusal): where its artifacts are instead, and its messages.
+ */
+export function veleroRestoreStatus(refusal: string, backup: string, run: string, results: RunResults | undefined): Pick<RestoreStatus, 'artifactsNotUploaded' | 'messages'> {
   return {
-    artifactsNotUploaded: `backup ${backup} is in Velero location "${location}", which Stowage never writes into: this restore's log, results and resource list were not uploaded. ` +
+    artifactsNotUploaded: `the log, results and resource list of this restore of backup ${backup} were not uploaded: ${refusal}. ` +
       `Its log lines are in the Stowage server's log (restore=${run}); its warnings and errors are in status.messages`,
     messages: results === undefined ? { warnings: [], errors: [] } : { warnings: flatten(results.warnings), errors: flatten(results.errors) },
   };

@@ -146,7 +146,7 @@ describe('Velero buckets', () => {
     expect(r.status?.warnings).toBeGreaterThanOrEqual(1);
     expect(r.status?.messages?.warnings).toContain(
       'backup shop-nightly was made by Velero and has no integrity manifest: its tarball is read with every archive check, but its items cannot be verified against checksums');
-    expect(r.status?.artifactsNotUploaded).toContain('is in Velero location "from-velero", which Stowage never writes into');
+    expect(r.status?.artifactsNotUploaded).toContain('were not uploaded: backup storage location "from-velero" holds Velero\'s backups, which Stowage never writes into');
 
     const cm = await client.get<Obj>(CORE.configMaps, app, 'settings');
     expect(cm.data).toEqual(settings.data);

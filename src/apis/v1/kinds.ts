@@ -229,7 +229,7 @@ const restoreStatus = s.named(
     failureReason: s.string(),
     waitingFor: s.string({ description: 'While the restore is New and queued: the running or earlier restores writing to its target namespaces (or both cluster-scoped), or the --concurrent-restores slots it waits for.' }),
     artifactsNotUploaded: s.string({
-      description: 'Set when the restore\'s log, results and resource list were not written to object storage (its backup is in a Velero location, which Stowage never writes to): where they are instead.',
+      description: 'Set when the restore\'s log, results and resource list were not written to object storage (its backup is in a Velero or ReadOnly location, which Stowage never writes to): where they are instead.',
     }),
     messages: s.named(
       'RestoreMessages',

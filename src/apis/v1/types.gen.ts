@@ -415,7 +415,7 @@ export type RestoreStatus = {
   failureReason?: string;
   /** While the restore is New and queued: the running or earlier restores writing to its target namespaces (or both cluster-scoped), or the --concurrent-restores slots it waits for. */
   waitingFor?: string;
-  /** Set when the restore's log, results and resource list were not written to object storage (its backup is in a Velero location, which Stowage never writes to): where they are instead. */
+  /** Set when the restore's log, results and resource list were not written to object storage (its backup is in a Velero or ReadOnly location, which Stowage never writes to): where they are instead. */
   artifactsNotUploaded?: string;
   /** The warnings and errors of a restore whose results are not uploaded (see artifactsNotUploaded), the first 100 of each. */
   messages?: RestoreMessages;

@@ -2,8 +2,9 @@
 // (s3Upload.ts: no temp file, each part retried on its own); downloads stream and resume at the
 // offset reached when the connection breaks; every call rides out an outage shorter than the window
 // (outage.ts); signed URLs via the presigner. The `bucket` and `prefix` config keys say where the
-// location lives (its incomplete uploads are swept there at Init); callers still pass the bucket
-// with every call and build keys with the prefix themselves. Server-side encryption (awsSse.ts) is
+// location lives (Stowage's own incomplete uploads are swept there at the store's first write, never
+// at Init: a ReadOnly or Velero location is opened but never written, so nothing there is touched);
+// callers still pass the bucket with every call and build keys with the prefix themselves. Server-side encryption (awsSse.ts) is
 // applied to every write, and with SSE-C to every read too; an SSE-C location gives out no signed
 // URLs (see createSignedURL), so downloads go through the server, which holds the key.
 import https from 'node:https';
@@ -77,6 +78,8 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
   private client: S3Client | undefined;
   private windowMs = DEFAULT_OUTAGE_WINDOW_MS;
   private sse: ServerSideEncryption = { kind: 'none' };
+  /** Where to sweep at the first write after Init (undefined: nothing to sweep, or swept already). */
+  private sweepAt: { bucket: string; prefix: string } | undefined;
 
   async init(config: PluginConfig): Promise<void> {
     const c = parseAwsConfig(config);
@@ -102,8 +105,7 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
     this.client = new S3Client(clientConfig);
     this.sse = c.sse;
     log.info('aws object store ready', { region: c.region, endpoint: c.endpoint ?? 'aws', forcePathStyle: c.forcePathStyle, serverSideEncryption: describeEncryption(c.sse) });
-    // In the background: Init must not wait on a slow listing (or an outage) of the bucket.
-    if (c.bucket !== undefined) void sweepUploads(this.client, c.bucket, locationPrefix(c.prefix));
+    this.sweepAt = c.bucket === undefined ? undefined : { bucket: c.bucket, prefix: locationPrefix(c.prefix) };
   }
 
   /** Runs one S3 call, riding out an outage shorter than the window; the host's cancel ends it at once. */
@@ -130,6 +132,10 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
   }
 
   async putObject(bucket: string, key: string, body: AsyncIterable<Uint8Array>): Promise<void> {
+    // In the background: a write must not wait on a slow listing (or an outage) of the bucket.
+    const at = this.sweepAt;
+    this.sweepAt = undefined;
+    if (at !== undefined) void sweepUploads(this.s3(), at.bucket, at.prefix);
     await uploadObject({ client: this.s3(), ...this.retryOptions(), partSize: PART_SIZE, queueSize: QUEUE_SIZE, sse: this.sse }, bucket, key, body);
   }
 
@@ -220,8 +226,16 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
     return out;
   }
 
+  /**
+   * Deletes the current version. In a versioned bucket (Object Lock implies one) S3 then only hides
+   * the object behind a delete marker: the warning says so, in the log of the run that deleted it,
+   * rather than letting the deletion pass for the data's removal.
+   */
   async deleteObject(bucket: string, key: string): Promise<void> {
-    await this.call(`DeleteObject ${bucket}/${key}`, (s3, signal) => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal }));
+    const res = await this.call(`DeleteObject ${bucket}/${key}`, (s3, signal) => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal }));
+    if (res.DeleteMarker === true) {
+      log.warn(`the bucket keeps object versions: deleting ${key} wrote a delete marker, and its data stays in a noncurrent version until the bucket's lifecycle rules or Object Lock retention remove it`, { bucket, key });
+    }
   }
 
   /**

@@ -4,11 +4,16 @@
 // PutObject, retried whole. Memory is bounded by (parts in flight + the one being filled) x part size.
 // Server-side encryption: the creating request (PutObject, CreateMultipartUpload) asks for it; with
 // SSE-C every part, the completion and the HEAD after a lost answer carry the key as well.
+// Every multipart upload is marked as Stowage's by a zero-byte object beside its key whose name only
+// the holder of the location's secret key can compute (uploadMarkerKey): the sweep (s3Sweep.ts)
+// aborts an upload only when that marker exists, so it never aborts another party's upload.
+import crypto from 'node:crypto';
 import {
   AbortMultipartUploadCommand,
   ChecksumAlgorithm,
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
+  DeleteObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
   UploadPartCommand,
@@ -35,6 +40,36 @@ export interface UploadOptions {
 
 /** Multipart uploads this process started and has not finished: the sweep never aborts them. */
 export const liveUploads = new Set<string>();
+
+/** What a marker's name is cut from: `<key>.stowage-upload-<32 hex digits>`. */
+export const UPLOAD_MARKER_INFIX = '.stowage-upload-';
+
+/**
+ * The key of the marker that proves upload `uploadId` of `bucket/key` is Stowage's. Its name is an
+ * HMAC over bucket, key and upload id, keyed by a key derived from the location's secret access key:
+ * anyone may list upload ids and write objects into the bucket, but without that secret nobody can
+ * name the marker of an upload, so no planted or copied object makes the sweep abort someone else's
+ * upload. Whoever holds the secret could abort uploads directly anyway, so the marker grants nothing.
+ */
+export function uploadMarkerKey(secret: Buffer, bucket: string, key: string, uploadId: string): string {
+  const mac = crypto.createHmac('sha256', secret).update(`${bucket}\0${key}\0${uploadId}`).digest('hex').slice(0, 32);
+  return `${key}${UPLOAD_MARKER_INFIX}${mac}`;
+}
+
+/**
+ * The marker secret of `client`'s credentials (undefined without a secret access key: then no upload
+ * is marked and the sweep aborts nothing). Rotated credentials leave older marks unprovable, so an
+ * upload orphaned before a rotation stays for the bucket's lifecycle rule to end, never aborted blindly.
+ */
+export async function markerSecret(client: S3Client): Promise<Buffer | undefined> {
+  try {
+    const creds = await client.config.credentials();
+    if (creds.secretAccessKey === '') return undefined;
+    return crypto.createHmac('sha256', creds.secretAccessKey).update('stowage.dev/aws multipart upload marker v1').digest();
+  } catch {
+    return undefined;
+  }
+}
 
 /** Cuts `body` into buffers of exactly `size` bytes (the last may be shorter, never empty). */
 export async function* parts(body: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Buffer> {
@@ -114,6 +149,9 @@ async function multipart(o: UploadOptions, bucket: string, key: string, head: Bu
   const uploadId = created.UploadId;
   if (uploadId === undefined) throw new Error(`CreateMultipartUpload ${bucket}/${key}: the store returned no upload id`);
   liveUploads.add(uploadId);
+  const secret = await markerSecret(o.client);
+  const marker = secret === undefined ? undefined : uploadMarkerKey(secret, bucket, key, uploadId);
+  let markerVersion: string | undefined;
   const stop = new AbortController();
   // Parts stop on a failure elsewhere or on the host's cancel.
   const partSignal = o.signal !== undefined ? AbortSignal.any([stop.signal, o.signal]) : stop.signal;
@@ -139,6 +177,13 @@ async function multipart(o: UploadOptions, bucket: string, key: string, head: Bu
   };
 
   try {
+    // Written before any part: an upload whose writer dies after this point can be proved ours.
+    if (marker !== undefined) {
+      const put = await retryOutage(`PutObject ${bucket}/${marker}`, retryOf(o), () =>
+        o.client.send(new PutObjectCommand({ Bucket: bucket, Key: marker, Body: Buffer.alloc(0), ContentLength: 0, ...createEncryption(o.sse) })),
+      );
+      markerVersion = put.VersionId;
+    }
     let n = 0;
     for (const data of head) send(++n, data);
     for (;;) {
@@ -161,11 +206,34 @@ async function multipart(o: UploadOptions, bucket: string, key: string, head: Bu
       }
     });
     liveUploads.delete(uploadId);
+    await removeMarker(o.client, bucket, marker, markerVersion);
   } catch (err) {
     stop.abort();
     await Promise.allSettled(inFlight);
-    await abort(o.client, bucket, key, uploadId, what);
+    await abort(o.client, bucket, key, uploadId, what, () => removeMarker(o.client, bucket, marker, markerVersion));
     throw err;
+  }
+}
+
+/**
+ * One try: a marker left behind is a zero-byte object in the backup's folder, removed with it. In a
+ * versioned bucket its own version is removed for good (no delete marker piles up per upload); where
+ * retention forbids that (Object Lock), a plain delete hides it.
+ */
+export async function removeMarker(client: S3Client, bucket: string, marker: string | undefined, versionId?: string): Promise<void> {
+  if (marker === undefined) return;
+  try {
+    if (versionId !== undefined) {
+      try {
+        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: marker, VersionId: versionId }));
+        return;
+      } catch {
+        // retained: fall through to a delete marker
+      }
+    }
+    await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: marker }));
+  } catch (err) {
+    log.debug('could not remove the marker of a finished upload', { bucket, key: marker, error: (err as Error).message });
   }
 }
 
@@ -186,13 +254,15 @@ const ABORT_RETRY_CAP_MS = 30_000;
 /**
  * One try now. During an outage it fails too: then it is tried again in the background, with
  * backoff, until the store answers (a canceled run's parts are gone soon after storage returns),
- * or the upload is old enough for the location's sweep to abort it anyway.
+ * or the upload is old enough for the location's sweep to abort it (its marker stays for that).
+ * `after` runs once the upload is aborted, now or later (it removes the upload's marker).
  */
-async function abort(client: S3Client, bucket: string, key: string, uploadId: string, what: string): Promise<void> {
+async function abort(client: S3Client, bucket: string, key: string, uploadId: string, what: string, after: () => Promise<void>): Promise<void> {
   const once = (): Promise<unknown> => client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }));
   try {
     await once();
     liveUploads.delete(uploadId);
+    await after();
     return;
   } catch (err) {
     liveUploads.delete(uploadId);
@@ -202,10 +272,10 @@ async function abort(client: S3Client, bucket: string, key: string, uploadId: st
     }
     log.debug('the store is unreachable: the failed upload is aborted once it answers', { upload: what, error: (err as Error).message });
   }
-  void abortLater(once, what);
+  void abortLater(once, what, after);
 }
 
-async function abortLater(once: () => Promise<unknown>, what: string): Promise<void> {
+async function abortLater(once: () => Promise<unknown>, what: string, after: () => Promise<void>): Promise<void> {
   const started = Date.now();
   for (let attempt = 0; Date.now() - started < STALE_ABORT_RETRY_MS; attempt++) {
     // Unref'd: a plugin process that is asked to stop does not wait for this.
@@ -213,6 +283,7 @@ async function abortLater(once: () => Promise<unknown>, what: string): Promise<v
     try {
       await once();
       log.info('aborted an upload that failed while the store was unreachable', { upload: what });
+      await after();
       return;
     } catch (err) {
       if (!isTransient(err)) return; // NoSuchUpload (done already) or refused: the sweep has the rest
