@@ -9,6 +9,7 @@ import { RESOURCES, newBackup, type Backup } from '../../src/apis/v1/index.js';
 import type { DynamicClient } from '../../src/kube/index.js';
 import { startS3Server } from '../../scripts/cluster/s3.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
+import { startInProcessServer } from '../support/inProcessServer.js';
 import { createS3CredentialsSecret, ensureNamespace, filesystemLocation, s3LocationSpec, startServer, testClient } from '../support/server.js';
 
 const SLOW = ['--client-qps', '4', '--client-burst', '1'];
@@ -110,17 +111,13 @@ describe('backup failures', () => {
     // One kill per call is what the pool rides out (the call is retried once on the new process):
     // the tarball's upload is one call that lasts the whole backup, so a second kill within it
     // would fail the backup by design (it says so: "died during the call, and again during the retry").
-    const killed: number[] = [];
-    const deadline = Date.now() + 20_000;
-    while (Date.now() < deadline && killed.length < 1) {
-      const b = await phaseOf(c, ns, 'survivor');
-      if (b.status?.phase !== 'InProgress') break;
-      for (const pid of pluginPids(server.proc.pid ?? -1)) {
-        process.kill(pid, 'SIGKILL');
-        killed.push(pid);
-      }
-      await new Promise((r) => setTimeout(r, 700));
-    }
+    // The plugin process the backup is using (the pool's, started for the location), killed once.
+    const killed = await waitUntil('a plugin process of the server', async () => {
+      const pids = pluginPids(server.proc.pid ?? -1);
+      return pids.length > 0 ? pids : undefined;
+    }, 20_000, 100);
+    expect((await phaseOf(c, ns, 'survivor')).status?.phase).toBe('InProgress');
+    for (const pid of killed) process.kill(pid, 'SIGKILL');
     const b = await waitPhase(c, ns, 'survivor', ['Completed', 'PartiallyFailed', 'Failed']);
     expect(killed.length).toBeGreaterThan(0);
     expect(b.status?.phase, b.status?.failureReason).toBe('Completed');
@@ -138,14 +135,16 @@ describe('backup failures', () => {
     await c.create(RESOURCES.Backup, ns, newBackup('orphan', ns, {}));
     await waitPhase(c, ns, 'orphan', ['InProgress'], 60_000);
     await first.stop('SIGKILL');
-    const second = await startServer({ kubeconfigPath, namespace: ns });
+    // The second server runs in process: it waits out the dead leader's lease (15 s unrenewed) on a
+    // clock the test moves once the server has seen the lease held, then sweeps at once.
+    const second = await startInProcessServer({ kubeconfigPath, namespace: ns, waitForLeader: false });
     cleanups.push(() => second.stop());
-    const t0 = Date.now();
-    // The dead leader's lease must expire first (15 s), then the sweep runs at once.
+    await second.waitForOutput(/lease \S+: held by test-pod-\S+; \S+ takes it once it goes 15 s unrenewed/);
+    second.clock.advance(15_000);
+    await second.waitForOutput(/became the leader/);
     const b = await waitPhase(c, ns, 'orphan', ['Failed', 'Completed'], 40_000);
     expect(b.status?.phase).toBe('Failed');
     expect(b.status?.failureReason).toContain('stopped before it finished');
-    expect(Date.now() - t0).toBeLessThan(30_000);
     expect(fs.existsSync(path.join(loc.root, 'backups', 'backups', 'orphan', 'stowage-backup.json'))).toBe(false);
   });
 });
