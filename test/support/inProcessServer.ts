@@ -85,3 +85,17 @@ export async function startInProcessServer(opts: InProcessOptions): Promise<InPr
   else await waitForOutput(/readyz on [^\s]+:\d+/);
   return running;
 }
+
+/**
+ * An in-process server of a namespace whose leader died without releasing its lease (SIGKILL): it
+ * moves its clock past the lease once it has seen it held, instead of waiting 15 s, and resolves
+ * once it leads.
+ */
+export async function startSuccessor(opts: Omit<InProcessOptions, 'waitForLeader'>): Promise<InProcessServer> {
+  const server = await startInProcessServer({ ...opts, waitForLeader: false });
+  const seen = await server.waitForOutput(/became the leader|lease \S+: held by \S+; \S+ takes it once it goes \d+ s unrenewed/);
+  const unrenewed = /goes (\d+) s unrenewed/.exec(seen)?.[1];
+  if (unrenewed !== undefined) server.clock.advance(Number(unrenewed) * 1000);
+  await server.waitForOutput(/became the leader/);
+  return server;
+}
