@@ -24,6 +24,8 @@ export interface InProcessOptions extends Omit<ServerOptions, 'env'> {
 export interface InProcessServer {
   clock: MovableClock;
   scratchDir: string;
+  /** Port of /metrics, /healthz and /readyz. */
+  metricsPort: number;
   /** The server log so far (its text format, as a process prints it). */
   output(): string;
   /** Resolves the first match of `re` in the log, as soon as it is written; rejects if the server stops first. */
@@ -76,13 +78,13 @@ export async function startInProcessServer(opts: InProcessOptions): Promise<InPr
     watchers.add(check);
     check();
   });
-  const running: InProcessServer = { clock, scratchDir, output: () => out, waitForOutput, exited: server.exited, stoppedWith: () => stopped, stop: () => server.stop() };
+  const running: InProcessServer = { clock, scratchDir, metricsPort: 0, output: () => out, waitForOutput, exited: server.exited, stoppedWith: () => stopped, stop: () => server.stop() };
   if (trustMode === 'requester') {
     await waitForOutput(/CA bundle published to MutatingWebhookConfiguration/);
     await waitForWebhook(client, opts.namespace);
   }
+  running.metricsPort = Number(/:(\d+)$/.exec(await waitForOutput(/readyz on [^\s]+:\d+/))?.[1]);
   if (opts.waitForLeader !== false) await waitForOutput(/became the leader/);
-  else await waitForOutput(/readyz on [^\s]+:\d+/);
   return running;
 }
 
