@@ -16,11 +16,10 @@ import {
 import { CRASH_AT_ENV, CRASH_POINTS, type CrashPoint } from '../../src/controller/faults.js';
 import { isNotFound } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { startSuccessor } from '../support/inProcessServer.js';
 import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { startS3Server, type S3Server } from '../../scripts/cluster/s3.js';
 import {
-  createS3CredentialsSecret, ensureNamespace, filesystemLocation, s3LocationSpec, startServer, testClient, waitFinished,
+  createS3CredentialsSecret, ensureNamespace, filesystemLocation, s3LocationSpec, startServer, testClient, waitFinished, type RunningServer,
 } from '../support/server.js';
 
 const CM = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
@@ -46,7 +45,7 @@ describe.concurrent('a server SIGKILLed at each commit point of a backup', () =>
     const ns = uniqueName(`crash-${point.replace('-tarball', 'tar').replace('after-', 'a').replace('before-', 'b')}`);
     const loc = filesystemLocation();
     loc.spec.backupSyncPeriod = '2s';
-    const servers: { stop(): Promise<unknown> }[] = [];
+    const servers: RunningServer[] = [];
     try {
       // Killed after the tarball, a slowed run (throttled API client) has lines its log has flushed to disk to salvage.
       const first = await startServer({ kubeconfigPath, namespace: ns, location: loc, env: { [CRASH_AT_ENV]: point }, args: point === 'after-tarball' ? SLOW : [] });
@@ -60,11 +59,12 @@ describe.concurrent('a server SIGKILLed at each commit point of a backup', () =>
       expect(first.proc.signalCode).toBe('SIGKILL');
       expect(first.output()).toContain(`fault hook ${CRASH_AT_ENV}=${point}: killing the server with SIGKILL`);
 
-      // A new server (its own identity, in process) on the same scratch directory: it leads once the
-      // dead one's lease expires, on a clock it moves past the lease.
-      const second = await startSuccessor({ kubeconfigPath, namespace: ns, scratchDir: first.scratchDir });
+      // A new process (its own identity) on the same scratch directory: it leads once the dead one's lease expires.
+      const restarted = Date.now();
+      const second = await startServer({ kubeconfigPath, namespace: ns, scratchDir: first.scratchDir });
       servers.push(second);
       const b = await waitFinished<Backup>(c, RESOURCES.Backup, ns, 'b', 60_000);
+      process.stderr.write(`[crash] ${point}: Backup ${b.status?.phase} ${Date.now() - restarted} ms after the restart (the dead server's lease expires first)\n`);
       const dir = path.join(loc.root, 'backups', 'backups', 'b');
       const markerFile = path.join(dir, 'stowage-backup.json');
 
@@ -80,7 +80,7 @@ describe.concurrent('a server SIGKILLed at each commit point of a backup', () =>
         expect(b.status?.progress?.itemsBackedUp).toBe(3);
         expect(b.status?.failureReason).toBeUndefined();
         if (point === 'after-marker') {
-          await second.waitForOutput(/backup \S+\/b Completed: recovered from stowage-backup\.json in location default/);
+          await second.waitForOutput(/backup \S+\/b Completed: recovered from stowage-backup\.json in location default/, 10_000);
         }
       } else {
         expect(b.status?.failureReason).toContain('stopped before it finished');
@@ -164,7 +164,7 @@ describe.concurrent('a stale backup whose location cannot be read at the restart
   }
 
   /** A server on its own S3 server, SIGKILLed at `point`, and the S3 server then stopped. */
-  async function killedWithStorageDown(point: CrashPoint, servers: { stop(): Promise<unknown> }[], closers: (() => Promise<void>)[]) {
+  async function killedWithStorageDown(point: CrashPoint, servers: RunningServer[], closers: (() => Promise<void>)[]) {
     const ns = uniqueName('crash-s3');
     const s3 = await startS3Server({ buckets: ['vault'] });
     closers.push(() => s3.close());
@@ -184,11 +184,11 @@ describe.concurrent('a stale backup whose location cannot be read at the restart
   }
 
   it('waits while the location is down and then takes the marker it finds', { timeout: 180_000 }, async ({ expect }) => {
-    const servers: { stop(): Promise<unknown> }[] = [];
+    const servers: RunningServer[] = [];
     const closers: (() => Promise<void>)[] = [];
     try {
       const { ns, s3, first } = await killedWithStorageDown('after-marker', servers, closers);
-      const second = await startSuccessor({ kubeconfigPath, namespace: ns, scratchDir: first.scratchDir });
+      const second = await startServer({ kubeconfigPath, namespace: ns, scratchDir: first.scratchDir });
       servers.push(second);
       // The read of stowage-backup.json rides out the outage (inside the store, for up to
       // --object-store-outage-timeout, 2m): meanwhile the backup is neither Failed nor guessed.
@@ -199,7 +199,7 @@ describe.concurrent('a stale backup whose location cannot be read at the restart
       await s3.start();
       const b = await waitFinished<Backup>(c, RESOURCES.Backup, ns, 'b', 60_000);
       expect(b.status?.phase, b.status?.failureReason).toBe('Completed');
-      await second.waitForOutput(/backup \S+\/b Completed: recovered from stowage-backup\.json in location default/);
+      await second.waitForOutput(/backup \S+\/b Completed: recovered from stowage-backup\.json in location default/, 10_000);
     } finally {
       for (const s of servers) await s.stop();
       for (const close of closers) await close();
@@ -207,11 +207,11 @@ describe.concurrent('a stale backup whose location cannot be read at the restart
   });
 
   it('fails with the read error once the location has been down for the outage window, and spools the log', { timeout: 180_000 }, async ({ expect }) => {
-    const servers: { stop(): Promise<unknown> }[] = [];
+    const servers: RunningServer[] = [];
     const closers: (() => Promise<void>)[] = [];
     try {
       const { ns, s3, first } = await killedWithStorageDown('after-tarball', servers, closers);
-      const second = await startSuccessor({ kubeconfigPath, namespace: ns, scratchDir: first.scratchDir, args: ['--object-store-outage-timeout', '4s'] });
+      const second = await startServer({ kubeconfigPath, namespace: ns, scratchDir: first.scratchDir, args: ['--object-store-outage-timeout', '4s'] });
       servers.push(second);
       const b = await waitFinished<Backup>(c, RESOURCES.Backup, ns, 'b', 60_000);
       expect(b.status?.phase).toBe('Failed');
@@ -237,7 +237,7 @@ describe.concurrent('a server SIGKILLed mid-restore', () => {
     await ensureNamespace(c, source);
     for (let i = 0; i < 20; i++) await c.create(CM, source, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
     const loc = filesystemLocation();
-    const servers: { stop(): Promise<unknown> }[] = [];
+    const servers: RunningServer[] = [];
     try {
       // A throttled client keeps the restore going long enough for its log to reach the disk.
       const first = await startServer({ kubeconfigPath, namespace: ns, location: loc, args: SLOW });
@@ -250,7 +250,7 @@ describe.concurrent('a server SIGKILLed mid-restore', () => {
       expect((await c.get<Restore>(RESOURCES.Restore, ns, 'r')).status?.phase).toBe('InProgress');
       await first.stop('SIGKILL');
 
-      const second = await startSuccessor({ kubeconfigPath, namespace: ns, scratchDir: first.scratchDir });
+      const second = await startServer({ kubeconfigPath, namespace: ns, scratchDir: first.scratchDir });
       servers.push(second);
       const r = await waitFinished<Restore>(c, RESOURCES.Restore, ns, 'r', 60_000);
       expect(r.status?.phase).toBe('Failed');
