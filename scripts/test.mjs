@@ -1,14 +1,14 @@
 #!/usr/bin/env node
 // `npm test`: installs npm packages when missing or stale, then lint, typecheck, drift checks and
-// build on the node running npm; the unit tests on that node too; then the unit and integration
-// tests on the image's Node (scripts/node-runtime.mjs; the integration tests start the local
-// control plane and S3 server). Extra arguments go to vitest, on the image's Node only:
-// `npm test -- test/cluster.test.ts`.
+// build on the node running npm; the unit tests on that node too; then the integration tests on
+// the image's Node (scripts/node-runtime.mjs; they start the local control plane and S3 server).
+// Extra arguments go to vitest, on the image's Node only: `npm test -- test/cluster.test.ts`.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ensureDeps, root } from './ensure-deps.mjs';
 import { ensureRuntimeNode, runtimeEnv } from './node-runtime.mjs';
+import { testRuns } from './test-plan.mjs';
 
 process.chdir(root);
 
@@ -85,11 +85,8 @@ try {
   process.exit(1);
 }
 
-const results = [];
-// The unit tests are cheap (pure logic), so they also run on the node that runs npm and the CLI
-// on a developer's machine; the integration tests (about 7 minutes) run once, on the image's Node.
-if (extra.length === 0 && runtime !== process.execPath) results.push(vitest('unit tests', process.execPath, ['--project', 'unit']));
-results.push(vitest(extra.length === 0 ? 'unit and integration tests' : 'tests', runtime, extra));
+// Each test once: see test-plan.mjs for which node runs which project.
+const results = testRuns({ extra, npmNode: process.execPath, runtimeNode: runtime }).map((r) => vitest(r.label, r.node, r.args));
 
 for (const r of results) {
   const line = r.written ? `${r.passed} passed, ${r.failed} failed${r.skipped > 0 ? `, ${r.skipped} skipped` : ''}` : 'no test report was written';

@@ -24,11 +24,12 @@ import { createMetrics, startMetricsServer } from './metrics/index.js';
 import { PROVIDER_ALIASES } from './plugin/builtin/providers.js';
 import { createPluginPool, removeAllCredentialFiles } from './plugin/host/index.js';
 import { createInformer, startController, startLeaderElection, type Controller, type Informer } from './runtime/index.js';
-import { systemClock } from './util/clock.js';
+import { systemClock, type TimerClock } from './util/clock.js';
 import { errorMessage } from './util/errors.js';
 import { authorityFor } from './auth/index.js';
 import { startAdmissionWebhook, type AdmissionWebhook } from './webhook/index.js';
 import type { ServerVersion } from './kube/index.js';
+import type { Writable } from 'node:stream';
 
 /** The minor version as a number ("22+" on some providers counts as 22). */
 const minorOf = (v: ServerVersion): number => Number.parseInt(v.minor, 10) || 0;
@@ -45,17 +46,46 @@ export interface ServerOptions {
   controllers?: ControllerFactory[];
 }
 
+/** What composeServer builds the server from besides its configuration. */
+export interface ServerDeps {
+  /** Times the API outage window, the leader lease, retries and TTLs (runServer: the system clock). */
+  clock: TimerClock;
+  /** Command line that serves the built-in plugins (`stowage run-plugins`). */
+  selfCommand: string[];
+  controllers?: ControllerFactory[];
+  /** Where the server log goes; default stdout. */
+  logStream?: Writable;
+}
+
+export interface ComposedServer {
+  /** Resolves with the exit code once the server has stopped (or failed to start: then at once). */
+  readonly exited: Promise<number>;
+  /** Stops taking work, lets runs finish within the grace period and shuts down; resolves the exit code. */
+  stop(): Promise<number>;
+}
+
+/** `stowage server`: the server composed with the system clock, stopped by SIGTERM or SIGINT. */
 export async function runServer(opts: ServerOptions): Promise<number> {
-  const { config } = opts;
+  const server = await composeServer(opts.config, { clock: systemClock, selfCommand: opts.selfCommand, controllers: opts.controllers ?? [] });
+  const stop = (): void => void server.stop();
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  return server.exited;
+}
+
+/** Builds and starts the server from its parts; a start-up failure is logged and ends `exited` at once. */
+export async function composeServer(config: ServerConfig, deps: ServerDeps): Promise<ComposedServer> {
+  const failed = (code: number): ComposedServer => ({ exited: Promise.resolve(code), stop: () => Promise.resolve(code) });
+  const { clock } = deps;
   const logTail = createLogTail();
-  const logger = createServerLogger({ level: config.logLevel, format: config.logFormat, tail: logTail });
+  const logger = createServerLogger({ level: config.logLevel, format: config.logFormat, tail: logTail, ...(deps.logStream !== undefined ? { stream: deps.logStream } : {}) });
   const kc = loadKubeConfig(config.kubeconfig === '' ? undefined : config.kubeconfig);
   // Every request of the controllers and their runs waits out an unreachable API for up to
   // apiOutageTimeout (kube/outage.ts) rather than failing the run, and status writes of our own
   // resources as long as it takes; list pages keep to clientPageBytes.
   const client = createDynamicClient(kc, {
     qps: config.clientQps, burst: config.clientBurst, userAgent: `stowage/${SERVER_VERSION}`,
-    outageTimeoutMs: config.apiOutageTimeout, pageBytes: config.clientPageBytes, recordGroups: [GROUP],
+    outageTimeoutMs: config.apiOutageTimeout, pageBytes: config.clientPageBytes, recordGroups: [GROUP], clock,
   });
   const namespace = config.namespace;
 
@@ -67,10 +97,10 @@ export async function runServer(opts: ServerOptions): Promise<number> {
     } catch (err) {
       if (isNotFound(err)) {
         logger.error(`the CustomResourceDefinition ${crdName(def)} is not installed; install the CRDs first: kubectl apply -f deploy/crds/`);
-        return 1;
+        return failed(1);
       }
       logger.error(`cannot reach the Kubernetes API: ${errorMessage(err)}`);
-      return 1;
+      return failed(1);
     }
   }
 
@@ -91,7 +121,7 @@ export async function runServer(opts: ServerOptions): Promise<number> {
   if (config.trustMode === 'requester') {
     if (config.webhookAddress === '') {
       logger.error('--webhook-address is empty, but trust mode requester needs the admission webhook to record who created each run');
-      return 2;
+      return failed(2);
     }
     try {
       webhook = await startAdmissionWebhook({
@@ -101,7 +131,7 @@ export async function runServer(opts: ServerOptions): Promise<number> {
     } catch (err) {
       logger.error(`cannot start the admission webhook: ${errorMessage(err)}`);
       webhookClient.close();
-      return 1;
+      return failed(1);
     }
   }
 
@@ -121,7 +151,7 @@ export async function runServer(opts: ServerOptions): Promise<number> {
   const pluginDirs = config.pluginDir === '' || (config.pluginDir === DEFAULT_CONFIG.pluginDir && !fs.existsSync(config.pluginDir)) ? [] : [config.pluginDir];
   const plugins = await createPluginPool({
     pluginDirs,
-    selfCommand: opts.selfCommand,
+    selfCommand: deps.selfCommand,
     logger,
     logLevel: config.logLevel,
     startupTimeoutMs: config.pluginStartTimeout,
@@ -153,7 +183,7 @@ export async function runServer(opts: ServerOptions): Promise<number> {
     return inf as Informer<T>;
   };
   const ctx: ControllerContext = {
-    config, namespace, client, logger, metrics, plugins, spool, clock: systemClock, runLogDir, scratchDir, logTail,
+    config, namespace, client, logger, metrics, plugins, spool, clock, runLogDir, scratchDir, logTail,
     serverVersion: SERVER_VERSION,
     // Events are best effort: one that cannot be sent now is dropped, not held through an outage.
     events: createEventRecorder(client.withOutageTimeout(0), { onError: (err) => logger.debug(`could not record an event: ${errorMessage(err)}`) }),
@@ -164,7 +194,7 @@ export async function runServer(opts: ServerOptions): Promise<number> {
     backupStorageLocationController, backupController, restoreController,
     scheduleController, gcController, deleteBackupRequestController, backupSyncController,
     downloadRequestController, serverStatusRequestController, restoreArtifactsController, volumeSnapshotLocationController,
-    ...(opts.controllers ?? []),
+    ...(deps.controllers ?? []),
   ];
   const definitions = factories.map((f) => f(ctx));
 
@@ -190,11 +220,12 @@ export async function runServer(opts: ServerOptions): Promise<number> {
 
   let exitCode = 0;
   let lostLeadership = false;
+  let stopServer: (code: number) => Promise<void> = async () => undefined;
   const done = new Promise<void>((resolve) => {
     // The Lease has its own client: renewals must not queue behind a backup's rate-limited LISTs.
-    const leaseClient = createDynamicClient(kc, { qps: 5, burst: 10, userAgent: `stowage/${SERVER_VERSION} leader-election` });
+    const leaseClient = createDynamicClient(kc, { qps: 5, burst: 10, userAgent: `stowage/${SERVER_VERSION} leader-election`, clock });
     const elector = startLeaderElection({
-      client: leaseClient, namespace, name: 'stowage-server', logger,
+      client: leaseClient, namespace, name: 'stowage-server', logger, clock,
       onStartedLeading: async (signal) => {
         leading = true;
         logger.info('became the leader: starting controllers');
@@ -245,9 +276,14 @@ export async function runServer(opts: ServerOptions): Promise<number> {
       logger.info('stowage server stopped');
       resolve();
     };
-    process.once('SIGTERM', () => void terminate(0));
-    process.once('SIGINT', () => void terminate(0));
+    stopServer = terminate;
   });
-  await done;
-  return lostLeadership ? 1 : exitCode;
+  const exited = done.then(() => (lostLeadership ? 1 : exitCode));
+  return {
+    exited,
+    stop: async () => {
+      await stopServer(0);
+      return exited;
+    },
+  };
 }

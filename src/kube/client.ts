@@ -5,7 +5,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { backoff, sleep } from '../util/backoff.js';
+import { backoff } from '../util/backoff.js';
+import { systemClock, type TimerClock } from '../util/clock.js';
 import { KubeError, errorFromResponse, errorFromStatus, isAlreadyExists, isNotFound, type RequestTarget, type Status } from './errors.js';
 import { classifyFailure, outageError } from './outage.js';
 import { PageSizer } from './pageSizer.js';
@@ -47,6 +48,8 @@ export interface ClientOptions {
   pageBytes?: number;
   /** How long after an outage a 401 or 403 is taken for an API server still filling its authorizer's caches. Default 15 s (tests shorten it). */
   authSettleMs?: number;
+  /** Times the outage window and the retry backoffs (a test moves it past the window). Default the system clock. */
+  clock?: TimerClock;
 }
 
 export interface ListOptions {
@@ -285,6 +288,7 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
   const limiter: RateLimiter = createTokenBucket({ qps: opts.qps ?? 20, burst: opts.burst ?? 30 });
   const discoveryLimiter: RateLimiter = createTokenBucket({ qps: opts.qps ?? 20, burst: opts.burst ?? 30 });
   const timeoutMs = opts.timeoutMs ?? 60_000;
+  const clock = opts.clock ?? systemClock;
   const userAgent = opts.userAgent ?? 'stowage';
 
   let auth: { headers: Record<string, string>; at: number } | undefined;
@@ -377,7 +381,7 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
       if ((res.status === 429 || res.status === 503) && attempt < 3) {
         const retryAfter = Number(res.headers['retry-after']);
         if (res.status === 429 || Number.isFinite(retryAfter)) {
-          await sleep(Number.isFinite(retryAfter) ? Math.min(retryAfter, 10) * 1000 : backoff(attempt, { baseMs: 200, maxMs: 5000 }), req.signal);
+          await clock.sleep(Number.isFinite(retryAfter) ? Math.min(retryAfter, 10) * 1000 : backoff(attempt, { baseMs: 200, maxMs: 5000 }), req.signal);
           continue;
         }
       }
@@ -430,17 +434,17 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
       } catch (err) {
         if (req.signal?.aborted || err instanceof ResponseTooLarge) throw err;
         const kind = classifyFailure(err);
-        if (kind !== undefined) lastUnreachableAt = Date.now();
+        if (kind !== undefined) lastUnreachableAt = clock.now().getTime();
         // A restarted API server answers before its authorizer's caches are filled: for a moment
         // it refuses what RBAC allows (403, and 401 for tokens it cannot check yet). Right after
         // this client saw the API unreachable, such a refusal is waited out like the outage.
         // How long that moment lasts depends on the machine's load: the wait goes on for
         // authSettleMs after the outage, and beyond that for as long as /readyz says not ready
         // (bounded by the outage timeout).
-        const sinceDown = Date.now() - lastUnreachableAt;
+        const sinceDown = clock.now().getTime() - lastUnreachableAt;
         if (kind === undefined && isAuthRefusal(err) && sinceDown < outageMs && (rules.once !== true || !maybeApplied)
           && (sinceDown < authSettleMs || !(await apiserverReady(req.signal)))) {
-          await sleep(Math.min(backoff(attempt, { baseMs: 250, maxMs: 2000 }), authSettleMs), req.signal);
+          await clock.sleep(Math.min(backoff(attempt, { baseMs: 250, maxMs: 2000 }), authSettleMs), req.signal);
           continue;
         }
         if (kind === undefined || (kind === 'status' && (await apiserverAnswers(req.signal)))) {
@@ -449,11 +453,11 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
           throw err;
         }
         if (kind !== 'unsent' && rules.once === true) throw err;
-        downSince ??= Date.now();
-        const downMs = Date.now() - downSince;
+        downSince ??= clock.now().getTime();
+        const downMs = clock.now().getTime() - downSince;
         if (downMs >= outageMs) throw outageError(err as KubeError, outageMs);
         if (kind !== 'unsent') maybeApplied = true;
-        await sleep(Math.min(backoff(attempt, { baseMs: 250, maxMs: 5000 }), outageMs - downMs), req.signal);
+        await clock.sleep(Math.min(backoff(attempt, { baseMs: 250, maxMs: 5000 }), outageMs - downMs), req.signal);
       }
     }
   }

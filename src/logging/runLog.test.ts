@@ -197,14 +197,13 @@ describe('createRunLogger', () => {
     const r = run();
     for (let i = 0; i < 300; i++) r.logger.info(`early ${i}`);
     const got: string[] = [];
-    let ended = false;
-    r.follow((l) => got.push((JSON.parse(l) as Rec).msg as string), { fromStart: true, onEnd: () => (ended = true) });
+    // The replay reads the file back asynchronously: its end, not a guessed pause, says it is done.
+    const ended = new Promise<void>((resolve) => r.follow((l) => got.push((JSON.parse(l) as Rec).msg as string), { fromStart: true, onEnd: resolve }));
     // Lines logged while the replay reads the file back.
     for (let i = 0; i < 50; i++) r.logger.info(`late ${i}`);
     await r.close();
-    await new Promise((res) => setTimeout(res, 20));
+    await ended;
     expect(got).toEqual([...Array.from({ length: 300 }, (_, i) => `early ${i}`), ...Array.from({ length: 50 }, (_, i) => `late ${i}`)]);
-    expect(ended).toBe(true);
   });
 
   it('follow fromStart on a closed log delivers the whole log and ends', async () => {

@@ -18,7 +18,7 @@
 import crypto from 'node:crypto';
 import os from 'node:os';
 import { LEASES, isConflict, isNotFound, isTransient, type DynamicClient } from '../kube/index.js';
-import { sleep } from '../util/backoff.js';
+import { systemClock, type TimerClock } from '../util/clock.js';
 import { errorMessage } from '../util/errors.js';
 import { silentLogger, type Logger } from './logger.js';
 
@@ -50,6 +50,8 @@ export interface LeaderElectionOptions {
   /** On stop(), clear the lease so another candidate takes over at once. Default true. */
   releaseOnStop?: boolean;
   logger?: Logger;
+  /** Times expiry, renewals and retries (a test moves it past a lease). Default the system clock. */
+  clock?: TimerClock;
 }
 
 export interface LeaderElector {
@@ -105,6 +107,8 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
   if (!(renewDeadlineMs < leaseDurationMs)) throw new Error(`leader election: renewDeadline (${renewDeadlineMs} ms) must be shorter than leaseDuration (${leaseDurationMs} ms)`);
   if (!(retryPeriodMs < renewDeadlineMs)) throw new Error(`leader election: retryPeriod (${retryPeriodMs} ms) must be shorter than renewDeadline (${renewDeadlineMs} ms)`);
   const logger = opts.logger ?? silentLogger;
+  const clock = opts.clock ?? systemClock;
+  const nowMs = (): number => clock.now().getTime();
   const { client, namespace, name } = opts;
   const where = `lease ${namespace}/${name}`;
 
@@ -132,7 +136,7 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
 
   /** One attempt to acquire or renew. Never throws. */
   async function tryAcquireOrRenew(signal: AbortSignal): Promise<Attempt> {
-    const now = Date.now();
+    const now = nowMs();
     const spec = (prev: LeaseSpec | undefined): LeaseSpec => {
       const mine = prev?.holderIdentity === identity;
       return {
@@ -187,11 +191,17 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
 
   async function run(): Promise<void> {
     // Campaign.
+    let waitingOn: string | undefined;
     for (;;) {
       if (stopAc.signal.aborted) return;
-      if ((await tryAcquireOrRenew(stopAc.signal)).kind === 'held') break;
+      const attempt = await tryAcquireOrRenew(stopAc.signal);
+      if (attempt.kind === 'held') break;
+      if (attempt.kind === 'other' && attempt.holder !== waitingOn) {
+        waitingOn = attempt.holder;
+        logger.info(`${where}: held by ${attempt.holder}; ${identity} takes it once it goes ${Math.round(leaseDurationMs / 1000)} s unrenewed or is released`);
+      }
       try {
-        await sleep(jitter(retryPeriodMs), stopAc.signal);
+        await clock.sleep(jitter(retryPeriodMs), stopAc.signal);
       } catch {
         return;
       }
@@ -203,7 +213,7 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
       .then(() => opts.onStartedLeading(leaderAc.signal))
       .catch((err: unknown) => logger.error(`${where}: onStartedLeading failed: ${errorMessage(err)}`));
     // Renew until another holder shows, the API refuses for renewDeadline, or stop().
-    let lastRenew = Date.now();
+    let lastRenew = nowMs();
     let unreachableSince: number | undefined;
     let reason = 'stopped';
     let again = false;
@@ -212,7 +222,7 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
       again = false;
       if (!reread) {
         try {
-          await sleep(retryPeriodMs, stopAc.signal);
+          await clock.sleep(retryPeriodMs, stopAc.signal);
         } catch {
           break;
         }
@@ -220,9 +230,9 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
       const attempt = await tryAcquireOrRenew(AbortSignal.any([stopAc.signal, AbortSignal.timeout(renewDeadlineMs)]));
       if (stopAc.signal.aborted) break;
       if (attempt.kind === 'held') {
-        if (unreachableSince !== undefined) logger.info(`${where}: the API answers again after ${Math.round((Date.now() - unreachableSince) / 1000)} s; ${identity} renewed the lease`);
+        if (unreachableSince !== undefined) logger.info(`${where}: the API answers again after ${Math.round((nowMs() - unreachableSince) / 1000)} s; ${identity} renewed the lease`);
         unreachableSince = undefined;
-        lastRenew = Date.now();
+        lastRenew = nowMs();
         continue;
       }
       if (attempt.kind === 'other') {
@@ -231,22 +241,22 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
       }
       if (attempt.kind === 'unreachable') {
         if (unreachableSince === undefined) logger.warn(`${where}: cannot reach the API to renew (${attempt.error}); still leading, as nobody can take the lease while the API is down`);
-        unreachableSince ??= Date.now();
+        unreachableSince ??= nowMs();
         continue;
       }
       // The API answers again, but refuses: a restarted API server refuses for a moment what RBAC
       // allows (its authorizer's caches are not filled yet), so renewDeadline counts from its return.
       if (unreachableSince !== undefined) {
-        logger.info(`${where}: the API answers again after ${Math.round((Date.now() - unreachableSince) / 1000)} s but refused the renewal (${attempt.error}); retrying for up to ${renewDeadlineMs} ms`);
+        logger.info(`${where}: the API answers again after ${Math.round((nowMs() - unreachableSince) / 1000)} s but refused the renewal (${attempt.error}); retrying for up to ${renewDeadlineMs} ms`);
         unreachableSince = undefined;
-        lastRenew = Date.now();
+        lastRenew = nowMs();
       }
       // Someone wrote the lease between our read and our write: read it again now, not a retry period later.
       if (attempt.conflict && !reread) {
         again = true;
         continue;
       }
-      if (Date.now() - lastRenew >= renewDeadlineMs) {
+      if (nowMs() - lastRenew >= renewDeadlineMs) {
         reason = `could not renew within ${renewDeadlineMs} ms: ${attempt.error}`;
         break;
       }
@@ -263,7 +273,7 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
     if (lastLease === undefined || lastLease.spec.holderIdentity !== identity) return;
     const signal = AbortSignal.timeout(renewDeadlineMs);
     const clear = (lease: Lease): Promise<Lease> => {
-      const now = microTime(Date.now());
+      const now = microTime(nowMs());
       return client.replace<Lease>(LEASES, namespace, name,
         { ...lease, spec: { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: lease.spec.leaseTransitions ?? 0 } },
         { signal });

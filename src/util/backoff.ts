@@ -45,7 +45,8 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-function abortReason(signal: AbortSignal | undefined): unknown {
+/** What a sleep rejects with when `signal` aborts: its reason, or an AbortError. */
+export function abortReason(signal: AbortSignal | undefined): unknown {
   const reason: unknown = signal?.reason;
   if (reason !== undefined) return reason;
   const err = new Error('the operation was aborted');

@@ -1,13 +1,17 @@
 // kube-apiserver stopped for 60 s under a running `stowage server` (a control plane of this test's
 // own): a backup and a restore caught mid-run pause and complete once the API is back, with
-// every object right, and the server process never exits. An outage longer than a short
-// --api-outage-timeout fails the run naming the outage, and the process still stays up.
+// every object right, and the server never stops. An outage longer than a short
+// --api-outage-timeout fails the run naming the outage, and that server stays up too.
+// The servers run in process (support/inProcessServer.ts): the 60 s are a move of their clock,
+// which times the outage window, the retries and the lease, while the API stays really stopped.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../../scripts/cluster/controlPlane.js';
 import { RESOURCES, newBackup, newRestore, type Backup, type Restore } from '../../src/apis/v1/index.js';
 import { CORE, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import { waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+import { startInProcessServer, type InProcessServer } from '../support/inProcessServer.js';
+import { ensureNamespace, filesystemLocation, testClient, waitFinished } from '../support/server.js';
+import { movableClock } from '../../src/util/clock.js';
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 const OBJECTS = 150;
@@ -18,7 +22,7 @@ const SLOW = ['--client-qps', '5', '--client-burst', '1', '--client-page-size', 
 describe('an API server outage under a running server', () => {
   let cp: ControlPlane;
   let c: DynamicClient;
-  const servers: RunningServer[] = [];
+  const servers: InProcessServer[] = [];
 
   beforeAll(async () => {
     cp = await startControlPlane({ controllerManager: false });
@@ -38,10 +42,8 @@ describe('an API server outage under a running server', () => {
     await cp?.stop();
   });
 
-  function alive(s: RunningServer, pid: number | undefined): void {
-    expect(s.proc.pid).toBe(pid);
-    expect(s.proc.exitCode).toBeNull();
-    expect(s.proc.signalCode).toBeNull();
+  function alive(s: InProcessServer): void {
+    expect(s.stoppedWith()).toBeUndefined();
     expect(s.output()).not.toContain('stowage server stopped');
     expect(s.output().match(/became the leader/g)?.length).toBe(1);
   }
@@ -49,9 +51,10 @@ describe('an API server outage under a running server', () => {
   // One outage for all four runs (a backup and a restore on one server, and on a server with a short
   // --api-outage-timeout): each outage costs a minute of the suite.
   it('pauses a backup and a restore through a 60 s outage (both complete with every object) and fails a run whose outage outlasts --api-outage-timeout; no process exits', async () => {
-    const server = await startServer({ kubeconfigPath: cp.kubeconfigPath, namespace: 'stowage', location: filesystemLocation(), args: SLOW });
+    const clock = movableClock();
+    const server = await startInProcessServer({ kubeconfigPath: cp.kubeconfigPath, namespace: 'stowage', location: filesystemLocation(), args: SLOW, clock });
     servers.push(server);
-    const short = await startServer({ kubeconfigPath: cp.kubeconfigPath, namespace: 'stowage-short', location: filesystemLocation(), args: [...SLOW, '--api-outage-timeout', '10s'] });
+    const short = await startInProcessServer({ kubeconfigPath: cp.kubeconfigPath, namespace: 'stowage-short', location: filesystemLocation(), args: [...SLOW, '--api-outage-timeout', '10s'], clock });
     servers.push(short);
 
     // The restores' backups, taken before the outage.
@@ -72,7 +75,14 @@ describe('an API server outage under a running server', () => {
     await waitUntil('all four runs in progress', async () => ((await phases()).every((p) => p === 'InProgress') ? true : undefined), 60_000, 50);
     await cp.stopApiserver();
     const stoppedAt = Date.now();
-    await new Promise((r) => setTimeout(r, OUTAGE_MS));
+    // Both leaders notice the outage (their renewals fail) before the clock jumps, and stay leaders.
+    await server.waitForOutput(/cannot reach the API to renew .*still leading/);
+    await short.waitForOutput(/cannot reach the API to renew .*still leading/);
+    clock.advance(OUTAGE_MS);
+    // The short window ends both of its runs while the API is still down (a request that first
+    // failed after the jump waits its 10 s on the wall clock); the long window holds the others.
+    await short.waitForOutput(/unreachable for 10s.* backup=\S*cut/);
+    await short.waitForOutput(/unreachable for 10s.* restore=\S*cut/);
     await cp.startApiserver();
     const backAt = Date.now();
 
@@ -91,15 +101,14 @@ describe('an API server outage under a running server', () => {
     // The restore fails as a whole, naming the outage (not each item as "not served", nor each waiting it out again).
     expect(rcut.status?.phase, JSON.stringify(rcut.status)).toBe('Failed');
     expect(rcut.status?.failureReason).toContain('the Kubernetes API was unreachable for 10s');
-    await short.waitForOutput(/the Kubernetes API was unreachable for 10s/, 10_000);
-    alive(server, server.proc.pid);
-    alive(short, short.proc.pid);
+    alive(server);
+    alive(short);
 
     const original = (await c.listAll<ConfigMap>(CORE.configMaps, { namespace: 'app' })).items;
     const copy = new Map((await c.listAll<ConfigMap>(CORE.configMaps, { namespace: 'app-copy' })).items.map((o) => [o.metadata?.name, o.data]));
     expect(original.length).toBe(OBJECTS);
     for (const o of original) expect(copy.get(o.metadata?.name), o.metadata?.name).toEqual(o.data);
-    process.stderr.write(`[outage] API down ${backAt - stoppedAt} ms (${OUTAGE_MS} ms stopped, then start-up); backup Completed ${t0 + backupMs - backAt} ms and restore Completed ${t0 + restoreMs - backAt} ms after the API was ready; ` +
+    process.stderr.write(`[outage] API down ${backAt - stoppedAt} ms on the wall clock (the servers' clock moved ${OUTAGE_MS} ms), then start-up; backup Completed ${t0 + backupMs - backAt} ms and restore Completed ${t0 + restoreMs - backAt} ms after the API was ready; ` +
       `with --api-outage-timeout 10s the backup Failed: ${cut.status?.failureReason ?? ''}; the restore Failed: ${rcut.status?.failureReason ?? ''}\n`);
   }, 420_000);
 });

@@ -102,7 +102,20 @@ export function filesystemLocation(name = 'default'): { name: string; spec: Back
   return { name, root, spec: { provider: 'stowage.dev/filesystem', objectStorage: { bucket: 'backups' }, config: { root }, default: true, validationFrequency: '10s' } };
 }
 
-export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+/** What a server of the test control plane starts from: its own client, scratch directory and command-line arguments. */
+export interface PreparedServer {
+  client: DynamicClient;
+  scratchDir: string;
+  trustMode: 'requester' | 'cluster-admin';
+  /** The arguments of `stowage server` (identity, namespace, scratch directory, trust mode, the test's own). */
+  args: string[];
+}
+
+/**
+ * The CRDs, the namespace, the location, the server's identity and its webhook: everything a
+ * server needs before it starts, whether as a process (startServer) or in process (inProcessServer.ts).
+ */
+export async function prepareServer(opts: ServerOptions): Promise<PreparedServer> {
   if (!fs.existsSync(BIN)) throw new Error(`${BIN} is missing: run npm run build first (npm test does)`);
   const client = testClient(opts.adminKubeconfigPath ?? opts.kubeconfigPath);
   await ensureCrds(client);
@@ -124,14 +137,23 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const modeArgs = trustMode === 'requester'
     ? await prepareWebhook(client, opts.namespace, opts.webhookConfigurationName)
     : trustArg >= 0 ? [] : ['--trust-mode', 'cluster-admin'];
-  const proc = spawn(process.execPath, [
-    BIN, 'server', '--kubeconfig', serverKubeconfig, '--namespace', opts.namespace,
-    '--metrics-address', '127.0.0.1:0', '--scratch-dir', scratchDir, '--plugin-idle-timeout', '10m',
-    ...modeArgs,
-    ...args,
-    // Every test server is a pod of its own (they share one host name): a new process of the same
-    // pod takes its lease at once, so only a test that means to restart a pod passes its POD_NAME.
-  ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, POD_NAME: `test-pod-${path.basename(scratchDir)}`, ...opts.env } });
+  return {
+    client, scratchDir, trustMode,
+    args: [
+      '--kubeconfig', serverKubeconfig, '--namespace', opts.namespace,
+      '--metrics-address', '127.0.0.1:0', '--scratch-dir', scratchDir, '--plugin-idle-timeout', '10m',
+      ...modeArgs,
+      ...args,
+    ],
+  };
+}
+
+export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+  const { client, scratchDir, trustMode, args } = await prepareServer(opts);
+  // Every test server is a pod of its own (they share one host name): a new process of the same
+  // pod takes its lease at once, so only a test that means to restart a pod passes its POD_NAME.
+  const proc = spawn(process.execPath, [BIN, 'server', ...args],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, POD_NAME: `test-pod-${path.basename(scratchDir)}`, ...opts.env } });
   let out = '';
   proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   proc.stderr?.on('data', (c: Buffer) => (out += c.toString()));
