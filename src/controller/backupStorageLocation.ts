@@ -138,8 +138,9 @@ export function backupStorageLocationController(ctx: ControllerContext): Control
         }
         const { available, message, layout } = await validateLocation(ctx, bsl);
         const phase = available ? 'Available' : 'Unavailable';
-        const changed = bsl.status?.phase !== phase || (bsl.status?.message ?? '') !== message || (layout !== undefined && bsl.status?.layout !== layout.layout) ||
-          bsl.status?.observedGeneration !== bsl.metadata.generation;
+        const changed = bsl.status?.phase !== phase || (bsl.status?.message ?? '') !== message || (layout !== undefined && bsl.status?.layout !== layout.layout);
+        // An edited spec may have turned signing off: the log names that even when the phase stays.
+        const specEdited = bsl.status?.observedGeneration !== bsl.metadata.generation;
         try {
           await ctx.client.patchStatus(BSL_RESOURCE, bsl.metadata.namespace, bsl.metadata.name, {
             status: {
@@ -158,11 +159,11 @@ export function backupStorageLocationController(ctx: ControllerContext): Control
         if (changed) {
           const velero = layout?.layout === 'Velero' ? ` (Velero's layout, read only: ${layout.reason})` : '';
           ctx.logger.log(available ? 'info' : 'warn', `backup storage location ${bsl.metadata.name} is ${phase}${velero}${available ? '' : `: ${message}`}`, { location: bsl.metadata.name });
-          // Velero's backups carry no Stowage signature: signing does not apply there.
-          const unsigned = available && layout?.layout !== 'Velero' ? unsignedNote(bsl) : undefined;
-          if (unsigned !== undefined) ctx.logger.warn(`backup storage location ${bsl.metadata.name}: ${unsigned}`, { location: bsl.metadata.name });
           void ctx.events.event(bsl, available ? 'Normal' : 'Warning', phase, available ? 'location validated' : message);
         }
+        // Velero's backups carry no Stowage signature: signing does not apply there.
+        const unsigned = available && (changed || specEdited) && layout?.layout !== 'Velero' ? unsignedNote(bsl) : undefined;
+        if (unsigned !== undefined) ctx.logger.warn(`backup storage location ${bsl.metadata.name}: ${unsigned}`, { location: bsl.metadata.name });
         return every > 0 ? { requeueAfter: every } : undefined;
       },
     },
