@@ -36,26 +36,65 @@ export function encryptionSpecProblem(bsl: BackupStorageLocation): string | unde
   return undefined;
 }
 
+/** What is wrong with spec.signing as written, or undefined: a signing key, or an explicit opt-out, not both and not neither. */
+export function signingSpecProblem(bsl: BackupStorageLocation): string | undefined {
+  const g = bsl.spec.signing;
+  if (g === undefined || g === null) return undefined;
+  const keyed = g.keySecretRef !== undefined;
+  if (keyed && g.disabled === true) return 'spec.signing sets both keySecretRef and disabled: true: sign with the key, or opt out, not both';
+  if (!keyed && g.disabled !== true) return 'spec.signing needs keySecretRef (the Secret entry of the signing key), or disabled: true to opt out of signing';
+  return undefined;
+}
+
+/**
+ * How an unsigned Stowage location is named in the server log, or undefined when it signs: an
+ * explicit opt-out, or a location that says nothing (made before signing became the default).
+ */
+export function unsignedNote(bsl: BackupStorageLocation): string | undefined {
+  if (signs(bsl)) return undefined;
+  if (bsl.spec.signing?.disabled === true) return `it is unsigned by choice (spec.signing.disabled: true): its backups are not tamper-evident`;
+  return 'it is unsigned: it has no spec.signing, so its backups are not tamper-evident (set spec.signing.keySecretRef, or spec.signing.disabled: true to opt out explicitly)';
+}
+
 /** What one validation found: the phase, and whose layout the bucket holds when that could be told. */
 export interface LocationValidation {
   available: boolean;
   message: string;
-  layout?: DetectedLayout;
+  /** `detectedIn`: where it was detected (recorded in status), absent when spec.velero decides. */
+  layout?: DetectedLayout & { detectedIn?: string };
+}
+
+/** `bucket/prefix`: where a location's layout was detected (status.layoutDetectedIn). */
+function detectionPlace(bsl: BackupStorageLocation): string {
+  return `${bsl.spec.objectStorage.bucket}/${bsl.spec.objectStorage.prefix ?? ''}`;
+}
+
+/**
+ * The layout detected at the location's first validation, while it still points at the same bucket
+ * and prefix. Detection runs once: anyone who may put objects into the bucket could otherwise
+ * switch a Stowage location to Velero's layout (planting velero-backup.json folders), and with it
+ * which backups sync keeps and whether restores need a manifest.
+ */
+function recordedLayout(bsl: BackupStorageLocation): (DetectedLayout & { detectedIn: string }) | undefined {
+  const st = bsl.status;
+  const place = detectionPlace(bsl);
+  if (st?.layout === undefined || st.layoutDetectedIn !== place) return undefined;
+  return { layout: st.layout, reason: st.layoutReason ?? 'detected at the first validation', detectedIn: place };
 }
 
 /** Validates one location now; resolves to the phase and message it recorded. */
 export async function validateLocation(ctx: ControllerContext, bsl: BackupStorageLocation): Promise<LocationValidation> {
   const name = bsl.metadata.name;
-  const unsupported = encryptionSpecProblem(bsl);
+  const unsupported = encryptionSpecProblem(bsl) ?? signingSpecProblem(bsl);
   if (unsupported !== undefined) return { available: false, message: unsupported };
   const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: `backupstoragelocation/${name}` });
-  let layout: DetectedLayout | undefined;
+  let layout: LocationValidation['layout'];
   try {
     const objectStore = await openObjectStore(ctx, handle, bsl);
     const v = bsl.spec.velero;
     layout = v === true || v === false
       ? { layout: v ? 'Velero' : 'Stowage', reason: `spec.velero is ${String(v)}` }
-      : await detectLayout({ objectStore, bucket: bsl.spec.objectStorage.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' });
+      : recordedLayout(bsl) ?? { ...(await detectLayout({ objectStore, bucket: bsl.spec.objectStorage.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' })), detectedIn: detectionPlace(bsl) };
     if (layout.layout === 'Velero' && encrypts(bsl)) {
       return { available: false, layout, message: `the bucket holds Velero's backups (${layout.reason}), which Stowage only reads and never encrypts: remove spec.encryption, or set spec.velero: false` };
     }
@@ -100,11 +139,13 @@ export function backupStorageLocationController(ctx: ControllerContext): Control
         const { available, message, layout } = await validateLocation(ctx, bsl);
         const phase = available ? 'Available' : 'Unavailable';
         const changed = bsl.status?.phase !== phase || (bsl.status?.message ?? '') !== message || (layout !== undefined && bsl.status?.layout !== layout.layout);
+        // An edited spec may have turned signing off: the log names that even when the phase stays.
+        const specEdited = bsl.status?.observedGeneration !== bsl.metadata.generation;
         try {
           await ctx.client.patchStatus(BSL_RESOURCE, bsl.metadata.namespace, bsl.metadata.name, {
             status: {
               phase, message: available ? null : message, lastValidationTime: stamp(ctx.clock.now()),
-              ...(layout !== undefined ? { layout: layout.layout, layoutReason: layout.reason } : {}),
+              ...(layout !== undefined ? { layout: layout.layout, layoutReason: layout.reason, layoutDetectedIn: layout.detectedIn ?? null } : {}),
               ...(bsl.metadata.generation !== undefined ? { observedGeneration: bsl.metadata.generation } : {}),
             },
           });
@@ -120,6 +161,9 @@ export function backupStorageLocationController(ctx: ControllerContext): Control
           ctx.logger.log(available ? 'info' : 'warn', `backup storage location ${bsl.metadata.name} is ${phase}${velero}${available ? '' : `: ${message}`}`, { location: bsl.metadata.name });
           void ctx.events.event(bsl, available ? 'Normal' : 'Warning', phase, available ? 'location validated' : message);
         }
+        // Velero's backups carry no Stowage signature: signing does not apply there.
+        const unsigned = available && (changed || specEdited) && layout?.layout !== 'Velero' ? unsignedNote(bsl) : undefined;
+        if (unsigned !== undefined) ctx.logger.warn(`backup storage location ${bsl.metadata.name}: ${unsigned}`, { location: bsl.metadata.name });
         return every > 0 ? { requeueAfter: every } : undefined;
       },
     },

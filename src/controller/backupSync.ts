@@ -11,7 +11,9 @@
 //   signs, one without a valid signature over its manifest, resource list, phase and labels.
 // - Removal: a Backup resource of this location that was Completed or PartiallyFailed before the
 //   bucket was listed, and whose stowage-backup.json is no longer there, is deleted (resource
-//   only; the data is already gone). Failed backups are left alone: the backup controller writes
+//   only) when nothing at all is left under its backups/<b>/ directory. A backup whose marker is
+//   gone but whose files are still there is kept, and the log and an event say so: what the
+//   bucket lists must never delete a Backup whose data is still stored. Failed backups are left alone: the backup controller writes
 //   no stowage-backup.json for them, so "not in the bucket" says nothing; GC expires them by TTL.
 //   New, InProgress and Deleting backups are never touched.
 // ReadOnly locations are synced too: sync writes nothing to storage.
@@ -33,7 +35,8 @@ import { isAlreadyExists, isNotFound } from '../kube/index.js';
 import type { BackupStore } from '../persistence/backupStore.js';
 import type { ArtifactKey } from '../persistence/sealing.js';
 import { importVeleroBackup } from '../persistence/veleroBackup.js';
-import { isVeleroStore, type VeleroStore } from '../persistence/veleroStore.js';
+import { isVeleroStore, VELERO_METADATA_FILE, type VeleroStore } from '../persistence/veleroStore.js';
+import { BACKUP_METADATA_FILE } from '../persistence/layout.js';
 import type { PluginHandle } from '../plugin/host/index.js';
 import type { Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
@@ -163,9 +166,14 @@ async function readVeleroImport(store: VeleroStore, name: string, location: stri
 export interface SyncResult {
   imported: string[];
   removed: string[];
+  /** Backups whose marker file is gone but whose data is still in the bucket, and why they stay. */
+  kept: { name: string; reason: string }[];
   /** Backups that could not be imported, with the reason. */
   failed: { name: string; reason: string }[];
 }
+
+/** Why sync removes a Backup: said in the log and the location's event. */
+export const REMOVED_REASON = 'nothing of it is left in object storage (no file under its backups/ directory)';
 
 /** One sync of one location, now. Throws when the bucket cannot be listed. */
 export async function syncLocation(ctx: ControllerContext, bsl: BackupStorageLocation): Promise<SyncResult> {
@@ -173,7 +181,7 @@ export async function syncLocation(ctx: ControllerContext, bsl: BackupStorageLoc
   const namespace = bsl.metadata.namespace ?? ctx.namespace;
   // Snapshot the cluster before listing the bucket (see planSync).
   const clusterBackups = ctx.informer<Backup>('Backup').list().filter((b) => (b.metadata.namespace ?? '') === namespace);
-  const result: SyncResult = { imported: [], removed: [], failed: [] };
+  const result: SyncResult = { imported: [], removed: [], kept: [], failed: [] };
   const handle = ctx.plugins.handle({ kind: 'controller', namespace, name: `backup-sync/${locationName}` });
   try {
     const store = await openBackupStore(ctx, handle, bsl);
@@ -201,8 +209,18 @@ export async function syncLocation(ctx: ControllerContext, bsl: BackupStorageLoc
         result.failed.push({ name, reason: safeErrorMessage(err) });
       }
     }
+    const marker = isVeleroStore(store) ? VELERO_METADATA_FILE : BACKUP_METADATA_FILE;
     for (const b of plan.toRemove) {
       try {
+        const left = await store.storedKeys(b.metadata.name);
+        if (left.length > 0) {
+          const n = left.length;
+          result.kept.push({
+            name: b.metadata.name,
+            reason: `its ${marker} is not in the bucket, but ${n} of its file${n === 1 ? ' is' : 's are'} (${left.slice(0, 3).join(', ')}${n > 3 ? ', ...' : ''}), so its Backup is kept`,
+          });
+          continue;
+        }
         await ctx.client.delete(BACKUPS, namespace, b.metadata.name, { preconditions: { uid: b.metadata.uid } });
         result.removed.push(b.metadata.name);
       } catch (err) {
@@ -251,15 +269,19 @@ export function backupSyncController(ctx: ControllerContext): ControllerDefiniti
           ctx.logger.info(`${where}: imported backup ${name} from object storage`, { location: bsl.metadata.name });
         }
         for (const name of result.removed) {
-          ctx.logger.info(`${where}: removed Backup ${name}: its data is no longer in object storage`, { location: bsl.metadata.name });
+          ctx.logger.info(`${where}: removed Backup ${name}: ${REMOVED_REASON}`, { location: bsl.metadata.name });
+        }
+        for (const k of result.kept) {
+          ctx.logger.warn(`${where}: backup ${k.name}: ${k.reason}`, { location: bsl.metadata.name });
         }
         for (const f of result.failed) {
           ctx.logger.warn(`${where}: backup ${f.name}: ${f.reason}`, { location: bsl.metadata.name });
         }
-        if (result.imported.length > 0 || result.removed.length > 0 || result.failed.length > 0) {
-          const parts = [`${result.imported.length} imported`, `${result.removed.length} removed`];
+        if (result.imported.length > 0 || result.removed.length > 0 || result.kept.length > 0 || result.failed.length > 0) {
+          const parts = [`${result.imported.length} imported`, `${result.removed.length} removed${result.removed.length > 0 ? ` (${result.removed.join(', ')}: ${REMOVED_REASON})` : ''}`];
+          if (result.kept.length > 0) parts.push(`${result.kept.length} kept (${result.kept.map((k) => `${k.name}: ${k.reason}`).join('; ')})`);
           if (result.failed.length > 0) parts.push(`${result.failed.length} failed (${result.failed.map((f) => `${f.name}: ${f.reason}`).join('; ')})`);
-          void ctx.events.event(bsl, result.failed.length > 0 ? 'Warning' : 'Normal', 'BackupSync', parts.join(', '));
+          void ctx.events.event(bsl, result.failed.length > 0 || result.kept.length > 0 ? 'Warning' : 'Normal', 'BackupSync', parts.join(', '));
         }
         try {
           await ctx.client.patchStatus(BSLS, bsl.metadata.namespace, bsl.metadata.name, { status: { lastSyncedTime: stamp(ctx.clock.now()) } });

@@ -6,17 +6,17 @@
 // and nothing of the restore is uploaded there. A Restore left InProgress by a dead server
 // is marked Failed. The engine acts with the Restore's authority (auth/authority.ts): in trust mode
 // "requester" every request it makes goes out impersonating the user who created the Restore, so
-// the API server's RBAC and admission decide each item, and a target namespace where that user may
-// create nothing fails validation (restoreRights). The Restore's own status stays the server's.
+// the API server's RBAC and admission decide each item; an item of the backup that user could not
+// read (nor download), and a target namespace where they may create nothing, fail validation (restoreRights). The Restore's own status stays the server's.
 import path from 'node:path';
 import {
   LABEL_SCHEDULE_NAME, RESOURCES, specFieldErrors, type Backup, type BackupStorageLocation, type Restore, type RestoreStatus,
 } from '../apis/v1/index.js';
 import { recordRestoreOutcome } from '../metrics/index.js';
 import { restoreKeys } from '../persistence/layout.js';
-import type { Authority } from '../auth/index.js';
+import { backupUseRefusal, type Authority, type HeldResources } from '../auth/index.js';
 import {
-  checkTargetNamespaces, newRestoreRequest, resolveRestoreItemActions, runRestore, targetsOfResourceList, type RestoreResult, type TargetNamespace,
+  checkTargetNamespaces, inStowageForm, newRestoreRequest, resolveRestoreItemActions, runRestore, sourcesOfResourceList, targetsOfResourceList, type RestoreResult, type TargetNamespace,
 } from '../restore/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
@@ -78,18 +78,26 @@ export function validateRestore(ctx: ControllerContext, r: Restore): Validation 
   return { errors, backup, ...(location !== undefined ? { location } : {}) };
 }
 
-/** Whose rights a validated restore runs with, the run log's line saying so, and the engine's own check when validation could not make it. */
+/** Whose rights a validated restore runs with, the run log's line saying so, and the engine's own checks when validation could not make them. */
 interface Rights {
   authority: Authority;
   logLine: string;
   authorizeTargets?: (targets: TargetNamespace[]) => Promise<string[]>;
+  authorizeSources?: (held: HeldResources) => Promise<string[]>;
 }
 
+/** `restore backup "b1"`: what the refusal of reading its items says the requester may not do. */
+const restoreAction = (backup: Backup): string => `restore backup "${backup.metadata.name}"`;
+const SOURCE_HOLDER = 'what it would restore';
+
 /**
- * The restore's rights, or the validation errors refusing it. In trust mode "requester" every
- * target namespace (rights.ts) must be one the requester may create objects in, checked with
- * SubjectAccessReviews against the backup's resource list before anything runs; a backup without
- * a resource list in Stowage's form is checked by the engine from its plan, still before any write.
+ * The restore's rights, or the validation errors refusing it. In trust mode "requester" the
+ * requester must be able to read what they would bring back, by the rule downloads and deletions
+ * use (auth/backupAccess.ts: `list` or `create` of each kind in each source namespace, cluster-wide
+ * for cluster-scoped items), and every target namespace (rights.ts) must be one they may create
+ * objects in: both checked with SubjectAccessReviews against the backup's resource list before
+ * anything runs; a backup without a resource list in Stowage's form (a Velero backup) is checked
+ * by the engine from its plan, still before any write.
  */
 export async function restoreRights(
   ctx: ControllerContext, r: Restore, backup: Backup, location: BackupStorageLocation, authority: Authority,
@@ -99,25 +107,36 @@ export async function restoreRights(
   const acting = `acting with the rights of ${authority.describe} (trust mode requester): every read and write of the cluster is made as them`;
   const req = newRestoreRequest(r, backup, { priorities: ctx.config.restoreResourcePriorities });
   let targets: TargetNamespace[] | undefined;
+  let sources: HeldResources | undefined;
   let why = "the backup's resource list is not in Stowage's form";
   // A handle of its own: the run's handle is the lifecycle's, taken once the run is InProgress.
   try {
     const list = await readStoredResourceList(ctx, location, backup, { kind: 'restore-validation', namespace: r.metadata.namespace ?? ctx.namespace, name: r.metadata.name });
+    // A Velero backup's list names kinds (`v1/Secret`): the cluster's discovery turns them into resources.
+    const listed = list === undefined || !Object.keys(list).some((k) => k.includes('/')) ? list : inStowageForm(list, await ctx.client.discover());
     if (list === undefined) why = 'the backup has no resource list';
-    else targets = targetsOfResourceList(list, req);
+    else if (listed !== undefined) {
+      targets = targetsOfResourceList(listed, req);
+      sources = sourcesOfResourceList(listed, req);
+    }
   } catch (err) {
     why = `the backup's resource list could not be read (${safeErrorMessage(err)})`;
   }
-  if (targets === undefined) {
+  if (targets === undefined || sources === undefined) {
     return {
-      authority, logLine: `${acting}; ${why}, so the target namespaces are checked from the plan before anything is written`,
+      authority, logLine: `${acting}; ${why}, so what it reads and the target namespaces are checked from the plan before anything is written`,
+      authorizeSources: async (held) => {
+        const refused = await backupUseRefusal(reviewer, held, restoreAction(backup), SOURCE_HOLDER);
+        return refused === undefined ? [] : [refused];
+      },
       authorizeTargets: async (t) => (await checkTargetNamespaces(reviewer, t)).refused,
     };
   }
-  const verdict = await checkTargetNamespaces(reviewer, targets);
-  if (verdict.refused.length > 0) return { errors: verdict.refused };
+  const [unreadable, verdict] = await Promise.all([backupUseRefusal(reviewer, sources, restoreAction(backup), SOURCE_HOLDER), checkTargetNamespaces(reviewer, targets)]);
+  const errors = [...(unreadable !== undefined ? [unreadable] : []), ...verdict.refused];
+  if (errors.length > 0) return { errors };
   const n = targets.length;
-  return { authority, logLine: `${acting}; ${verdict.reviews} SubjectAccessReviews allowed its ${n} target namespace${n === 1 ? '' : 's'}` };
+  return { authority, logLine: `${acting}; SubjectAccessReviews allowed reading what it restores, and ${verdict.reviews} allowed its ${n} target namespace${n === 1 ? '' : 's'}` };
 }
 
 export function restoreController(ctx: ControllerContext): ControllerDefinition {
@@ -164,7 +183,8 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         const result = await runRestore({
           // The requester's impersonating client in trust mode "requester": the API server's RBAC and admission decide each item.
           client: rights.authority.client, source: env.store,
-          ...(rights.authorizeTargets !== undefined ? { authorizeTargets: rights.authorizeTargets } : {}), actions, log: env.log, clock: ctx.clock, signal: env.signal,
+          ...(rights.authorizeTargets !== undefined ? { authorizeTargets: rights.authorizeTargets } : {}),
+          ...(rights.authorizeSources !== undefined ? { authorizeSources: rights.authorizeSources } : {}), actions, log: env.log, clock: ctx.clock, signal: env.signal,
           spillDir: spillDirOf(ctx),
           // Stowage writes a manifest with every finished backup, so one missing from its own backup was
           // deleted; Velero writes none.

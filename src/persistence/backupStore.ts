@@ -110,6 +110,8 @@ export interface BackupStore {
   getResults(backup: string): Promise<RunResults | undefined>;
   /** Names of the whole backups: those with a stowage-backup.json. */
   listBackupNames(): Promise<string[]>;
+  /** Every key stored under the backup's directory (backups/<b>/), in either layout: what is left of its data. */
+  storedKeys(backup: string): Promise<string[]>;
   /** Deletes stowage-backup.json first, then every other key of the backup, then the named restores' keys. */
   deleteBackup(backup: string, restores?: readonly string[]): Promise<void>;
   putRestoreLog(restore: string, gzFile: string): Promise<void>;
@@ -235,6 +237,7 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
       const k = artifact === 'manifest' ? keys(b).manifest : keys(b).resourceList;
       return getOptional(k, (s) => sha256Of(gunzipCapped(openBody(key, { backup: b, artifact }, s), maxBytes, k)));
     },
+    storedKeys: async (b) => (await os.listObjects(bucket, keys(b).dir)).sort(),
     async listBackupNames() {
       const under = `${prefix}${BACKUPS_DIR}`;
       const dirs = await os.listCommonPrefixes(bucket, under, '/');

@@ -14,7 +14,7 @@ export { NEVER_RESTORED, neverRestoredReason } from './kinds.js';
 export { STRIPPED_METADATA, prepareItem, mapNamespaces, stripMetadata, addRestoreLabels } from './transform.js';
 export { patchToMatch, containedIn } from './compare.js';
 export { BUILTIN_RESTORE_ITEM_ACTIONS, resolveRestoreItemActions, actionMatcher, type ResolvedRestoreItemAction } from './actions/index.js';
-export { checkTargetNamespaces, targetsOfPlan, targetsOfResourceList, type RightsVerdict, type TargetNamespace } from './rights.js';
+export { checkTargetNamespaces, inStowageForm, sourcesOfPlan, sourcesOfResourceList, targetsOfPlan, targetsOfResourceList, type RightsVerdict, type TargetNamespace } from './rights.js';
 export { parseResourceModifiers, type ResourceModifiers } from './modifiers/index.js';
 export { mappingConfigOf, PLUGIN_CONFIG_LABELS, type ConfigMapLike } from './actions/mappingConfig.js';
 export type { MappingConfig } from './actions/mappings.js';

@@ -35,7 +35,8 @@ import { newOutcomes } from './outcomes.js';
 import { oversizedVerdict, type OversizedVerdict } from './oversized.js';
 import { bareNamespace, buildPlan, itemFacts, RestoreRefusedError, type ArchivedItem, type PlannedItem, type RestorePlan } from './plan.js';
 import type { ItemOutcome, RestoreRequest } from './request.js';
-import { targetsOfPlan, type TargetNamespace } from './rights.js';
+import { sourcesOfPlan, targetsOfPlan, type TargetNamespace } from './rights.js';
+import type { HeldResources } from '../auth/index.js';
 
 /** Where the backup's tarball (and its manifest, when there is one) come from. A BackupStore is one. */
 export interface RestoreSource {
@@ -86,6 +87,12 @@ export interface RestoreDeps {
    * "requester" when validation could not check the namespaces from the backup's resource list.
    */
   authorizeTargets?: (targets: TargetNamespace[]) => Promise<string[]>;
+  /**
+   * Asked after planning, before authorizeTargets, with what the plan reads from the backup
+   * (sourcesOfPlan): the refusals it returns fail the restore. Passed with authorizeTargets, for
+   * the requester's right to read what they would bring back.
+   */
+  authorizeSources?: (held: HeldResources) => Promise<string[]>;
   /** The mapping ConfigMaps' configuration (storage class, images, node labels): built-in actions run after the other built-ins. */
   mappings?: MappingConfig;
   /** The Restore's resource modifier rules (spec.resourceModifier), applied to each item after every action. */
@@ -205,10 +212,11 @@ async function readAndPlan(deps: RestoreDeps, req: RestoreRequest, spill: SpillF
   const withLabels = req.selectors.length > 0;
   const { items, alternates, oversized } = await readBackup(deps, spill, req.backup.metadata.name, discovered, (obj, id) => itemFacts(obj, id, withLabels));
   const plan = buildPlan(items, req, discovered, alternates);
-  if (deps.authorizeTargets !== undefined) {
-    const refused = await deps.authorizeTargets(targetsOfPlan(plan.items.values(), req));
-    if (refused.length > 0) throw new RestoreRefusedError('not-allowed', refused.join('; '));
-  }
+  const refused = [
+    ...(deps.authorizeSources !== undefined ? await deps.authorizeSources(sourcesOfPlan(plan.items.values())) : []),
+    ...(deps.authorizeTargets !== undefined ? await deps.authorizeTargets(targetsOfPlan(plan.items.values(), req)) : []),
+  ];
+  if (refused.length > 0) throw new RestoreRefusedError('not-allowed', refused.join('; '));
   const builtins = await resolveRestoreItemActions([...BUILTIN_RESTORE_ITEM_ACTIONS, ...mappingActions(deps.mappings ?? {})]);
   const matchers = [...builtins, ...(deps.actions ?? [])].map(actionMatcher);
   return { discovered, plan, matchers, oversized: oversizedVerdict(oversized, items, req, discovered) };

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { newBackup, newRestore, type RestoreSpec } from '../apis/v1/index.js';
 import type { AccessAnswer, AccessReviewer, ResourceAccess } from '../auth/index.js';
 import { newRestoreRequest } from './request.js';
-import { checkTargetNamespaces, refusal, targetsOfPlan, targetsOfResourceList } from './rights.js';
+import { checkTargetNamespaces, inStowageForm, refusal, sourcesOfPlan, sourcesOfResourceList, targetsOfPlan, targetsOfResourceList } from './rights.js';
 
 const req = (spec: Omit<RestoreSpec, 'backupName'> = {}) =>
   newRestoreRequest(newRestore('r', 'stowage', { backupName: 'b', ...spec }), newBackup('b', 'stowage'));
@@ -113,5 +113,51 @@ describe('refusal', () => {
     expect(refusal('bob', { namespace: 'team-a', sources: ['team-a'], kinds })).toBe(
       'bob may not create objects in namespace team-a: not allowed to create k00, k01, k02, k03, k04, k05, k06, k07, k08, k09, k10, k11 and 2 more',
     );
+  });
+});
+
+describe('sourcesOfResourceList', () => {
+  it('takes what the filters take, the Namespace objects of those namespaces and the cluster-scoped items that could come along', () => {
+    expect(sourcesOfResourceList(LIST, req({ includedNamespaces: ['team-b'], namespaceMapping: { 'team-b': 'team-a' } }))).toEqual({
+      configmaps: ['team-b/other'],
+      'clusterrolebindings.rbac.authorization.k8s.io': ['root'],
+      namespaces: ['team-b'],
+    });
+  });
+
+  it('leaves cluster-scoped items out when includeClusterResources is false, and excluded resources always', () => {
+    expect(sourcesOfResourceList(LIST, req({ includedNamespaces: ['team-a'], includeClusterResources: false, excludedResources: ['deployments.apps'] }))).toEqual({
+      configmaps: ['team-a/settings'],
+      'rolebindings.rbac.authorization.k8s.io': ['team-a/admins'],
+      namespaces: ['team-a'],
+    });
+  });
+
+  it('gives up on a list in Velero\'s form', () => {
+    expect(sourcesOfResourceList({ 'v1/Secret': ['team-b/s'] }, req())).toBeUndefined();
+  });
+});
+
+describe('sourcesOfPlan', () => {
+  it('names each planned item by its place in the backup, not a skipped one or a bare Namespace', () => {
+    expect(sourcesOfPlan([
+      { groupResource: 'secrets', sourceNamespace: 'team-b', sourceName: 's', archived: {} },
+      { groupResource: 'secrets', sourceNamespace: 'team-b', sourceName: 'gone', skip: 'owned', archived: {} },
+      { groupResource: 'namespaces', sourceNamespace: '', sourceName: 'team-b', archived: undefined },
+      { groupResource: 'persistentvolumes', sourceNamespace: '', sourceName: 'pv1', archived: {} },
+    ])).toEqual({ secrets: ['team-b/s'], persistentvolumes: ['pv1'] });
+  });
+});
+
+describe('inStowageForm', () => {
+  const served = [
+    { group: '', kind: 'Secret', groupResource: 'secrets' },
+    { group: 'apps', kind: 'Deployment', groupResource: 'deployments.apps' },
+  ];
+  it('turns a Velero list\'s kinds into the resources the cluster serves them as', () => {
+    expect(inStowageForm({ 'v1/Secret': ['team-b/s'], 'apps/v1/Deployment': ['team-b/web'] }, served)).toEqual({ secrets: ['team-b/s'], 'deployments.apps': ['team-b/web'] });
+  });
+  it('gives up on a kind the cluster does not serve', () => {
+    expect(inStowageForm({ 'example.com/v1/Widget': ['team-b/w'] }, served)).toBeUndefined();
   });
 });

@@ -4,7 +4,7 @@
 // is refused with its name, so a restore mapped into kube-system fails validation instead of
 // failing item by item. Everything finer (this Role, that Deployment) is the API server's to
 // decide on each impersonated write: no per-item review is made here.
-import type { AccessReviewer } from '../auth/index.js';
+import type { AccessReviewer, HeldResources } from '../auth/index.js';
 import { mapLimit } from '../util/concurrency.js';
 import { parseGroupResource } from '../util/filters.js';
 import type { ResourceList } from '../persistence/results.js';
@@ -31,6 +31,7 @@ export interface RightsVerdict {
 const KINDS_NAMED = 12;
 
 type TargetRequest = Pick<RestoreRequest, 'namespaces' | 'resources' | 'namespaceMapping'>;
+type SourceRequest = Pick<RestoreRequest, 'namespaces' | 'resources' | 'includeClusterScoped' | 'includeRelatedClusterScoped'>;
 
 function collect(
   entries: Iterable<{ groupResource: string; namespace: string }>, mapping: Pick<RestoreRequest, 'namespaceMapping'>,
@@ -67,6 +68,71 @@ export function targetsOfResourceList(list: ResourceList, req: TargetRequest): T
   }
   // Namespaced entries only (ns/name), which the scope-specific filters need to know.
   return collect(entries, req, (gr, ns) => req.namespaces.shouldInclude(ns) && req.resources.shouldInclude({ ...parseGroupResource(gr), namespaced: true }));
+}
+
+/**
+ * What a restore would read from the backup's resource list, as `groupResource -> ["ns/name" | "name"]`
+ * (the form auth/backupAccess.ts checks, the one rule downloads and deletions use too): namespaced
+ * items its namespace and resource filters take, the Namespace objects of those namespaces, and
+ * the cluster-scoped items it may bring (all of them the resource filter takes when it restores
+ * cluster resources; else, unless includeClusterResources is false, every one that could come along
+ * as related, since which do is known only from the archive). Undefined when the list is not in
+ * Stowage's form: the plan's items are checked instead (sourcesOfPlan).
+ */
+export function sourcesOfResourceList(list: ResourceList, req: SourceRequest): HeldResources | undefined {
+  const out: Record<string, string[]> = {};
+  const add = (gr: string, n: string): void => {
+    (out[gr] ??= []).push(n);
+  };
+  for (const [groupResource, names] of Object.entries(list)) {
+    if (groupResource.includes('/')) return undefined;
+    if (neverRestoredReason(groupResource) !== undefined) continue;
+    const res = parseGroupResource(groupResource);
+    for (const n of names) {
+      const slash = n.indexOf('/');
+      if (slash > 0) {
+        if (req.namespaces.shouldInclude(n.slice(0, slash)) && req.resources.shouldInclude({ ...res, namespaced: true })) add(groupResource, n);
+      } else if (groupResource === 'namespaces') {
+        if (req.namespaces.shouldInclude(n)) add(groupResource, n);
+      } else if (req.includeClusterScoped ? req.resources.shouldInclude({ ...res, namespaced: false }) : req.includeRelatedClusterScoped && !req.resources.excludesExplicitly(res)) {
+        add(groupResource, n);
+      }
+    }
+  }
+  return out;
+}
+
+/** What a planned restore reads, by its items' places in the backup (the same form as sourcesOfResourceList). */
+export function sourcesOfPlan(items: Iterable<{ groupResource: string; sourceNamespace: string; sourceName: string; skip?: string; archived?: unknown }>): HeldResources {
+  const out: Record<string, string[]> = {};
+  for (const p of items) {
+    // A Namespace the backup does not hold is made bare: nothing of the backup is read for it.
+    if (p.skip !== undefined || (p.groupResource === 'namespaces' && p.archived === undefined)) continue;
+    (out[p.groupResource] ??= []).push(p.sourceNamespace === '' ? p.sourceName : `${p.sourceNamespace}/${p.sourceName}`);
+  }
+  return out;
+}
+
+/**
+ * A Velero backup's resource list (keyed `apps/v1/Deployment`, `v1/Secret`) in Stowage's form
+ * (`deployments.apps`, `secrets`), by the kinds the cluster serves; undefined when it names a kind
+ * the cluster does not serve (the plan then decides what the restore reads).
+ */
+export function inStowageForm(list: ResourceList, served: readonly { group: string; kind: string; groupResource: string }[]): ResourceList | undefined {
+  const out: ResourceList = {};
+  for (const [key, names] of Object.entries(list)) {
+    if (!key.includes('/')) {
+      out[key] = [...(out[key] ?? []), ...names];
+      continue;
+    }
+    const parts = key.split('/');
+    const kind = parts.at(-1) ?? '';
+    const group = parts.length === 3 ? (parts[0] ?? '') : '';
+    const found = served.find((r) => r.group === group && r.kind === kind);
+    if (found === undefined) return undefined;
+    out[found.groupResource] = [...(out[found.groupResource] ?? []), ...names];
+  }
+  return out;
 }
 
 /** The target namespaces of a planned restore: its namespaced items, by source namespace (the plan has filtered them already). */

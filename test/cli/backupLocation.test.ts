@@ -75,7 +75,7 @@ describe('stowage backup-location with a running server', () => {
   it('creates an S3 location with a credential and the Velero flags; --default takes over from the old default', async () => {
     const r = await cli(
       'backup-location', 'create', 'vault', '--provider', 'stowage.dev/aws', '--bucket', bucket, '--prefix', 'site/', '--config', s3Config,
-      '--credential', 'cloud-credentials=cloud', '--access-mode', 'ReadOnly', '--default', '--wait',
+      '--credential', 'cloud-credentials=cloud', '--access-mode', 'ReadOnly', '--signing=false', '--default', '--wait',
     );
     expect(r.code, show(r)).toBe(0);
     expect(r.stdout).toContain('Backup storage location "primary" is no longer the default.');
@@ -83,7 +83,7 @@ describe('stowage backup-location with a running server', () => {
     const v = await location('vault');
     expect(v.spec).toEqual({
       provider: 'stowage.dev/aws', objectStorage: { bucket, prefix: 'site' }, config: { region: s3.region, s3Url: s3.endpoint, s3ForcePathStyle: 'true' },
-      credential: { name: 'cloud-credentials', key: 'cloud' }, default: true, accessMode: 'ReadOnly',
+      credential: { name: 'cloud-credentials', key: 'cloud' }, default: true, accessMode: 'ReadOnly', signing: { disabled: true },
     });
     expect((await location('primary')).spec.default).toBe(false);
   });
@@ -105,8 +105,8 @@ describe('stowage backup-location with a running server', () => {
     expect(lines[0]).toMatch(/^NAME +PROVIDER +BUCKET\/PREFIX +PHASE +LAST VALIDATED +ACCESS MODE +DEFAULT +ENCRYPTION +SIGNING$/);
     expect(lines.slice(1).map((l) => l.split(/ {3,}/))).toEqual([
       ['primary', 'stowage.dev/filesystem', 'backups', 'Available', expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/), 'ReadWrite', 'false', 'required', 'on'],
-      ['typo', 'stowage.dev/aws', `${bucket}/other`, 'Available', expect.stringMatching(/UTC$/), 'ReadWrite', 'false', 'off', 'off'],
-      ['vault', 'stowage.dev/aws', `${bucket}/site`, 'Available', expect.stringMatching(/UTC$/), 'ReadOnly', 'true', 'off', 'off'],
+      ['typo', 'stowage.dev/aws', `${bucket}/other`, 'Available', expect.stringMatching(/UTC$/), 'ReadWrite', 'false', 'off', 'on'],
+      ['vault', 'stowage.dev/aws', `${bucket}/site`, 'Available', expect.stringMatching(/UTC$/), 'ReadOnly', 'true', 'off', 'disabled'],
     ]);
     const def = await cli('backup-location', 'get', '--default');
     expect(def.stdout.trimEnd().split('\n').slice(1).map((l) => l.split(/ +/)[0])).toEqual(['vault']);
@@ -167,6 +167,10 @@ describe('stowage backup-location with a running server', () => {
       [['backup-location', 'set', 'primary', '--encryption-key-manager-config', 'a=b'], /--encryption-key-manager-config needs --encryption-key-manager/],
       [['backup-location', 'delete', 'primary'], /refusing to delete without confirmation: stdin is not a terminal, so pass --confirm/],
       [['backup-location', 'get', '-o', 'xml'], /unknown output format "xml"/],
+      [['backup-location', 'create', 'x', '--provider', 'p', '--bucket', 'b', '--access-mode', 'ReadOnly'],
+        /--access-mode ReadOnly reads backups another cluster wrote: give the signing key they were signed with \(--signing-key-secret NAME\[=KEY\]\), or --signing=false if they are unsigned/],
+      [['backup-location', 'create', 'x', '--provider', 'p', '--bucket', 'b', '--signing=false', '--signing-key-secret', 'signing'], /--signing=false and --signing-key-secret cannot be used together/],
+      [['backup-location', 'create', 'x', '--provider', 'p', '--bucket', 'b', '--signing', 'maybe'], /--signing takes true or false, not "maybe"/],
     ];
     // Four CLI processes at a time: each case is independent and creates nothing.
     const results = await mapLimit(cases, 4, ([args]) => cli(...args));
@@ -176,8 +180,9 @@ describe('stowage backup-location with a running server', () => {
       expect(r.stderr, args.join(' ')).toMatch(message);
       expect(r.stderr.split('\n').filter((l) => l.startsWith('error:')), args.join(' ')).toHaveLength(1);
     }
-    // Nothing was created by any of them.
+    // Nothing was created by any of them, no signing key Secret either.
     expect((await client.listAll<BackupStorageLocation>(RESOURCES.BackupStorageLocation, { namespace: ns })).items.map((l) => l.metadata.name).sort()).toEqual(['primary', 'typo', 'vault']);
+    await expect(client.get(CORE.secrets, ns, 'x-signing')).rejects.toSatisfy(isNotFound);
     const missing = await cli('backup-location', 'get', 'nope');
     expect(missing.code).toBe(1);
     expect(missing.stderr.trim()).toBe(`error: backup storage location "nope" not found in namespace ${ns}`);
@@ -194,5 +199,39 @@ describe('stowage backup-location with a running server', () => {
     const again = await cli('backup-location', 'delete', 'typo', '--confirm');
     expect(again.code).toBe(1);
     expect(again.stderr.trim()).toBe(`error: backup storage location "typo" not found in namespace ${ns}`);
+  });
+
+  it('signs a new location by default: create makes its key Secret, and the server validates it', async () => {
+    const r = await cli('backup-location', 'create', 'signed', '--provider', 'stowage.dev/filesystem', '--bucket', 'signed', '--config', `root=${root}`, '--wait');
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toContain('Signing key Secret "signed-signing" created (an HMAC key, entry "hmac"): copy it to any cluster that must verify these backups.\n' +
+      'Backup storage location "signed" created.\n');
+    expect(r.stdout).toContain('Backup storage location "signed" is Available.');
+    const l = await location('signed');
+    expect(l.spec.signing).toEqual({ keySecretRef: { name: 'signed-signing', key: 'hmac' } });
+    const key = await client.get<{ data: Record<string, string> }>(CORE.secrets, ns, 'signed-signing');
+    // 256 random bits, as base64 text: an HMAC key of 44 bytes.
+    expect(Buffer.from(key.data.hmac ?? '', 'base64').toString()).toMatch(/^[A-Za-z0-9+/]{43}=$/);
+    const d = await cli('backup-location', 'describe', 'signed');
+    expect(d.stdout).toMatch(/^Signing: +Secret signed-signing, key hmac$/m);
+    expect(d.stdout).not.toContain(key.data.hmac);
+    // A second location of that name finds the key's Secret taken: it never reuses a key it did not make.
+    await client.delete(RESOURCES.BackupStorageLocation, ns, 'signed');
+    const again = await cli('backup-location', 'create', 'signed', '--provider', 'stowage.dev/filesystem', '--bucket', 'signed', '--config', `root=${root}`);
+    expect(again.code).toBe(1);
+    expect(again.stderr.trim()).toBe(`error: Secret ${ns}/signed-signing already exists: name it with --signing-key-secret signed-signing=KEY to sign with it, or delete it to have a new key made`);
+  });
+
+  it('--signing=false is the explicit opt-out, which describe and the server log name', async () => {
+    const r = await cli('backup-location', 'create', 'unsigned', '--provider', 'stowage.dev/filesystem', '--bucket', 'unsigned', '--config', `root=${root}`, '--signing=false', '--wait');
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toContain('Signing is off for this location (--signing=false): its backups are not tamper-evident.\n');
+    expect((await location('unsigned')).spec.signing).toEqual({ disabled: true });
+    await expect(client.get(CORE.secrets, ns, 'unsigned-signing')).rejects.toSatisfy(isNotFound);
+    const d = await cli('backup-location', 'describe', 'unsigned');
+    expect(d.stdout).toMatch(/^Signing: +disabled \(spec\.signing\.disabled: true\): backups here are not tamper-evident$/m);
+    await server.waitForOutput(/backup storage location unsigned: it is unsigned by choice \(spec\.signing\.disabled: true\): its backups are not tamper-evident/);
+    const g = await cli('backup-location', 'get', 'unsigned');
+    expect(g.stdout.trimEnd().split('\n')[1]?.split(/ {3,}/).at(-1)).toBe('disabled');
   });
 });

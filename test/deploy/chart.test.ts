@@ -131,6 +131,12 @@ describe('charts/stowage', () => {
       'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Job',
     ]);
     await dryRunInstall(objs, ns);
+    // The install's signing key: a random HMAC key, kept on uninstall.
+    const signing = find(objs, 'Secret', `${release}-stowage-signing`) as KubeObject & { data: Record<string, string> };
+    expect(Buffer.from(signing.data.hmac ?? '', 'base64').toString()).toMatch(/^[A-Za-z0-9]{64}$/);
+    expect(signing.metadata?.annotations?.['helm.sh/resource-policy']).toBe('keep');
+    const again = find(await render({ releaseName: release, namespace: ns }), 'Secret', `${release}-stowage-signing`) as KubeObject & { data: Record<string, string> };
+    expect(again.data.hmac, 'a fresh render (no cluster to look up) makes a fresh key').not.toBe(signing.data.hmac);
     const notes = await helmTemplate({ chartDir: CHART, releaseName: release, namespace: ns, notes: true });
     expect(notes).toContain('No BackupStorageLocation was configured');
     expect(notes).toContain(`Trust mode requester: every Backup, Restore and request acts with the rights of whoever created it,\nrecorded by the admission webhook ${release}-stowage.`);
@@ -163,16 +169,20 @@ describe('charts/stowage', () => {
     expect(objs.some((o) => o.object.kind === 'CustomResourceDefinition')).toBe(false);
 
     // The chart's Secret holds the credentials, and a location without its own credential uses it.
-    const secret = objs.map((o) => o.object).find((o) => o.kind === 'Secret' && !String(o.metadata?.name).endsWith('-webhook-tls')) as KubeObject & { data: Record<string, string> };
+    const secret = find(objs, 'Secret', 'stowage-cloud-credentials') as KubeObject & { data: Record<string, string> };
     expect(Buffer.from(secret.data.cloud ?? '', 'base64').toString()).toContain('aws_access_key_id = AKIAEXAMPLE');
     const bsl = find(objs, 'BackupStorageLocation', 'default') as KubeObject & { spec: { credential: Json; config: Json } };
     expect(bsl.spec.credential).toEqual({ name: secret.metadata?.name, key: 'cloud' });
     expect(bsl.spec.config).toEqual({ region: 'eu-west-1', s3Url: 'https://minio.example.com:9000', s3ForcePathStyle: 'true' });
     expect(bsl.spec).not.toHaveProperty('encryption');
-    expect(bsl.spec).not.toHaveProperty('signing');
+    // A location without its own signing signs with the install's key (tamper-evident by default).
+    const signingSecret = find(objs, 'Secret', `${release}-backup-signing`) as KubeObject & { data: Record<string, string> };
+    expect((bsl.spec as { signing?: Json }).signing).toEqual({ keySecretRef: { name: signingSecret.metadata?.name, key: 'hmac' } });
     const archive = find(objs, 'BackupStorageLocation', 'archive') as KubeObject & { spec: { encryption: Json; signing: Json } };
     expect(archive.spec.encryption).toEqual({ keySecretRef: { name: 'archive-kek', key: 'k2' }, required: true });
     expect(archive.spec.signing).toEqual({ keySecretRef: { name: 'archive-signing', key: 'public' } });
+    const unsigned = find(objs, 'BackupStorageLocation', 'scratch') as KubeObject & { spec: { signing: Json } };
+    expect(unsigned.spec.signing).toEqual({ disabled: true });
 
     // Every configuration value becomes its server flag.
     const spec = podSpec(find(objs, 'Deployment'));
@@ -391,9 +401,13 @@ describe('deploy/30-deployment.yaml', () => {
     }
   });
 
-  it('the example BackupStorageLocation is valid on the real apiserver', async () => {
+  it('the example BackupStorageLocation is signed, and valid on the real apiserver', async () => {
     const file = path.join(REPO, 'deploy/examples/backupstoragelocation.yaml');
-    const objs = parseManifestText(fs.readFileSync(file, 'utf8'), file);
+    const text = fs.readFileSync(file, 'utf8');
+    const objs = parseManifestText(text, file);
+    // Signed by default, with the documented one-line step making its key.
+    expect((objs[0]?.object as { spec?: { signing?: Json } }).spec?.signing).toEqual({ keySecretRef: { name: 'stowage-signing', key: 'hmac' } });
+    expect(text).toContain('#   kubectl -n stowage create secret generic stowage-signing --from-literal=hmac="$(openssl rand -base64 48)"\n');
     const ns = await releaseNamespace();
     await dryRunInstall(
       objs.map((o) => ({ ...o, object: { ...o.object, metadata: { ...o.object.metadata, namespace: ns } } })),

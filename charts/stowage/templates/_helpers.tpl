@@ -152,3 +152,8 @@ credential:
 {{- end -}}
 {{- int $port -}}
 {{- end -}}
+
+{{/* The Secret holding the install's signing key (signingKey.*): every location without its own spec.signing signs with it. */}}
+{{- define "stowage.signingSecretName" -}}
+{{- default (printf "%s-signing" (include "stowage.fullname" .)) .Values.signingKey.secretName }}
+{{- end }}

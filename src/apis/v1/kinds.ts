@@ -297,9 +297,9 @@ const bslSpec = s.named(
             ...secretKeyRef,
             description: 'Secret entry holding the signing key: an HMAC key (32+ bytes), an Ed25519 private key (PKCS#8 PEM), or only an Ed25519 public key (PEM) to verify backups made elsewhere.',
           } satisfies Schema,
+          disabled: s.bool({ description: 'true: this location signs nothing and checks no signature, by choice (backups here are not tamper-evident). Exactly one of keySecretRef and disabled: true.' }),
         }, {
-          required: ['keySecretRef'],
-          description: 'Sign every backup\'s manifest; a backup here without a valid signature is neither synced nor restorable.',
+          description: 'Sign every backup\'s manifest (keySecretRef); a backup here without a valid signature is neither synced nor restorable. Or opt out explicitly with disabled: true.',
         }),
       ),
       validationFrequency: s.string({ description: 'Go duration between validations; default "1m".' }),
@@ -318,6 +318,9 @@ const bslStatus = s.named(
     lastSyncedTime: s.dateTime(),
     layout: s.named('BackupStorageLocationLayout', s.enum(BSL_LAYOUTS)),
     layoutReason: s.string({ description: 'Why status.layout is what it is: spec.velero, or what validation found in the bucket.' }),
+    layoutDetectedIn: s.string({
+      description: 'The bucket and prefix (`bucket/prefix`) status.layout was detected in, once, at the first validation: later bucket contents never change it; a spec naming another bucket or prefix is detected anew.',
+    }),
     observedGeneration: s.int({ minimum: 0, description: 'The metadata.generation of the spec that phase describes; a newer spec is validated at once.' }),
   }),
 );

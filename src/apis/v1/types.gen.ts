@@ -308,10 +308,12 @@ export type KeyManagerRef = {
   config?: Record<string, string>;
 };
 
-/** Sign every backup's manifest; a backup here without a valid signature is neither synced nor restorable. */
+/** Sign every backup's manifest (keySecretRef); a backup here without a valid signature is neither synced nor restorable. Or opt out explicitly with disabled: true. */
 export type BackupStorageLocationSigning = {
   /** Secret entry holding the signing key: an HMAC key (32+ bytes), an Ed25519 private key (PKCS#8 PEM), or only an Ed25519 public key (PEM) to verify backups made elsewhere. */
-  keySecretRef: SecretKeySelector;
+  keySecretRef?: SecretKeySelector;
+  /** true: this location signs nothing and checks no signature, by choice (backups here are not tamper-evident). Exactly one of keySecretRef and disabled: true. */
+  disabled?: boolean;
 };
 
 export type BackupStorageLocationStatus = {
@@ -323,6 +325,8 @@ export type BackupStorageLocationStatus = {
   layout?: BackupStorageLocationLayout;
   /** Why status.layout is what it is: spec.velero, or what validation found in the bucket. */
   layoutReason?: string;
+  /** The bucket and prefix (`bucket/prefix`) status.layout was detected in, once, at the first validation: later bucket contents never change it; a spec naming another bucket or prefix is detected anew. */
+  layoutDetectedIn?: string;
   /** The metadata.generation of the spec that phase describes; a newer spec is validated at once. */
   observedGeneration?: number;
 };

@@ -3,6 +3,7 @@
 // location is validated by the server, not here: `--wait` waits for that validation and reports
 // its outcome. Secret contents are never read except to find the one key of a Secret named
 // without a key, and never printed.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { Command, Option } from 'commander';
 import {
@@ -137,6 +138,46 @@ interface WriteFlags extends LocationFlags {
   timeout: string;
 }
 
+/** The entry of a generated signing key Secret. */
+export const GENERATED_SIGNING_ENTRY = 'hmac';
+
+/** `<location>-signing`: the Secret create generates when no signing key is named. */
+export function generatedSigningSecretName(location: string): string {
+  return `${location}-signing`;
+}
+
+/**
+ * Whether create generates a signing key: by default, unless a key is named or --signing=false opts
+ * out. A Velero location is never signed (Velero signs nothing), and a ReadOnly one reads backups
+ * another cluster signed, so a fresh key would verify none of them: that cluster's key, or the
+ * opt-out, must be given.
+ */
+export function generatesSigningKey(c: LocationChanges): boolean {
+  if (c.signingKeySecret !== undefined || c.signing === false || c.velero === true) return false;
+  if (c.accessMode === 'ReadOnly') {
+    throw new UsageError('--access-mode ReadOnly reads backups another cluster wrote: give the signing key they were signed with (--signing-key-secret NAME[=KEY]), or --signing=false if they are unsigned');
+  }
+  return true;
+}
+
+/** Creates the Secret of a fresh HMAC signing key (256 random bits, base64); refuses to reuse one that exists. */
+async function createSigningSecret(ctx: CliContext, location: string): Promise<SecretRefFlag> {
+  const name = generatedSigningSecretName(location);
+  try {
+    await ctx.client.create(CORE.secrets, ctx.namespace, {
+      metadata: { name, labels: { 'app.kubernetes.io/managed-by': 'stowage-cli' } },
+      type: 'Opaque',
+      data: { [GENERATED_SIGNING_ENTRY]: Buffer.from(crypto.randomBytes(32).toString('base64')).toString('base64') },
+    });
+  } catch (err) {
+    if (isAlreadyExists(err)) {
+      throw new CliError(`Secret ${ctx.namespace}/${name} already exists: name it with --signing-key-secret ${name}=KEY to sign with it, or delete it to have a new key made`);
+    }
+    throw new CliError(`creating the signing key Secret ${ctx.namespace}/${name} failed (${errorMessage(err)}); give an existing key with --signing-key-secret, or --signing=false to opt out of signing`);
+  }
+  return { name, key: GENERATED_SIGNING_ENTRY };
+}
+
 async function createLocation(cmd: Command, s: Session): Promise<void> {
   const f = cmd.opts<WriteFlags>();
   const name = checkName('backup storage location', cmd.processedArgs[0] as string);
@@ -144,17 +185,32 @@ async function createLocation(cmd: Command, s: Session): Promise<void> {
   const changes = parseLocationFlags(f, readCaFile(f.cacert));
   // Checked before the cluster is asked anything: which key of a Secret is used does not change the outcome.
   newLocationSpec(withPlaceholderKeys(changes));
+  const generate = generatesSigningKey(changes);
   const ctx = s.client();
-  const spec = newLocationSpec(await resolveSecretKeys(ctx, changes));
+  if (generate) {
+    try {
+      await ctx.client.get(BSL, ctx.namespace, name);
+      throw new CliError(`backup storage location "${name}" already exists in namespace ${ctx.namespace} (change it with \`stowage backup-location set ${name}\`)`);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+  const resolved = await resolveSecretKeys(ctx, changes);
+  // The key exists before the location does, so the server's first validation finds it.
+  if (generate) resolved.signingKeySecret = await createSigningSecret(ctx, name);
+  const spec = newLocationSpec(resolved);
   const bsl = newBackupStorageLocation(name, ctx.namespace, spec);
   if (f.labels !== undefined) bsl.metadata.labels = f.labels;
   let created: BackupStorageLocation;
   try {
     created = await ctx.client.create<BackupStorageLocation>(BSL, ctx.namespace, bsl);
   } catch (err) {
+    if (generate) await ctx.client.delete(CORE.secrets, ctx.namespace, generatedSigningSecretName(name)).catch(() => undefined);
     if (isAlreadyExists(err)) throw new CliError(`backup storage location "${name}" already exists in namespace ${ctx.namespace} (change it with \`stowage backup-location set ${name}\`)`);
     throw err;
   }
+  if (generate) out(`Signing key Secret "${generatedSigningSecretName(name)}" created (an HMAC key, entry "${GENERATED_SIGNING_ENTRY}"): copy it to any cluster that must verify these backups.`);
+  else if (spec.signing?.disabled === true) out('Signing is off for this location (--signing=false): its backups are not tamper-evident.');
   out(`Backup storage location "${name}" created.`);
   if (spec.default === true) await clearOtherDefaults(ctx, name);
   if (f.wait === true) await waitValidated(ctx, name, created.metadata.generation, timeoutMs);
@@ -170,6 +226,9 @@ async function setLocation(cmd: Command, s: Session): Promise<void> {
   const ctx = s.client();
   const resolved = await resolveSecretKeys(ctx, changes);
   const current = await getLocation(ctx, name);
+  // --signing on a location without a key: a new one, as create makes.
+  const generate = resolved.signing === true && resolved.signingKeySecret === undefined && current.spec.signing?.keySecretRef === undefined;
+  if (generate) resolved.signingKeySecret = await createSigningSecret(ctx, name);
   const spec: BackupStorageLocationSpec = applyLocationChanges(current.spec, resolved);
   const next: BackupStorageLocation = { ...current, spec, metadata: { ...current.metadata, ...(f.labels !== undefined ? { labels: { ...(current.metadata.labels ?? {}), ...f.labels } } : {}) } };
   let updated: BackupStorageLocation;
@@ -179,6 +238,7 @@ async function setLocation(cmd: Command, s: Session): Promise<void> {
     if (isConflict(err)) throw new CliError(`backup storage location "${name}" changed while it was being set; run the command again`);
     throw err;
   }
+  if (generate) out(`Signing key Secret "${generatedSigningSecretName(name)}" created (an HMAC key, entry "${GENERATED_SIGNING_ENTRY}"): copy it to any cluster that must verify these backups.`);
   out(`Backup storage location "${name}" updated.`);
   if (resolved.default === true) await clearOtherDefaults(ctx, name);
   if (f.wait === true) await waitValidated(ctx, name, updated.metadata.generation, timeoutMs);
@@ -191,6 +251,21 @@ export const LOCATION_COLUMNS = ['NAME', 'PROVIDER', 'BUCKET/PREFIX', 'PHASE', '
 function bucketPrefix(spec: BackupStorageLocationSpec): string {
   const p = spec.objectStorage.prefix ?? '';
   return p === '' ? spec.objectStorage.bucket : `${spec.objectStorage.bucket}/${p}`;
+}
+
+/** on (a key), disabled (the explicit opt-out), or off (no spec.signing: a location made before signing was the default). */
+export function signingWord(spec: BackupStorageLocationSpec): string {
+  if (spec.signing?.keySecretRef !== undefined) return 'on';
+  return spec.signing?.disabled === true ? 'disabled' : 'off';
+}
+
+/** Describe's Signing line. */
+function signingText(spec: BackupStorageLocationSpec): string {
+  const r = spec.signing?.keySecretRef;
+  if (r !== undefined) return `Secret ${r.name}, key ${r.key}`;
+  if (spec.signing?.disabled === true) return 'disabled (spec.signing.disabled: true): backups here are not tamper-evident';
+  if (spec.velero === true) return 'off (Velero signs nothing)';
+  return 'off (no spec.signing): backups here are not tamper-evident; sign with --signing-key-secret, or opt out explicitly with --signing=false';
 }
 
 /** off, on, or required (on, and unencrypted backups are refused). */
@@ -210,7 +285,7 @@ export function locationRows(items: readonly BackupStorageLocation[]): string[][
     l.spec.accessMode ?? 'ReadWrite',
     String(l.spec.default === true),
     encryptionWord(l.spec),
-    l.spec.signing !== undefined ? 'on' : 'off',
+    signingWord(l.spec),
   ]);
 }
 
@@ -257,7 +332,7 @@ export function describeLocationText(l: BackupStorageLocation): string {
   const keys = e?.keySecretRef !== undefined ? ref(e.keySecretRef)
     : e?.keyManager !== undefined ? `KeyManager ${e.keyManager.provider}${e.keyManager.config !== undefined ? ` (config ${mapOrNone(e.keyManager.config)})` : ''}`
       : undefined;
-  const signing: [string, string] = ['Signing', spec.signing !== undefined ? ref(spec.signing.keySecretRef) : 'off'];
+  const signing: [string, string] = ['Signing', signingText(spec)];
   s += '\n' + (keys === undefined ? formatFields([['Encryption', 'off'], signing]) : 'Encryption:\n' + formatFields([
     ['Keys', keys],
     ['Required', e?.required === true ? 'yes: unencrypted backups are not synced or restored' : 'no'],
@@ -330,6 +405,9 @@ function addLocationFlags(cmd: Command, forCreate: boolean): Command {
     .option('--encryption-key-manager-config <key=value,...>', 'settings for the KeyManager plugin', keyValueList('encryption-key-manager-config', '='))
     .addOption(new Option('--require-encryption [bool]', 'refuse to sync or restore unencrypted backups of this location'))
     .option('--signing-key-secret <name[=key]>', 'sign every backup\'s manifest with the key in this Secret entry: an HMAC key, an Ed25519 private key, or only its public key to verify backups signed elsewhere (default: the Secret\'s only entry)')
+    .addOption(new Option('--signing [bool]', forCreate
+      ? 'sign backups (default true: without --signing-key-secret, create makes a Secret NAME-signing with a new HMAC key); --signing=false opts out, and backups here are not tamper-evident'
+      : '--signing=false opts out of signing (backups here are not tamper-evident); true with no --signing-key-secret makes a Secret NAME-signing with a new HMAC key'))
     .option('--labels <labels>', 'labels for the location, e.g. team=a', keyValueList('labels', '='))
     .option('-w, --wait', 'wait until the server has validated the location, and fail if it is Unavailable')
     .addOption(new Option('--timeout <duration>', 'how long --wait waits').default('1m'));
@@ -352,7 +430,8 @@ Examples:
     --config region=eu-west-1 --credential cloud-credentials=cloud --default --wait
   stowage backup-location create vault --provider stowage.dev/aws --bucket vault --credential cloud-credentials=cloud \\
     --encryption-key-secret backup-keys=key-1 --require-encryption --signing-key-secret backup-signing=hmac
-  stowage backup-location create dr --provider stowage.dev/aws --bucket prod-backups --access-mode ReadOnly`,
+  stowage backup-location create dr --provider stowage.dev/aws --bucket prod-backups --access-mode ReadOnly \\
+    --signing-key-secret prod-signing=hmac   # the key the other cluster signed with (a copy of its Secret)`,
     )
     .action(action(async (cmd, s) => createLocation(cmd, s)));
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { newBackupStorageLocation, type BackupStorageLocationSpec } from '../../apis/v1/index.js';
-import { describeLocationText, encryptionWord, locationRows } from './backupLocation.js';
+import { describeLocationText, encryptionWord, generatesSigningKey, locationRows, signingWord } from './backupLocation.js';
 import { UsageError } from './errors.js';
 import { applyLocationChanges, hasChanges, newLocationSpec, parseLocationFlags, parseSecretRef, type LocationFlags } from './locationSpec.js';
 
@@ -122,5 +122,41 @@ describe('backup-location output', () => {
     expect(text).toMatch(/^Signing: +Secret sig, key hmac$/m);
     expect(text).toMatch(/^Phase: +Unavailable \(for an earlier spec: the current one is not validated yet\)$/m);
     expect(text).toMatch(/^Message: +bucket "b" is not reachable$/m);
+  });
+});
+
+describe('signing by default', () => {
+  const base = { provider: 'p', bucket: 'b' };
+  it('generates a key unless one is named, --signing=false opts out, or the location is Velero\'s', () => {
+    expect(generatesSigningKey(parseLocationFlags(base))).toBe(true);
+    expect(generatesSigningKey(parseLocationFlags({ ...base, signing: true }))).toBe(true);
+    expect(generatesSigningKey(parseLocationFlags({ ...base, signingKeySecret: 'sig=hmac' }))).toBe(false);
+    expect(generatesSigningKey(parseLocationFlags({ ...base, signing: 'false' }))).toBe(false);
+    expect(generatesSigningKey(parseLocationFlags({ ...base, velero: true }))).toBe(false);
+    expect(usage(() => generatesSigningKey(parseLocationFlags({ ...base, accessMode: 'ReadOnly' })))).toBe(
+      '--access-mode ReadOnly reads backups another cluster wrote: give the signing key they were signed with (--signing-key-secret NAME[=KEY]), or --signing=false if they are unsigned',
+    );
+    expect(generatesSigningKey(parseLocationFlags({ ...base, accessMode: 'ReadOnly', signing: false }))).toBe(false);
+  });
+
+  it('--signing=false writes the explicit opt-out, and replaces a key on set', () => {
+    expect(newLocationSpec(parseLocationFlags({ ...base, signing: false })).signing).toEqual({ disabled: true });
+    const keyed: BackupStorageLocationSpec = { provider: 'p', objectStorage: { bucket: 'b' }, signing: { keySecretRef: { name: 'sig', key: 'hmac' } } };
+    expect(applyLocationChanges(keyed, parseLocationFlags({ signing: 'false' })).signing).toEqual({ disabled: true });
+    expect(applyLocationChanges({ ...keyed, signing: { disabled: true } }, { signingKeySecret: { name: 'sig', key: 'hmac' } }).signing).toEqual({ keySecretRef: { name: 'sig', key: 'hmac' } });
+    expect(usage(() => parseLocationFlags({ ...base, signing: false, signingKeySecret: 'sig' }))).toBe(
+      '--signing=false and --signing-key-secret cannot be used together: a location signs with a key, or opts out of signing',
+    );
+  });
+
+  it('names signing on, disabled (the opt-out) or off (no spec.signing) in get and describe', () => {
+    const spec = (signing?: BackupStorageLocationSpec['signing']): BackupStorageLocationSpec => ({ provider: 'p', objectStorage: { bucket: 'b' }, ...(signing !== undefined ? { signing } : {}) });
+    expect(signingWord(spec({ keySecretRef: { name: 's', key: 'k' } }))).toBe('on');
+    expect(signingWord(spec({ disabled: true }))).toBe('disabled');
+    expect(signingWord(spec())).toBe('off');
+    expect(describeLocationText(newBackupStorageLocation('l', 'ns', spec({ disabled: true }))))
+      .toMatch(/^Signing: +disabled \(spec\.signing\.disabled: true\): backups here are not tamper-evident$/m);
+    expect(describeLocationText(newBackupStorageLocation('l', 'ns', spec())))
+      .toMatch(/^Signing: +off \(no spec\.signing\): backups here are not tamper-evident; sign with --signing-key-secret, or opt out explicitly with --signing=false$/m);
   });
 });

@@ -3,7 +3,7 @@
 // UsageError naming the flag. Velero's flags where they exist (--provider, --bucket, --prefix,
 // --config, --credential, --default, --access-mode, --backup-sync-period, --validation-frequency,
 // --cacert), plus client-side encryption (--encryption-key-secret, --encryption-key-manager[-config],
-// --require-encryption) and manifest signing (--signing-key-secret).
+// --require-encryption) and manifest signing (--signing-key-secret, or --signing false to opt out).
 import {
   BSL_ACCESS_MODES,
   type BackupStorageLocationAccessMode,
@@ -33,6 +33,7 @@ export interface LocationFlags {
   encryptionKeyManagerConfig?: Record<string, string>;
   requireEncryption?: string | boolean;
   signingKeySecret?: string;
+  signing?: string | boolean;
 }
 
 /** A Secret entry named on the command line; `key` is undefined when only the Secret was named. */
@@ -60,6 +61,8 @@ export interface LocationChanges {
   encryptionKeyManagerConfig?: Record<string, string>;
   requireEncryption?: boolean;
   signingKeySecret?: SecretRefFlag;
+  /** --signing: false opts out (spec.signing.disabled); true with no --signing-key-secret asks for a generated key. */
+  signing?: boolean;
 }
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -155,6 +158,11 @@ export function parseLocationFlags(f: LocationFlags, caPem?: { file: string; pem
   const req = parseBool('require-encryption', f.requireEncryption);
   if (req !== undefined) c.requireEncryption = req;
   if (f.signingKeySecret !== undefined) c.signingKeySecret = parseSecretRef('signing-key-secret', f.signingKeySecret, false);
+  const signing = parseBool('signing', f.signing);
+  if (signing === false && c.signingKeySecret !== undefined) {
+    throw new UsageError('--signing=false and --signing-key-secret cannot be used together: a location signs with a key, or opts out of signing');
+  }
+  if (signing !== undefined) c.signing = signing;
   return c;
 }
 
@@ -209,6 +217,7 @@ export function applyLocationChanges(spec: BackupStorageLocationSpec, c: Locatio
     s.encryption = e;
   }
   if (c.signingKeySecret !== undefined) s.signing = { keySecretRef: resolved('signing-key-secret', c.signingKeySecret) };
+  else if (c.signing === false) s.signing = { disabled: true };
   return s;
 }
 
