@@ -6,5 +6,5 @@ export {
   publishCaBundle, readWebhookConfiguration, serviceClientConfig, serviceOf, webhookConfiguration,
   type ClientConfig, type MutatingWebhookConfiguration,
 } from './configuration.js';
-export { MAX_BODY_BYTES, startWebhookServer, type WebhookServer, type WebhookServerOptions } from './server.js';
+export { APISERVER_MAX_REQUEST_BYTES, MAX_BODY_BYTES, startWebhookServer, type WebhookServer, type WebhookServerOptions } from './server.js';
 export { impersonationReviewer, startAdmissionWebhook, type AdmissionWebhookOptions } from './start.js';

@@ -34,6 +34,8 @@ async function refusal(p: Promise<unknown>): Promise<string> {
   throw new Error('the request was not refused');
 }
 
+const labelBytes = (labels: Record<string, string>): number => Object.entries(labels).reduce((n, [k, v]) => n + k.length + v.length + 6, 0);
+
 const stampOf = (o: KubeObject): unknown => {
   const raw = o.metadata?.annotations?.[REQUESTER_ANNOTATION];
   return raw === undefined ? undefined : parseRequester(raw);
@@ -126,6 +128,19 @@ describe('admission webhook', () => {
       return list.items[0];
     }, 60_000, 250);
     expect(stampOf(made)).toEqual({ username: 'alice', uid: 'alice-uid', groups: ['team-a', 'system:authenticated'] });
+  });
+
+  it('admits and stamps a 2.5 MiB Backup, as large as the API server takes', async () => {
+    // Labels have no total cap (annotations do, at 256 KiB): 20 000 of them make a 2.5 MiB object.
+    const labels: Record<string, string> = {};
+    for (let i = 0; labelBytes(labels) < 2.5 * 1024 * 1024; i++) labels[`big.example.com/label-${String(i).padStart(6, '0')}-${'k'.repeat(40)}`] = 'v'.repeat(63);
+    const big = newBackup('big', ns, { includedNamespaces: [ns] });
+    big.metadata.labels = labels;
+    expect(Buffer.byteLength(JSON.stringify(big))).toBeGreaterThan(2.5 * 1024 * 1024);
+    // A dry run: the API server admits it whole, and etcd's own 1.5 MiB default would refuse to store it.
+    const created = await alice.create<Backup>(RESOURCES.Backup, ns, big, { dryRun: true });
+    expect(stampOf(created)).toEqual({ username: 'alice', uid: 'alice-uid', groups: ['team-a', 'system:authenticated'] });
+    expect(Object.keys(created.metadata?.labels ?? {})).toHaveLength(Object.keys(labels).length);
   });
 
   it('shows who asked in describe', async () => {
