@@ -32,6 +32,8 @@ import { describeRunHeader } from './common.js';
 import { eventsSection, filtersSection, messagesSection, metadataSection, progressText, selectorText, type ScopedMessages } from './describe.js';
 import { download, HttpStatusError, readJson } from './download.js';
 import { CliError, UsageError } from './errors.js';
+import { refuseSpecErrors } from './flags.js';
+import { backupSpecErrors } from '../../util/specValidation.js';
 import { addBackupSpecFlags, backupSpecFromFlags, checkLabels, hasBackupSpecFlags, type BackupSpecFlags } from './backupFlags.js';
 import { checkName, parseSelector, parseTimeout } from './flags.js';
 import type { CliContext } from './kubeContext.js';
@@ -102,6 +104,7 @@ async function createBackup(cmd: Command, s: Session): Promise<void> {
   if (name === undefined) throw new UsageError('a backup name is required (stowage backup create NAME), unless --from-schedule is given');
   checkName('backup', name);
   const spec = backupSpecFromFlags(f);
+  refuseSpecErrors(backupSpecErrors(spec));
   const ctx = s.client();
   if (spec.storageLocation !== undefined) {
     try {
