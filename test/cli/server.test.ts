@@ -8,15 +8,16 @@ import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { newDownloadRequest, RESOURCES, type Backup, type DownloadRequest, type ServerStatusRequest } from '../../src/apis/v1/index.js';
+import { newDownloadRequest, newRestore, RESOURCES, type Backup, type DownloadRequest, type Restore, type ServerStatusRequest } from '../../src/apis/v1/index.js';
 import { createLinkKey } from '../../src/auth/index.js';
-import type { DynamicClient } from '../../src/kube/index.js';
+import { isNotFound, type DynamicClient } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
+import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 import { ensureBuilt, rewriteTarball, runCli, show, slowPluginDir, type RunOptions } from './helpers.js';
 
 const CONFIGMAPS = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
 const PVS = { group: '', version: 'v1', resource: 'persistentvolumes', namespaced: false };
+const NAMESPACES = { group: '', version: 'v1', resource: 'namespaces', namespaced: false };
 const PVCS = { group: '', version: 'v1', resource: 'persistentvolumeclaims', namespaced: true };
 
 describe('stowage CLI with a running server', () => {
@@ -205,6 +206,42 @@ describe('stowage CLI with a running server', () => {
     expect(bad.stdout).toContain(`DISAGREEMENT resources/configmaps/v1-preferredversion/namespaces/${app}/cm-5.json is in the manifest but configmaps "${app}/cm-5" is not in the resource list\n`);
     expect(bad.stdout).toContain('DISAGREEMENT the completeness record says 14 configmaps written, the resource list holds 12\n');
     expect(bad.stderr.trim()).toBe('error: backup "agree" failed verification: 3 problems');
+  });
+
+  it('refuses to restore a swapped tarball whose manifest was forged to match: verify and the restore report the same problems, and nothing is created', async () => {
+    // Two unsigned backups of two configmaps each; the first's tarball and manifest are replaced by the second's.
+    const [mine, donor, target] = [uniqueName('cli-forged'), uniqueName('cli-donor'), uniqueName('cli-forged-to')];
+    for (const n of [mine, donor]) {
+      await ensureNamespace(client, n);
+      for (const cm of ['a', 'b']) await client.create(CONFIGMAPS, n, { metadata: { name: `${n}-${cm}` }, data: { v: cm } });
+    }
+    for (const [b, n] of [['forged', mine], ['donor', donor]] as const) {
+      const r = await cli('backup', 'create', b, '--include-namespaces', n, '--include-resources', 'configmaps', '--wait');
+      expect(r.code, show(r)).toBe(0);
+    }
+    fs.copyFileSync(stored('donor', 'donor.tar.gz'), stored('forged', 'forged.tar.gz'));
+    fs.copyFileSync(stored('donor', 'donor-manifest.json.gz'), stored('forged', 'forged-manifest.json.gz'));
+
+    const v = await cli('backup', 'verify', 'forged', '-o', 'json');
+    expect(v.code, show(v)).toBe(1);
+    const report = JSON.parse(v.stdout) as { ok: boolean; matched: number; checked: number; problems: { kind: string; message: string }[] };
+    // The tarball matches the (forged) manifest; only the records give it away.
+    expect(report.matched).toBe(report.checked);
+    expect(report.problems.every((p) => p.kind === 'disagreement')).toBe(true);
+    const problems = report.problems.map((p) => p.message);
+    expect(problems).toContain(`configmaps "${mine}/${mine}-a" is in the resource list but the manifest has no resources/configmaps/namespaces/${mine}/${mine}-a.json`);
+    expect(problems).toContain(`resources/configmaps/namespaces/${donor}/${donor}-b.json is in the manifest but configmaps "${donor}/${donor}-b" is not in the resource list`);
+    expect(problems).toHaveLength(8);
+
+    await client.create(RESOURCES.Restore, ns, newRestore('forged', ns, { backupName: 'forged', namespaceMapping: { [donor]: target, [mine]: target } }));
+    const done = await waitFinished<Restore>(client, RESOURCES.Restore, ns, 'forged');
+    expect(done.status?.phase).toBe('Failed');
+    expect(done.status?.failureReason).toBe(
+      `the restore was refused (records-disagree): the backup's manifest, resource list and completeness record disagree (as \`stowage backup verify\` reports), so it is not restored: ${problems.join('; ')}`,
+    );
+    expect(done.status?.progress?.itemsRestored ?? 0).toBe(0);
+    expect((await client.list(CONFIGMAPS, { namespace: target })).items).toEqual([]);
+    await expect(client.get(NAMESPACES, undefined, target)).rejects.toSatisfy(isNotFound);
   });
 
   it('shows the log of a running backup so far, and --follow streams it to the end', async () => {
