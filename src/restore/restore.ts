@@ -317,7 +317,8 @@ async function readBackup(
       ...(check === undefined ? {} : {
         onEntry: (path: string, sha256: string) => {
           paths[path] = sha256;
-          check.entry(path, sha256);
+          // Returned: the check reads the manifest as the tarball is read, and the reader waits for it.
+          return check.entry(path, sha256);
         },
       }),
     });
