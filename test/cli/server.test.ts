@@ -8,7 +8,7 @@ import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { newDownloadRequest, newRestore, RESOURCES, type Backup, type DownloadRequest, type Restore, type ServerStatusRequest } from '../../src/apis/v1/index.js';
+import { newBackupStorageLocation, newDownloadRequest, newRestore, RESOURCES, type Backup, type DownloadRequest, type Restore, type ServerStatusRequest } from '../../src/apis/v1/index.js';
 import { createLinkKey } from '../../src/auth/index.js';
 import { isNotFound, type DynamicClient } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
@@ -83,10 +83,18 @@ describe('stowage CLI with a running server', () => {
   });
 
   it('exits non-zero with the reason when the waited-for backup does not complete', async () => {
-    const r = await cli('backup', 'create', 'bad', '--include-namespaces', app, '--exclude-namespaces', app, '--wait');
+    // A spec the server's validation refuses is refused by the CLI first, with the same message, and nothing is created.
+    const early = await cli('backup', 'create', 'bad', '--include-namespaces', app, '--exclude-namespaces', app, '--wait');
+    expect(early.code, show(early)).toBe(2);
+    expect(early.stderr.trim()).toBe(`error: namespace "${app}" is in both includedNamespaces and excludedNamespaces`);
+    await expect(client.get(RESOURCES.Backup, ns, 'bad')).rejects.toSatisfy(isNotFound);
+    // What only the server knows (the location is ReadOnly) ends the waited-for backup FailedValidation.
+    await client.create(RESOURCES.BackupStorageLocation, ns, newBackupStorageLocation('read-only', ns, { ...loc.spec, default: false, accessMode: 'ReadOnly' }));
+    const r = await cli('backup', 'create', 'bad', '--storage-location', 'read-only', '--wait');
     expect(r.code, show(r)).toBe(1);
     expect(r.stdout).toContain('Backup completed with status: FailedValidation.');
-    expect(r.stderr).toMatch(new RegExp(`^error: backup "bad" finished FailedValidation: .*${app}`));
+    expect(r.stderr).toMatch(/^error: backup "bad" finished FailedValidation: .*backup storage location "read-only" is ReadOnly: backups cannot be written to it/);
+    await client.delete(RESOURCES.BackupStorageLocation, ns, 'read-only');
   });
 
   it('describes a backup with --details: the resource list read from object storage, and its events', async () => {
