@@ -316,7 +316,9 @@ async function collectAndUpload(deps: BackupDeps, req: BackupRequest, p: Prepare
       for (const ns of p.namespaceObjects) {
         if (!wantNamespace(req, ns)) continue;
         record.listed++;
-        await backupItem(ctx, p.selection.namespaces, ns);
+        // Counted before it is written, as listed items are, so the count never passes the total.
+        req.progress.totalItems++;
+        if (!(await backupItem(ctx, p.selection.namespaces, ns))) req.progress.totalItems--;
       }
     }
     await collectOtherVersions(ctx);

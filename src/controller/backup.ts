@@ -4,7 +4,7 @@
 // counts, timestamps, events and metrics. A Backup found InProgress that this server is not running was
 // left by a server that died: staleRuns.ts settles it from the bucket (also the start-up sweep).
 import {
-  ANNOTATION_SYNCED_FROM, RESOURCES, specFieldErrors, type Backup, type BackupSignatureStatus, type BackupStatus, type BackupStorageLocation,
+  ANNOTATION_SYNCED_FROM, RESOURCES, type Backup, type BackupSignatureStatus, type BackupStatus, type BackupStorageLocation,
 } from '../apis/v1/index.js';
 import type { SigningKey } from '../signing/index.js';
 import { FORMAT_VERSION } from '../archive/index.js';
@@ -17,8 +17,8 @@ import { gzipJson } from '../persistence/codec.js';
 import { backupKeys } from '../persistence/layout.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
-import { parseDuration, validateTtl } from '../util/duration.js';
-import { validateSelection } from '../util/selection.js';
+import { parseDuration } from '../util/duration.js';
+import { backupSpecErrors } from '../util/specValidation.js';
 import { encryptionStatus, newBackupKey } from './keys.js';
 import { backupSigner, backupSigningKey, signatureStatus, signingValidation } from './signatures.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
@@ -39,9 +39,7 @@ type Validation = { errors: string[]; location?: BackupStorageLocation; pending?
 
 /** Every reason the backup cannot run, or the location it will use. */
 export function validateBackup(ctx: ControllerContext, backup: Backup): Validation {
-  const errors = [
-    ...specFieldErrors('Backup', backup.spec), ...validateSelection(backup.spec), ...(backup.spec.ttl !== undefined ? validateTtl(backup.spec.ttl, 'spec.ttl') : []),
-  ];
+  const errors = backupSpecErrors(backup.spec);
   const wanted = backup.spec.storageLocation;
   const location = resolveLocation(ctx, wanted);
   if (location === undefined) {

@@ -10,7 +10,7 @@
 // read (nor download), and a target namespace where they may create nothing, fail validation (restoreRights). The Restore's own status stays the server's.
 import path from 'node:path';
 import {
-  LABEL_SCHEDULE_NAME, RESOURCES, specFieldErrors, type Backup, type BackupStorageLocation, type Restore, type RestoreStatus,
+  LABEL_SCHEDULE_NAME, RESOURCES, type Backup, type BackupStorageLocation, type Restore, type RestoreStatus,
 } from '../apis/v1/index.js';
 import { recordRestoreOutcome } from '../metrics/index.js';
 import { restoreKeys } from '../persistence/layout.js';
@@ -20,8 +20,7 @@ import {
 } from '../restore/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
-import { validateNamespaceMapping } from '../util/filters.js';
-import { validateSelection } from '../util/selection.js';
+import { restoreSpecErrors } from '../util/specValidation.js';
 import { keyedForBackup, unencryptedRefusal } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { noManifestWarning, noteNoManifest, veleroRestoreStatus } from './veleroRestore.js';
@@ -30,7 +29,7 @@ import { isVeleroLocation, locationProblem, readStoredResourceList, resolveLocat
 import { cancelBeforeStart, cancelRequested, cancelWatch } from './cancel.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { resolveBackupOf } from './resolveBackup.js';
-import { loadRestoreTransforms, resourceModifierRefErrors, type RestoreTransforms } from './restoreTransforms.js';
+import { loadRestoreTransforms, type RestoreTransforms } from './restoreTransforms.js';
 import { restoreScope } from './runScope.js';
 import { createRunSlots, takeSlot } from './runSlots.js';
 import { scheduleMismatch, verifyStoredSignature } from './signatures.js';
@@ -52,7 +51,7 @@ type Validation = { errors: string[]; backup?: Backup; location?: BackupStorageL
 
 export function validateRestore(ctx: ControllerContext, r: Restore): Validation {
   const spec = r.spec;
-  const errors = [...specFieldErrors('Restore', spec), ...validateSelection(spec), ...validateNamespaceMapping(spec.namespaceMapping, spec), ...resourceModifierRefErrors(spec)];
+  const errors = restoreSpecErrors(spec);
   const resolved = resolveBackupOf(ctx, r);
   if (resolved.backup === undefined) {
     errors.push(resolved.error);

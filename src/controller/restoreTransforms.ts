@@ -5,13 +5,14 @@
 // its locations, set by whoever runs it in its namespace, so they are listed with the server's own
 // client and apply to every restore whatever its requester may read. A bad rule or mapping fails
 // validation; the rules validated are the very ones the run applies.
-import type { Restore, RestoreSpec } from '../apis/v1/index.js';
+import type { Restore } from '../apis/v1/index.js';
 import type { Authority } from '../auth/index.js';
 import { CORE, isForbidden, isNotFound } from '../kube/index.js';
 import {
   mappingConfigOf, parseResourceModifiers, PLUGIN_CONFIG_LABELS, type ConfigMapLike, type MappingConfig, type ResourceModifiers,
 } from '../restore/index.js';
 import { safeErrorMessage } from '../util/errors.js';
+import { resourceModifierRefErrors } from '../util/specValidation.js';
 import type { ControllerContext } from './context.js';
 
 export interface RestoreTransforms {
@@ -21,16 +22,7 @@ export interface RestoreTransforms {
   logLine: string | undefined;
 }
 
-/** Problems with spec.resourceModifier itself (it must name a ConfigMap). */
-export function resourceModifierRefErrors(spec: RestoreSpec): string[] {
-  const ref = spec.resourceModifier;
-  if (ref === undefined) return [];
-  const errors: string[] = [];
-  if ((ref.kind ?? '').toLowerCase() !== 'configmap') errors.push(`spec.resourceModifier.kind must be ConfigMap, not "${ref.kind ?? ''}"`);
-  if ((ref.apiGroup ?? '') !== '') errors.push(`spec.resourceModifier.apiGroup must be empty (ConfigMaps are core objects), not "${ref.apiGroup ?? ''}"`);
-  if ((ref.name ?? '') === '') errors.push('spec.resourceModifier.name is required');
-  return errors;
-}
+export { resourceModifierRefErrors } from '../util/specValidation.js';
 
 async function readModifiers(r: Restore, namespace: string, authority: Authority): Promise<{ modifiers: ResourceModifiers } | { errors: string[] }> {
   const name = r.spec.resourceModifier?.name ?? '';

@@ -21,6 +21,7 @@ import {
 } from '../archive/index.js';
 import { isApiUnreachable, type ApiResource, type DynamicClient } from '../kube/index.js';
 import { addResult, countResults, resourceListOf, type ResourceList, type RunResults } from '../persistence/results.js';
+import { checkAgreement } from '../persistence/verify.js';
 import type { KubeObject } from '../plugin/api/index.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { mapLimitSettled } from '../util/concurrency.js';
@@ -45,6 +46,10 @@ export interface RestoreSource {
   getManifest?(backupName: string): Promise<BackupManifest | undefined>;
   /** The same manifest as inflated JSON bytes, read as the tarball is: preferred over getManifest (see ManifestStream). */
   getManifestStream?(backupName: string): Promise<AsyncIterable<Uint8Array> | undefined>;
+  /** The resource list written at backup time (undefined when there is none): checked against the tarball before anything is written. */
+  getResourceList?(backupName: string): Promise<ResourceList | undefined>;
+  /** The results written at backup time, for their completeness record (undefined when there are none). */
+  getResults?(backupName: string): Promise<RunResults | undefined>;
 }
 
 export interface RestoreDeps {
@@ -298,6 +303,8 @@ async function readBackup(
   if (check === undefined && deps.requireManifest === true) {
     throw new RestoreRefusedError('manifest-missing', `backup ${backupName} has no manifest in object storage, though Stowage writes one with every finished backup: it was deleted, so the tarball cannot be checked and is not restored`);
   }
+  // The tarball's file entries (path -> SHA-256) as read: checked against the manifest entry by entry.
+  const paths: Record<string, string> = Object.create(null) as Record<string, string>;
   try {
     let tarball: AsyncIterable<Uint8Array>;
     try {
@@ -315,12 +322,22 @@ async function readBackup(
       // An item over the cap fails alone (oversized.ts); the archive's other checks still refuse it whole.
       oversized: 'report',
       limits,
-      ...(check === undefined ? {} : { onEntry: (path: string, sha256: string) => check.entry(path, sha256) }),
+      ...(check === undefined ? {} : {
+        onEntry: (path: string, sha256: string) => {
+          paths[path] = sha256;
+          // Returned: the check reads the manifest as the tarball is read, and the reader waits for it.
+          return check.entry(path, sha256);
+        },
+      }),
     });
     const problems = (await check?.finish(contents.tarball)) ?? [];
     if (problems.length > 0) {
       throw new RestoreRefusedError('manifest-mismatch', `the tarball does not match the manifest written at backup time: ${problems.join('; ')}`);
     }
+    // The tarball is the manifest's, entry for entry; the manifest must also agree with the resource
+    // list and the completeness record, as `stowage backup verify` checks (a swapped tarball with a
+    // manifest forged to match it is caught only here).
+    if (check !== undefined) await checkRecords(deps.source, backupName, { entries: paths });
     const alt = contents.alternateVersions.length > 0 ? ` (and ${contents.alternateVersions.length} copies at other API versions)` : '';
     const over = contents.oversized[0];
     const n = contents.oversized.length;
@@ -329,6 +346,27 @@ async function readBackup(
     return { items: contents.items, alternates: contents.alternateVersions, oversized: contents.oversized };
   } finally {
     await check?.close?.();
+  }
+}
+
+/**
+ * Refuses the restore unless the manifest, the resource list and the completeness record describe
+ * the same items (persistence/verify.ts, the check `backup verify` makes). A source that cannot
+ * read the records (a test's) is not asked; one that can must have the resource list.
+ */
+async function checkRecords(source: RestoreSource, backupName: string, manifest: Pick<BackupManifest, 'entries'>): Promise<void> {
+  if (source.getResourceList === undefined) return;
+  const unreadable = (what: string) => (err: unknown): never => {
+    throw new RestoreRefusedError('records-unreadable', `the ${what} of backup ${backupName} cannot be read, so the backup cannot be checked and is not restored: ${errorMessage(err)}`);
+  };
+  const list = await source.getResourceList(backupName).catch(unreadable('resource list'));
+  if (list === undefined) {
+    throw new RestoreRefusedError('records-missing', `backup ${backupName} has no resource list in object storage, though Stowage writes one with every finished backup: it was deleted, so the backup cannot be checked and is not restored`);
+  }
+  const results = await source.getResults?.(backupName).catch(unreadable('results'));
+  const problems = checkAgreement(manifest, list, results?.resources);
+  if (problems.length > 0) {
+    throw new RestoreRefusedError('records-disagree', `the backup's manifest, resource list and completeness record disagree (as \`stowage backup verify\` reports), so it is not restored: ${problems.join('; ')}`);
   }
 }
 

@@ -126,6 +126,8 @@ describe('parseLabelSelector', () => {
     ['a in (x', 'label selector "a in (x": expected "," or ")" in the values of "a" at position 8'],
     ['a in ()', 'label selector "a in ()": "in" needs at least one value at position 3'],
     ['a gt (1)', 'label selector "a gt (1)": unknown operator "gt" (use =, ==, !=, in, notin) at position 3'],
+    ['bad key!=v', 'label selector "bad key!=v": label key "bad key" must consist of alphanumerics, "-", "_" or ".", and start and end with an alphanumeric at position 1'],
+    ['bad key = v', 'label selector "bad key = v": label key "bad key" must consist of alphanumerics, "-", "_" or ".", and start and end with an alphanumeric at position 1'],
     ['a=b c=d', 'label selector "a=b c=d": expected "," between requirements, found "c" at position 5'],
     ['a=b,', 'label selector "a=b,": expected a label key, found the end at position 5'],
     ['!', 'label selector "!": expected a label key after "!", found the end at position 2'],

@@ -154,7 +154,13 @@ export function parseLabelSelector(text: string): LabelSelector {
       } else if (c !== undefined && c !== ',' && isWordChar(c)) {
         const opStart = i;
         const op = word('an operator');
-        if (op !== 'in' && op !== 'notin') fail(`unknown operator "${op}" (use =, ==, !=, in, notin)`, opStart);
+        if (op !== 'in' && op !== 'notin') {
+          // `bad key!=v`: a key with a space in it, not an operator; say what is wrong with that key.
+          const after = i;
+          skipSpace();
+          if (src[i] === '=' || (src[i] === '!' && src[i + 1] === '=')) checkKey(src.slice(keyStart, after), fail, keyStart);
+          fail(`unknown operator "${op}" (use =, ==, !=, in, notin)`, opStart);
+        }
         skipSpace();
         if (src[i] !== '(') fail(`expected "(" after "${op}"`);
         i++;

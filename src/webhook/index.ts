@@ -6,6 +6,6 @@ export {
   publishCaBundle, readWebhookConfiguration, serviceClientConfig, serviceOf, webhookConfiguration,
   type ClientConfig, type MutatingWebhookConfiguration,
 } from './configuration.js';
-export { MAX_BODY_BYTES, startWebhookServer, type WebhookServer, type WebhookServerOptions } from './server.js';
+export { APISERVER_MAX_REQUEST_BYTES, MAX_BODY_BYTES, startWebhookServer, type WebhookServer, type WebhookServerOptions } from './server.js';
 export { checkIntervalMs, startCertificateRenewal, switchDue, type CertificateRenewal, type RenewalOptions } from './renewal.js';
 export { impersonationReviewer, startAdmissionWebhook, type AdmissionWebhook, type AdmissionWebhookOptions } from './start.js';

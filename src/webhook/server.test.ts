@@ -4,7 +4,7 @@ import winston from 'winston';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REQUESTER_ANNOTATION, formatRequester } from '../auth/index.js';
 import { createTlsIdentity } from './certs.js';
-import { MAX_BODY_BYTES, startWebhookServer, type WebhookServer } from './server.js';
+import { APISERVER_MAX_REQUEST_BYTES, MAX_BODY_BYTES, startWebhookServer, type WebhookServer } from './server.js';
 
 const id = createTlsIdentity(['127.0.0.1', 'localhost']);
 const lines: Array<{ level: string; message: string }> = [];
@@ -44,6 +44,20 @@ const review = (annotations?: Record<string, string>): string => JSON.stringify(
   },
 });
 
+/** A review whose object carries `bytes` of annotation, and the same again as its old version on an update. */
+const bigReview = (bytes: number, operation: 'CREATE' | 'UPDATE'): string => {
+  const object = { metadata: { name: 'b1', namespace: 'stowage', annotations: { big: 'x'.repeat(bytes) } }, spec: {} };
+  return JSON.stringify({
+    apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
+    request: {
+      uid: 'u-big', operation, namespace: 'stowage', name: 'b1',
+      resource: { group: 'stowage.dev', version: 'v1', resource: 'backups' },
+      userInfo: { username: 'alice', uid: 'alice-uid', groups: ['team-a'] },
+      object, ...(operation === 'UPDATE' ? { oldObject: object } : {}),
+    },
+  });
+};
+
 describe('webhook server', () => {
   it('answers an AdmissionReview with a stamp', async () => {
     const r = await call({ body: review() });
@@ -69,12 +83,37 @@ describe('webhook server', () => {
 
   it('refuses bad input without falling over', async () => {
     expect(await call({ body: '{not json' })).toEqual({ status: 400, body: 'the request body is not JSON\n' });
-    expect(await call({ body: Buffer.alloc(MAX_BODY_BYTES + 1, 0x20) })).toEqual({ status: 413, body: `request body over ${MAX_BODY_BYTES} bytes\n` });
+    // Too large to answer as a review (no request uid in it): a 413 that still names the size and the limit.
+    expect(await call({ body: Buffer.alloc(MAX_BODY_BYTES + 1, 0x20) })).toEqual({
+      status: 413, body: `the admission request is ${MAX_BODY_BYTES + 1} bytes, over the Stowage admission webhook's limit of ${MAX_BODY_BYTES} bytes\n`,
+    });
     expect((await call({ method: 'GET' })).status).toBe(405);
     expect((await call({ path: '/other' })).status).toBe(404);
     const empty = JSON.parse((await call({ body: '{}' })).body) as { response: { allowed: boolean; status: { message: string } } };
     expect(empty.response).toMatchObject({ allowed: false, status: { message: 'the admission request is unreadable: it is not an AdmissionReview with a request uid' } });
     // Still serving.
     expect((await call({ body: review() })).status).toBe(200);
+  });
+
+  it('takes an update whose object and old version are each as large as the API server accepts', async () => {
+    const body = bigReview(APISERVER_MAX_REQUEST_BYTES - 1024, 'UPDATE');
+    expect(Buffer.byteLength(body)).toBeGreaterThan(2 * APISERVER_MAX_REQUEST_BYTES - 4096);
+    const r = await call({ body });
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.body)).toMatchObject({ response: { uid: 'u-big', allowed: true } });
+  });
+
+  it('refuses a larger review with an AdmissionReview naming its size and the limit', async () => {
+    lines.length = 0;
+    const body = bigReview(MAX_BODY_BYTES, 'CREATE');
+    const size = Buffer.byteLength(body);
+    const r = await call({ body });
+    expect(r.status).toBe(200);
+    const message = `the admission request is ${size} bytes, over the Stowage admission webhook's limit of ${MAX_BODY_BYTES} bytes`;
+    expect(JSON.parse(r.body)).toEqual({
+      apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
+      response: { uid: 'u-big', allowed: false, status: { code: 413, reason: 'RequestEntityTooLarge', message } },
+    });
+    expect(lines).toEqual([{ level: 'info', message: `admission webhook refused a request: ${message}` }]);
   });
 });

@@ -11,8 +11,17 @@ import { admit, type MayImpersonate } from './admission.js';
 import { WEBHOOK_PATH } from './configuration.js';
 import type { TlsIdentity } from './certs.js';
 
-/** AdmissionReviews are small (one Stowage object and its old version); the API server caps objects at ~1.5 MiB. */
-export const MAX_BODY_BYTES = 2 * 1024 * 1024;
+/** The API server's request body limit (`--max-request-body-bytes`'s default): no object it admits is larger. */
+export const APISERVER_MAX_REQUEST_BYTES = 3 * 1024 * 1024;
+/**
+ * The largest AdmissionReview taken: an update carries the object and its old version, each up to
+ * the API server's request limit, plus the review's envelope (user, kind, options).
+ */
+export const MAX_BODY_BYTES = 2 * APISERVER_MAX_REQUEST_BYTES + 1024 * 1024;
+/** How much of an oversized body is kept to find its request uid (the API server writes it first). */
+const HEAD_BYTES = 64 * 1024;
+/** Past this, an oversized body is not even drained: the connection is cut. */
+const DRAIN_LIMIT_BYTES = 8 * MAX_BODY_BYTES;
 
 export interface WebhookServerOptions {
   /** `:9443`, `127.0.0.1:0` (0 picks a free port). */
@@ -67,31 +76,43 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   };
 }
 
-function reply(res: http.ServerResponse, status: number, body: string, type = 'text/plain; charset=utf-8'): void {
-  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
+function reply(res: http.ServerResponse, status: number, body: string, type = 'text/plain; charset=utf-8', close = false): void {
+  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body), ...(close ? { connection: 'close' } : {}) });
   res.end(body);
 }
 
-/** The request body, or undefined (after answering) when it is too large. */
-async function readBody(req: http.IncomingMessage, res: http.ServerResponse): Promise<Buffer | undefined> {
+type Body = { kind: 'whole'; data: Buffer } | { kind: 'oversized'; head: Buffer; size: number } | { kind: 'answered' };
+
+/**
+ * The request body; an oversized one is drained (counting it, keeping only its head) so that the
+ * refusal can be an AdmissionReview the API server shows, rather than a bare 413.
+ */
+async function readBody(req: http.IncomingMessage, res: http.ServerResponse): Promise<Body> {
   const declared = Number(req.headers['content-length'] ?? '0');
-  if (declared > MAX_BODY_BYTES) {
-    reply(res, 413, `request body over ${MAX_BODY_BYTES} bytes\n`);
-    req.resume();
-    return undefined;
-  }
+  if (declared > DRAIN_LIMIT_BYTES) return cut(req, res, declared);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of req as AsyncIterable<Buffer>) {
+    if (size <= MAX_BODY_BYTES) chunks.push(c);
     size += c.length;
-    if (size > MAX_BODY_BYTES) {
-      reply(res, 413, `request body over ${MAX_BODY_BYTES} bytes\n`);
-      req.destroy();
-      return undefined;
-    }
-    chunks.push(c);
+    if (size > DRAIN_LIMIT_BYTES) return cut(req, res, size);
   }
-  return Buffer.concat(chunks);
+  const data = Buffer.concat(chunks);
+  return size <= MAX_BODY_BYTES ? { kind: 'whole', data } : { kind: 'oversized', head: data.subarray(0, HEAD_BYTES), size };
+}
+
+function cut(req: http.IncomingMessage, res: http.ServerResponse, size: number): Body {
+  reply(res, 413, `${tooLarge(size)}\n`, 'text/plain; charset=utf-8', true);
+  req.destroy();
+  return { kind: 'answered' };
+}
+
+const tooLarge = (size: number): string =>
+  `the admission request is ${size} bytes, over the Stowage admission webhook's limit of ${MAX_BODY_BYTES} bytes`;
+
+/** The request uid of a body too large to parse, from its head (`"request":{"uid":"…"`). */
+function headUid(head: Buffer): string | undefined {
+  return /"request"\s*:\s*\{\s*"uid"\s*:\s*"([^"\\]{1,128})"/.exec(head.toString('utf8'))?.[1];
 }
 
 async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts: WebhookServerOptions): Promise<void> {
@@ -103,10 +124,18 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts:
     return reply(res, 405, 'method not allowed\n');
   }
   const body = await readBody(req, res);
-  if (body === undefined) return;
+  if (body.kind === 'answered') return;
+  if (body.kind === 'oversized') {
+    const message = tooLarge(body.size);
+    opts.logger.info(`admission webhook refused a request: ${message}`);
+    const uid = headUid(body.head);
+    if (uid === undefined) return reply(res, 413, `${message}\n`);
+    const review = { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid, allowed: false, status: { code: 413, reason: 'RequestEntityTooLarge', message } } };
+    return reply(res, 200, JSON.stringify(review), 'application/json');
+  }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(body.toString('utf8'));
+    parsed = JSON.parse(body.data.toString('utf8'));
   } catch {
     opts.logger.info('admission webhook refused a request: the body is not JSON');
     return reply(res, 400, 'the request body is not JSON\n');

@@ -4,7 +4,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { RESOURCES, newBackup, type Backup, type Restore } from '../../src/apis/v1/index.js';
-import { ensureCrds, type DynamicClient } from '../../src/kube/index.js';
+import { ensureCrds, isNotFound, type DynamicClient } from '../../src/kube/index.js';
+import { labelKeyProblem } from '../../src/util/labels.js';
+import { backupSpecErrors, restoreSpecErrors } from '../../src/util/specValidation.js';
 import { uniqueName } from '../support/kube.js';
 import { ensureNamespace, testClient } from '../support/server.js';
 import { ensureBuilt, runCli, show, type RunOptions } from './helpers.js';
@@ -98,5 +100,37 @@ describe('stowage CLI: item selection flags', () => {
     const restore = await cli('restore', 'create', '--from-backup', 'src', '--exclude-namespace-scoped-resources', 'secrets', '--exclude-resources', 'pods');
     expect(restore.code, show(restore)).toBe(2);
     expect(restore.stderr).toContain('--exclude-namespace-scoped-resources cannot be used with --exclude-resources');
+  });
+
+  it('refuses what the server would refuse, with the server\'s own messages, before creating anything (exit 2)', async () => {
+    const nsProblem = 'includedNamespaces[0] "UPPER_case" is not a valid namespace name or pattern (lowercase letters, digits and "-", with the wildcards "*", "?", "[abc]", "[a-z]" and "{a,b}")';
+    // The server's validation says exactly this for such a spec (validateBackup and validateRestore call these).
+    expect(backupSpecErrors({ includedNamespaces: ['UPPER_case'] })).toEqual([nsProblem]);
+    expect(restoreSpecErrors({ backupName: 'src', includedNamespaces: ['UPPER_case'] })).toEqual([nsProblem]);
+
+    const b = await cli('backup', 'create', 'upper', '--include-namespaces', 'UPPER_case');
+    expect(b.code, show(b)).toBe(2);
+    expect(b.stderr.trim()).toBe(`error: ${nsProblem}`);
+    await expect(client.get(RESOURCES.Backup, ns, 'upper')).rejects.toSatisfy(isNotFound);
+
+    const r = await cli('restore', 'create', 'upper', '--from-backup', 'src', '--include-namespaces', 'UPPER_case');
+    expect(r.code, show(r)).toBe(2);
+    expect(r.stderr.trim()).toBe(`error: ${nsProblem}`);
+    await expect(client.get(RESOURCES.Restore, ns, 'upper')).rejects.toSatisfy(isNotFound);
+
+    const m = await cli('restore', 'create', 'mapped', '--from-backup', 'src', '--namespace-mappings', 'Old:new');
+    expect(m.code, show(m)).toBe(2);
+    expect(m.stderr.trim()).toBe('error: namespaceMapping key "Old" is not a valid namespace name');
+    await expect(client.get(RESOURCES.Restore, ns, 'mapped')).rejects.toSatisfy(isNotFound);
+
+    // A space in a key is a bad key, not an unknown operator.
+    const keyProblem = labelKeyProblem('bad key');
+    expect(keyProblem).toBe('label key "bad key" must consist of alphanumerics, "-", "_" or ".", and start and end with an alphanumeric');
+    const sel = await cli('backup', 'create', 'bad-selector', '--selector', 'bad key!=v');
+    expect(sel.code, show(sel)).toBe(2);
+    expect(sel.stderr.trim()).toBe(`error: --selector: label selector "bad key!=v": ${keyProblem} at position 1`);
+    await expect(client.get(RESOURCES.Backup, ns, 'bad-selector')).rejects.toSatisfy(isNotFound);
+    const list = await client.list(RESOURCES.Backup, { namespace: ns });
+    expect(list.items.map((x) => x.metadata?.name)).not.toContain('upper');
   });
 });

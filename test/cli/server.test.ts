@@ -8,15 +8,16 @@ import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { newDownloadRequest, RESOURCES, type Backup, type DownloadRequest, type ServerStatusRequest } from '../../src/apis/v1/index.js';
+import { newBackupStorageLocation, newDownloadRequest, newRestore, RESOURCES, type Backup, type DownloadRequest, type Restore, type ServerStatusRequest } from '../../src/apis/v1/index.js';
 import { createLinkKey } from '../../src/auth/index.js';
-import type { DynamicClient } from '../../src/kube/index.js';
+import { isNotFound, type DynamicClient } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
+import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 import { ensureBuilt, rewriteTarball, runCli, show, slowPluginDir, type RunOptions } from './helpers.js';
 
 const CONFIGMAPS = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
 const PVS = { group: '', version: 'v1', resource: 'persistentvolumes', namespaced: false };
+const NAMESPACES = { group: '', version: 'v1', resource: 'namespaces', namespaced: false };
 const PVCS = { group: '', version: 'v1', resource: 'persistentvolumeclaims', namespaced: true };
 
 describe('stowage CLI with a running server', () => {
@@ -82,10 +83,18 @@ describe('stowage CLI with a running server', () => {
   });
 
   it('exits non-zero with the reason when the waited-for backup does not complete', async () => {
-    const r = await cli('backup', 'create', 'bad', '--include-namespaces', app, '--exclude-namespaces', app, '--wait');
+    // A spec the server's validation refuses is refused by the CLI first, with the same message, and nothing is created.
+    const early = await cli('backup', 'create', 'bad', '--include-namespaces', app, '--exclude-namespaces', app, '--wait');
+    expect(early.code, show(early)).toBe(2);
+    expect(early.stderr.trim()).toBe(`error: namespace "${app}" is in both includedNamespaces and excludedNamespaces`);
+    await expect(client.get(RESOURCES.Backup, ns, 'bad')).rejects.toSatisfy(isNotFound);
+    // What only the server knows (the location is ReadOnly) ends the waited-for backup FailedValidation.
+    await client.create(RESOURCES.BackupStorageLocation, ns, newBackupStorageLocation('read-only', ns, { ...loc.spec, default: false, accessMode: 'ReadOnly' }));
+    const r = await cli('backup', 'create', 'bad', '--storage-location', 'read-only', '--wait');
     expect(r.code, show(r)).toBe(1);
     expect(r.stdout).toContain('Backup completed with status: FailedValidation.');
-    expect(r.stderr).toMatch(new RegExp(`^error: backup "bad" finished FailedValidation: .*${app}`));
+    expect(r.stderr).toMatch(/^error: backup "bad" finished FailedValidation: .*backup storage location "read-only" is ReadOnly: backups cannot be written to it/);
+    await client.delete(RESOURCES.BackupStorageLocation, ns, 'read-only');
   });
 
   it('describes a backup with --details: the resource list read from object storage, and its events', async () => {
@@ -205,6 +214,45 @@ describe('stowage CLI with a running server', () => {
     expect(bad.stdout).toContain(`DISAGREEMENT resources/configmaps/v1-preferredversion/namespaces/${app}/cm-5.json is in the manifest but configmaps "${app}/cm-5" is not in the resource list\n`);
     expect(bad.stdout).toContain('DISAGREEMENT the completeness record says 14 configmaps written, the resource list holds 12\n');
     expect(bad.stderr.trim()).toBe('error: backup "agree" failed verification: 3 problems');
+  });
+
+  it('refuses to restore a swapped tarball whose manifest was forged to match: verify and the restore report the same problems, and nothing is created', async () => {
+    // Two unsigned backups of two configmaps each; the first's tarball and manifest are replaced by the second's.
+    const [mine, donor, target] = [uniqueName('cli-forged'), uniqueName('cli-donor'), uniqueName('cli-forged-to')];
+    for (const n of [mine, donor]) {
+      await ensureNamespace(client, n);
+      for (const cm of ['a', 'b']) await client.create(CONFIGMAPS, n, { metadata: { name: `${n}-${cm}` }, data: { v: cm } });
+    }
+    for (const [b, n] of [['forged', mine], ['donor', donor]] as const) {
+      const r = await cli('backup', 'create', b, '--include-namespaces', n, '--include-resources', 'configmaps', '--wait');
+      expect(r.code, show(r)).toBe(0);
+    }
+    fs.copyFileSync(stored('donor', 'donor.tar.gz'), stored('forged', 'forged.tar.gz'));
+    fs.copyFileSync(stored('donor', 'donor-manifest.json.gz'), stored('forged', 'forged-manifest.json.gz'));
+
+    const v = await cli('backup', 'verify', 'forged', '-o', 'json');
+    expect(v.code, show(v)).toBe(1);
+    const report = JSON.parse(v.stdout) as { ok: boolean; matched: number; checked: number; problems: { kind: string; message: string }[] };
+    // The tarball matches the (forged) manifest; only the records give it away.
+    expect(report.matched).toBe(report.checked);
+    expect(report.problems.every((p) => p.kind === 'disagreement')).toBe(true);
+    const problems = report.problems.map((p) => p.message);
+    expect(problems).toContain(`configmaps "${mine}/${mine}-a" is in the resource list but the manifest has no resources/configmaps/namespaces/${mine}/${mine}-a.json`);
+    expect(problems).toContain(`resources/configmaps/namespaces/${donor}/${donor}-b.json is in the manifest but configmaps "${donor}/${donor}-b" is not in the resource list`);
+    // Each item of either side is named twice (its classic and its preferred-version copy); kube-root-ca.crt may add more.
+    for (const [n, side] of [[mine, 'list'], [donor, 'manifest']] as const) {
+      for (const cm of [`${n}-a`, `${n}-b`]) expect(problems.filter((p) => p.includes(`${n}/${cm}`) && p.includes(side === 'list' ? 'the manifest has no' : 'is not in the resource list'))).toHaveLength(2);
+    }
+
+    await client.create(RESOURCES.Restore, ns, newRestore('forged', ns, { backupName: 'forged', namespaceMapping: { [donor]: target, [mine]: target } }));
+    const done = await waitFinished<Restore>(client, RESOURCES.Restore, ns, 'forged');
+    expect(done.status?.phase).toBe('Failed');
+    expect(done.status?.failureReason).toBe(
+      `the restore was refused (records-disagree): the backup's manifest, resource list and completeness record disagree (as \`stowage backup verify\` reports), so it is not restored: ${problems.join('; ')}`,
+    );
+    expect(done.status?.progress?.itemsRestored ?? 0).toBe(0);
+    expect((await client.list(CONFIGMAPS, { namespace: target })).items).toEqual([]);
+    await expect(client.get(NAMESPACES, undefined, target)).rejects.toSatisfy(isNotFound);
   });
 
   it('shows the log of a running backup so far, and --follow streams it to the end', async () => {

@@ -1,13 +1,14 @@
 // A Backup and a Restore named with 253 characters, the longest name Kubernetes accepts, complete
 // end to end: nothing local (run log, spool, spill, credentials), no label and no Event name may
-// derive from the full name. The object store is a plugin's in-memory one (memory-store.mjs),
-// since the test stores on disk cap each key segment at 255 bytes as any file system does.
+// derive from the full name. The object store is the built-in filesystem one, whose key segments
+// (`<name>-resource-list.json.gz`, `restore-<name>-logs.gz`) are longer than a file name may be.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { LABEL_BACKUP_NAME, LABEL_RESTORE_NAME, RESOURCES, labelValue, newBackup, newRestore, type Backup, type Restore } from '../../src/apis/v1/index.js';
 import type { DynamicClient } from '../../src/kube/index.js';
-import { pluginDir, removeTempDirs } from '../plugin/support.js';
+import fs from 'node:fs';
+import { FilesystemObjectStore } from '../../src/plugin/builtin/filesystem.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 
 const CONFIGMAPS = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
 const EVENTS = { group: '', version: 'v1', resource: 'events', namespaced: true };
@@ -18,6 +19,7 @@ describe('runs named with 253 characters', () => {
   const target = uniqueName('long-to');
   const backupName = `${'backup-of-'.repeat(25)}xyz`;
   const restoreName = `${'restore-r-'.repeat(25)}xyz`;
+  const location = filesystemLocation();
   let client: DynamicClient;
   let server: RunningServer;
 
@@ -26,17 +28,13 @@ describe('runs named with 253 characters', () => {
     client = testClient(kubeconfig);
     await ensureNamespace(client, app);
     for (let i = 0; i < 5; i++) await client.create(CONFIGMAPS, app, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
-    const plugins = pluginDir({ 'memory-store': 'memory-store.mjs' });
-    server = await startServer({
-      kubeconfigPath: kubeconfig, namespace: ns, args: ['--plugin-dir', plugins.dir],
-      location: { name: 'memory', spec: { provider: 'test.stowage.dev/memory', objectStorage: { bucket: 'b' }, default: true, validationFrequency: '10s' } },
-    });
+    server = await startServer({ kubeconfigPath: kubeconfig, namespace: ns, location });
   });
 
   afterAll(async () => {
     await server?.stop();
     client?.close();
-    removeTempDirs();
+    fs.rmSync(location.root, { recursive: true, force: true });
   });
 
   it('backs up and restores, with labels and events that fit', async () => {
@@ -61,5 +59,18 @@ describe('runs named with 253 characters', () => {
       }, 20_000);
     }
     expect(server.output()).not.toMatch(/ENAMETOOLONG|event .* failed/i);
+    // The store's directory is named only where the operator configured it (its ready line), in no warning or error.
+    expect(server.output().split('\n').filter((l) => l.includes(location.root) && !l.includes('filesystem object store ready'))).toEqual([]);
+    // Every artifact is stored under its own key, the logs included, and listed as written.
+    const store = new FilesystemObjectStore();
+    await store.init({ root: location.root });
+    const keys = await waitUntil('the restore log in storage', async () => {
+      const all = await store.listObjects('backups', '');
+      return all.includes(`restores/${restoreName}/restore-${restoreName}-logs.gz`) ? all : undefined;
+    }, 20_000);
+    for (const suffix of ['.tar.gz', '-logs.gz', '-resource-list.json.gz', '-results.gz', '-manifest.json.gz']) {
+      expect(keys).toContain(`backups/${backupName}/${backupName}${suffix}`);
+    }
+    expect(keys).toContain(`backups/${backupName}/stowage-backup.json`);
   });
 });

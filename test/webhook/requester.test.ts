@@ -128,6 +128,24 @@ describe('admission webhook', () => {
     expect(stampOf(made)).toEqual({ username: 'alice', uid: 'alice-uid', groups: ['team-a', 'system:authenticated'] });
   });
 
+  it('admits and stamps a 2.5 MiB Backup, as large as the API server takes', async () => {
+    // Labels have no total cap (annotations do, at 256 KiB): 7 000 of the longest keys and values make a 2.5 MiB object.
+    const prefix = `${'p'.repeat(59)}.${'q'.repeat(59)}.${'r'.repeat(59)}.${'s'.repeat(59)}.example.com`;
+    const labels: Record<string, string> = {};
+    for (let i = 0, bytes = 0; bytes < 2.5 * 1024 * 1024; i++) {
+      const key = `${prefix}/label-${String(i).padStart(6, '0')}-${'k'.repeat(50)}`;
+      labels[key] = 'v'.repeat(63);
+      bytes += key.length + 63 + 6;
+    }
+    const big = newBackup('big', ns, { includedNamespaces: [ns] });
+    big.metadata.labels = labels;
+    expect(Buffer.byteLength(JSON.stringify(big))).toBeGreaterThan(2.5 * 1024 * 1024);
+    // A dry run: the API server admits it whole, and etcd's own 1.5 MiB default would refuse to store it.
+    const created = await alice.create<Backup>(RESOURCES.Backup, ns, big, { dryRun: true });
+    expect(stampOf(created)).toEqual({ username: 'alice', uid: 'alice-uid', groups: ['team-a', 'system:authenticated'] });
+    expect(Object.keys(created.metadata?.labels ?? {})).toHaveLength(Object.keys(labels).length);
+  });
+
   it('shows who asked in describe', async () => {
     const r = await runCli(['backup', 'describe', 'by-alice'], { kubeconfig: aliceKubeconfig, namespace: ns });
     expect(r.code, r.stderr).toBe(0);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ResourceRecord } from '../../persistence/results.js';
-import { checkAgreement } from './agreement.js';
+import { checkAgreement } from '../../persistence/verify.js';
 import { completenessSection } from './backup.js';
 
 const entries = (...paths: string[]) => ({ entries: Object.fromEntries(['metadata/version', ...paths].map((p) => [p, 'x'])) });

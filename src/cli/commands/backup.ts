@@ -26,14 +26,15 @@ import { sleep } from '../../util/backoff.js';
 import { errorMessage } from '../../util/errors.js';
 import type { ResourceRecord } from '../../persistence/results.js';
 import { action, type Session } from './action.js';
-import { checkAgreement } from './agreement.js';
+import { checkAgreement } from '../../persistence/verify.js';
 import { cancelCommand } from './cancel.js';
 import { describeRunHeader } from './common.js';
 import { eventsSection, filtersSection, messagesSection, metadataSection, progressText, selectorText, type ScopedMessages } from './describe.js';
 import { download, HttpStatusError, readJson } from './download.js';
 import { CliError, UsageError } from './errors.js';
+import { backupSpecErrors } from '../../util/specValidation.js';
 import { addBackupSpecFlags, backupSpecFromFlags, checkLabels, hasBackupSpecFlags, type BackupSpecFlags } from './backupFlags.js';
-import { checkName, parseSelector, parseTimeout } from './flags.js';
+import { checkName, parseSelector, parseTimeout, refuseSpecErrors } from './flags.js';
 import type { CliContext } from './kubeContext.js';
 import { addGlobalOptions } from './kubeContext.js';
 import {
@@ -102,6 +103,7 @@ async function createBackup(cmd: Command, s: Session): Promise<void> {
   if (name === undefined) throw new UsageError('a backup name is required (stowage backup create NAME), unless --from-schedule is given');
   checkName('backup', name);
   const spec = backupSpecFromFlags(f);
+  refuseSpecErrors(backupSpecErrors(spec));
   const ctx = s.client();
   if (spec.storageLocation !== undefined) {
     try {

@@ -6,6 +6,7 @@ import { labelSelectorToString } from '../../util/labels.js';
 import type { FilterSpec } from './flags.js';
 import type { CliContext } from './kubeContext.js';
 import { age, formatFields, formatTable, listOrNone, mapOrNone } from './output.js';
+import { clampProgress } from './progress.js';
 
 /** Who the admission webhook recorded as having asked for the run, or why nobody is known. */
 export function requestedBy(md: ObjectMeta): string {
@@ -149,5 +150,6 @@ export function messagesSection(title: string, m: ScopedMessages | undefined): s
 /** `12 of 40` style progress, or `<none>` when the run has not counted yet. */
 export function progressText(done: number | undefined, total: number | undefined): string {
   if (total === undefined || total === 0) return done === undefined ? '<none>' : String(done);
-  return `${done ?? 0} of ${total}`;
+  const p = clampProgress({ phase: '', done: done ?? 0, total });
+  return `${p.done} of ${p.total}`;
 }

@@ -122,6 +122,11 @@ export function parseSelector(flag: string, text: string): LabelSelector {
   }
 }
 
+/** Refuses (exit 2) with the server's own validation messages, before anything is created. */
+export function refuseSpecErrors(problems: readonly string[]): void {
+  if (problems.length > 0) throw new UsageError(problems.join('; '));
+}
+
 /** True when any filter flag was given (for --from-schedule, which takes none). */
 export function hasFilterFlags(f: FilterFlags): boolean {
   return (

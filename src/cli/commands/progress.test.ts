@@ -2,7 +2,8 @@
 // and the bar and plain lines that show them.
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createProgress, createRateMeter, formatEta, formatRate, renderBar, renderPlain } from './progress.js';
+import { progressText } from './describe.js';
+import { clampProgress, createProgress, createRateMeter, formatEta, formatRate, renderBar, renderPlain } from './progress.js';
 
 function sink(): { stream: NodeJS.WriteStream; text: () => string } {
   let text = '';
@@ -79,6 +80,16 @@ describe('rendering', () => {
       .toBe('[#####.....]  50%  5/10 items backed up  2.5/s  ETA 2s  (InProgress)');
     expect(renderPlain({ phase: 'InProgress', done: 300, total: 1000 }, 'items restored', { rate: 140, etaMs: 5000 }))
       .toBe('InProgress: 300/1000 items restored (30%), 140 items/s, ETA 5s');
+  });
+
+  it('never shows a count past its total: the total is raised to the count', () => {
+    expect(clampProgress({ phase: 'InProgress', done: 5004, total: 5003 })).toEqual({ phase: 'InProgress', done: 5004, total: 5004 });
+    expect(clampProgress({ phase: 'InProgress', done: 3, total: 5003 })).toEqual({ phase: 'InProgress', done: 3, total: 5003 });
+    expect(clampProgress({ phase: 'New', done: 0, total: 0 })).toEqual({ phase: 'New', done: 0, total: 0 });
+    expect(renderBar({ phase: 'InProgress', done: 5004, total: 5003 }, 'items backed up', 10)).toBe('[##########] 100%  5004/5004 items backed up  (InProgress)');
+    expect(renderPlain({ phase: 'InProgress', done: 5004, total: 5003 }, 'items backed up')).toBe('InProgress: 5004/5004 items backed up (100%)');
+    expect(progressText(5004, 5003)).toBe('5004 of 5004');
+    expect(progressText(12, 40)).toBe('12 of 40');
   });
 
   it('redraws the bar with the measured rate on a terminal', () => {

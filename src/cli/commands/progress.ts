@@ -83,11 +83,20 @@ export function formatEta(ms: number): string {
   return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
 }
 
+/**
+ * The snapshot as shown: a count past its total (a server that counted an item it had not
+ * announced) raises the total rather than showing "5004 of 5003" or 100.1%.
+ */
+export function clampProgress(p: ProgressSnapshot): ProgressSnapshot {
+  return p.total > 0 && p.done > p.total ? { ...p, total: p.done } : p;
+}
+
 function pctOf(p: ProgressSnapshot): number {
   return Math.floor((Math.min(p.done, p.total) / p.total) * 100);
 }
 
-export function renderBar(p: ProgressSnapshot, noun: string, width = BAR_WIDTH, speed: ProgressSpeed = {}): string {
+export function renderBar(given: ProgressSnapshot, noun: string, width = BAR_WIDTH, speed: ProgressSpeed = {}): string {
+  const p = clampProgress(given);
   const frac = p.total > 0 ? Math.min(1, p.done / p.total) : 0;
   const filled = Math.round(frac * width);
   const bar = `${'#'.repeat(filled)}${'.'.repeat(width - filled)}`;
@@ -98,7 +107,8 @@ export function renderBar(p: ProgressSnapshot, noun: string, width = BAR_WIDTH, 
   return `[${bar}] ${pct}  ${counts} ${noun}${rate}${eta}  (${p.phase})`;
 }
 
-export function renderPlain(p: ProgressSnapshot, noun: string, speed: ProgressSpeed = {}): string {
+export function renderPlain(given: ProgressSnapshot, noun: string, speed: ProgressSpeed = {}): string {
+  const p = clampProgress(given);
   const counts = p.total > 0 ? `${p.done}/${p.total} ${noun} (${pctOf(p)}%)` : `${p.done} ${noun}`;
   const rate = speed.rate === undefined ? '' : `, ${formatRate(speed.rate)} items/s`;
   const eta = speed.etaMs === undefined ? '' : `, ETA ${formatEta(speed.etaMs)}`;

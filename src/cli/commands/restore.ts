@@ -25,7 +25,8 @@ import { describeRunHeader } from './common.js';
 import { eventsSection, filtersSection, messagesSection, metadataSection, progressText, selectorText, type ScopedMessages } from './describe.js';
 import { download, HttpStatusError, readJson } from './download.js';
 import { CliError, UsageError } from './errors.js';
-import { addFilterFlags, checkName, commaList, filterSpec, keyValueList, parseSelector, parseTimeout, timestampSuffix, type FilterFlags } from './flags.js';
+import { restoreSpecErrors } from '../../util/specValidation.js';
+import { addFilterFlags, checkName, commaList, filterSpec, refuseSpecErrors, keyValueList, parseSelector, parseTimeout, timestampSuffix, type FilterFlags } from './flags.js';
 import { addGlobalOptions, type CliContext } from './kubeContext.js';
 import { formatFields, formatTable, formatTimestamp, mapOrNone, out, outputOption, parseOutputFormat } from './output.js';
 import { waitForRun } from './wait.js';
@@ -58,7 +59,6 @@ interface CreateFlags extends FilterFlags {
   resourceModifierConfigmap?: string;
 }
 
-const NAMESPACE_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const CONFIGMAP_NAME_RE = /^[-._a-zA-Z0-9]+$/;
 
 /** The Restore spec `restore create` submits, from its flags (exported for tests). */
@@ -70,11 +70,6 @@ export function restoreSpecFromFlags(f: CreateFlags): RestoreSpec {
   if (f.fromBackup !== undefined) spec.backupName = f.fromBackup;
   if (f.fromSchedule !== undefined) spec.scheduleName = f.fromSchedule;
   if (f.namespaceMappings !== undefined) {
-    for (const [from, to] of Object.entries(f.namespaceMappings)) {
-      for (const n of [from, to]) {
-        if (!NAMESPACE_RE.test(n) || n.length > 63) throw new UsageError(`--namespace-mappings: "${n}" is not a valid namespace name`);
-      }
-    }
     spec.namespaceMapping = f.namespaceMappings;
   }
   if (f.existingResourcePolicy !== undefined) {
@@ -92,6 +87,7 @@ export function restoreSpecFromFlags(f: CreateFlags): RestoreSpec {
     }
     spec.resourceModifier = { kind: 'ConfigMap', name: f.resourceModifierConfigmap };
   }
+  refuseSpecErrors(restoreSpecErrors(spec));
   return spec;
 }
 

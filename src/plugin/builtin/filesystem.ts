@@ -12,6 +12,7 @@ import type { ObjectStore, PluginConfig, ResumableGetObject } from '../api/index
 import { log } from '../sdk/index.js';
 import { heldTempFiles, scheduleSweep, sweepTempFiles } from './fsSweep.js';
 import { checkBucket, keySegments, TEMP_PREFIX, UnsafeKeyError } from './keys.js';
+import { diskName, forgetLongSegment, LONG_NAME_PREFIX, longSegmentRecord, segmentOf, truncateBytes } from './longNames.js';
 
 const CONFIG_KEYS = new Set(['root', 'bucket', 'prefix', 'caCert', 'credentialsFile']);
 
@@ -51,7 +52,7 @@ export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
     };
     try {
       const segments = prefix.split('/').filter((p) => p !== '');
-      const dir = segments.length > 0 ? path.join(this.bucketDir(bucket), ...keySegments(segments.join('/'))) : this.bucketDir(bucket);
+      const dir = segments.length > 0 ? path.join(this.bucketDir(bucket), ...keySegments(segments.join('/')).map(diskName)) : this.bucketDir(bucket);
       report(await sweepTempFiles(dir));
       scheduleSweep(dir, report);
     } catch (err) {
@@ -66,7 +67,47 @@ export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
   }
 
   private pathOf(bucket: string, key: string): string {
-    return path.join(this.bucketDir(bucket), ...keySegments(key));
+    return path.join(this.bucketDir(bucket), ...keySegments(key).map(diskName));
+  }
+
+  /** Makes the key's directories, recording each long segment (the object's own too) before its entry. */
+  private async makeDirs(bucket: string, key: string): Promise<void> {
+    let dir = this.bucketDir(bucket);
+    await fs.mkdir(dir, { recursive: true });
+    const segments = keySegments(key);
+    for (const [i, seg] of segments.entries()) {
+      await this.writeRecord(dir, seg);
+      if (i === segments.length - 1) break;
+      dir = path.join(dir, diskName(seg));
+      await fs.mkdir(dir, { recursive: true });
+    }
+  }
+
+  /** Records a long segment's whole name beside its entry, before the entry is made (whole or not at all, like an object). */
+  private async writeRecord(dir: string, segment: string): Promise<void> {
+    const record = longSegmentRecord(segment);
+    if (record === undefined) return;
+    const tmp = path.join(dir, `${TEMP_PREFIX}${record.name}-${randomBytes(6).toString('hex')}`);
+    heldTempFiles.add(tmp);
+    try {
+      await fs.writeFile(tmp, record.content, { mode: 0o600, flag: 'wx' });
+      await fs.rename(tmp, path.join(dir, record.name));
+    } catch (err) {
+      await fs.rm(tmp, { force: true });
+      throw err;
+    } finally {
+      heldTempFiles.delete(tmp);
+    }
+  }
+
+  /** The store's own directory stays on the server: errors name it `<store root>`. */
+  private async hidingRoot<T>(p: Promise<T>): Promise<T> {
+    try {
+      return await p;
+    } catch (err) {
+      if (err instanceof Error && this.root !== '') err.message = err.message.split(this.root).join('<store root>');
+      throw err;
+    }
   }
 
   /** Symlinks inside the root must not lead out of it. */
@@ -77,12 +118,17 @@ export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
     }
   }
 
-  async putObject(bucket: string, key: string, body: AsyncIterable<Uint8Array>): Promise<void> {
+  putObject(bucket: string, key: string, body: AsyncIterable<Uint8Array>): Promise<void> {
+    return this.hidingRoot(this.putObjectAt(bucket, key, body));
+  }
+
+  private async putObjectAt(bucket: string, key: string, body: AsyncIterable<Uint8Array>): Promise<void> {
     const target = this.pathOf(bucket, key);
     const dir = path.dirname(target);
-    await fs.mkdir(dir, { recursive: true });
+    await this.makeDirs(bucket, key);
     await this.checkInside(dir);
-    const tmp = path.join(dir, `${TEMP_PREFIX}${path.basename(target)}-${randomBytes(6).toString('hex')}`);
+    // The name's head only: the temp name must fit where the object's own name just fits.
+    const tmp = path.join(dir, `${TEMP_PREFIX}${truncateBytes(path.basename(target), 64)}-${randomBytes(6).toString('hex')}`);
     // Held before it exists, so a sweep never takes a file this process is writing.
     heldTempFiles.add(tmp);
     try {
@@ -106,7 +152,11 @@ export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
     return this.getObjectFrom(bucket, key, 0);
   }
 
-  async getObjectFrom(bucket: string, key: string, offset: number): Promise<AsyncIterable<Uint8Array>> {
+  getObjectFrom(bucket: string, key: string, offset: number): Promise<AsyncIterable<Uint8Array>> {
+    return this.hidingRoot(this.getObjectFromAt(bucket, key, offset));
+  }
+
+  private async getObjectFromAt(bucket: string, key: string, offset: number): Promise<AsyncIterable<Uint8Array>> {
     const p = this.pathOf(bucket, key);
     try {
       const st = await fs.stat(p);
@@ -119,7 +169,11 @@ export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
     return createReadStream(p, { start: offset, highWaterMark: 1024 * 1024 });
   }
 
-  async objectExists(bucket: string, key: string): Promise<boolean> {
+  objectExists(bucket: string, key: string): Promise<boolean> {
+    return this.hidingRoot(this.objectExistsAt(bucket, key));
+  }
+
+  private async objectExistsAt(bucket: string, key: string): Promise<boolean> {
     const p = this.pathOf(bucket, key);
     try {
       if (!(await fs.stat(p)).isFile()) return false;
@@ -133,7 +187,11 @@ export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
   }
 
   /** Every key under `prefix`, walking only the directory the prefix points into. */
-  async listObjects(bucket: string, prefix: string): Promise<string[]> {
+  listObjects(bucket: string, prefix: string): Promise<string[]> {
+    return this.hidingRoot(this.listObjectsAt(bucket, prefix));
+  }
+
+  private async listObjectsAt(bucket: string, prefix: string): Promise<string[]> {
     const base = this.bucketDir(bucket);
     const dirPart = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/') + 1) : '';
     if (dirPart !== '') keySegments(dirPart.slice(0, -1));
@@ -147,8 +205,8 @@ export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
         throw err;
       }
       for (const e of entries) {
-        if (e.name.startsWith(TEMP_PREFIX)) continue;
-        const key = rel + e.name;
+        if (e.name.startsWith(TEMP_PREFIX) || e.name.startsWith(LONG_NAME_PREFIX)) continue;
+        const key = rel + (await segmentOf(dir, e.name));
         if (e.isDirectory()) {
           if (prefix.startsWith(`${key}/`) || `${key}/`.startsWith(prefix) || key.startsWith(prefix)) await walk(path.join(dir, e.name), `${key}/`);
         } else if (e.isFile() && key.startsWith(prefix)) {
@@ -156,7 +214,7 @@ export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
         }
       }
     };
-    await walk(path.join(base, ...dirPart.split('/').filter((s) => s !== '')), dirPart);
+    await walk(path.join(base, ...dirPart.split('/').filter((s) => s !== '').map(diskName)), dirPart);
     return keys.sort();
   }
 
@@ -171,13 +229,18 @@ export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
     return [...out].sort();
   }
 
-  async deleteObject(bucket: string, key: string): Promise<void> {
+  deleteObject(bucket: string, key: string): Promise<void> {
+    return this.hidingRoot(this.deleteObjectAt(bucket, key));
+  }
+
+  private async deleteObjectAt(bucket: string, key: string): Promise<void> {
     const p = this.pathOf(bucket, key);
     try {
       // The directory is checked, not the file: unlinking a symlink removes the link only, but a
       // symlinked directory on the way would lead the unlink out of the root.
       await this.checkInside(path.dirname(p));
       await fs.unlink(p);
+      await forgetLongSegment(path.dirname(p), path.basename(p));
     } catch (err) {
       // A missing object (or a "directory" key) is not an error: S3 deletes are idempotent too.
       if (!isErrno(err, 'ENOENT') && !isErrno(err, 'ENOTDIR') && !isErrno(err, 'EISDIR')) throw err;
@@ -187,6 +250,7 @@ export class FilesystemObjectStore implements ObjectStore, ResumableGetObject {
     for (let dir = path.dirname(p); dir.startsWith(stop + path.sep); dir = path.dirname(dir)) {
       try {
         await fs.rmdir(dir);
+        await forgetLongSegment(path.dirname(dir), path.basename(dir));
       } catch {
         break;
       }

@@ -1,4 +1,5 @@
 // Validation of object keys and bucket names for the filesystem store: nothing may escape the root.
+import { LONG_NAME_PREFIX } from './longNames.js';
 
 export class UnsafeKeyError extends Error {
   override readonly name = 'UnsafeKeyError';
@@ -27,6 +28,7 @@ export function keySegments(key: string): string[] {
     if (s === '..' || s === '.') bad(`it contains a "${s}" segment`);
     if (s === '') bad('it contains an empty segment');
     if (s.startsWith(TEMP_PREFIX)) bad(`segments may not start with ${TEMP_PREFIX}`);
+    if (s.startsWith(LONG_NAME_PREFIX)) bad(`segments may not start with ${LONG_NAME_PREFIX}`);
   }
   return segments;
 }

@@ -1,10 +1,16 @@
-// `stowage backup verify`'s second check: the manifest (what the tarball holds, entry by entry; the
-// tarball itself is compared with the manifest first), the resource list and the completeness
-// record must describe the same items. Pure: the command downloads the three and prints the result.
-import { itemPath, parseItemPath, preferredVersionDir, versionOfApiVersion, type BackupManifest } from '../../archive/index.js';
-import type { ResourceList, ResourceRecord } from '../../persistence/results.js';
-// A resource-list entry is `ns/name` or `name`, as an informer key is.
-import { splitKey } from '../../runtime/informer.js';
+// The one check of a backup's records that both `stowage backup verify` and every restore make
+// (the restore before it writes anything): the manifest (what the tarball holds, entry by entry;
+// the tarball itself is compared with the manifest first), the resource list and the completeness
+// record must describe the same items. A tarball swapped together with a manifest forged to match
+// it passes the first comparison and fails this one. Pure: the callers read the three.
+import { itemPath, parseItemPath, preferredVersionDir, versionOfApiVersion, type BackupManifest } from '../archive/index.js';
+import type { ResourceList, ResourceRecord } from './results.js';
+
+/** A resource-list entry is `ns/name` or `name`. */
+function splitEntry(entry: string): { namespace: string | undefined; name: string } {
+  const i = entry.indexOf('/');
+  return i < 0 ? { namespace: undefined, name: entry } : { namespace: entry.slice(0, i), name: entry.slice(i + 1) };
+}
 
 /**
  * Every disagreement, each a sentence naming the item or resource. `records` is the results file's
@@ -20,7 +26,7 @@ export function checkAgreement(manifest: Pick<BackupManifest, 'entries'>, list: 
     const version = record === undefined ? undefined : versionOfApiVersion(record.apiVersion);
     for (const entry of entries) {
       listed.add(`${gr}\u0000${entry}`);
-      const { namespace, name } = splitKey(entry);
+      const { namespace, name } = splitEntry(entry);
       const classic = itemPath(gr, namespace, name);
       if (manifest.entries[classic] === undefined) problems.push(`${gr} "${entry}" is in the resource list but the manifest has no ${classic}`);
       if (version !== undefined) {
