@@ -1,8 +1,9 @@
 // The admission webhook for a `stowage server` running on this host against the local control
 // plane (tests, the demo, the benchmark): the API server calls it by URL on a loopback port.
-// Per server namespace: the namespace gets the kubernetes.io/metadata.name label (1.20 does not
-// set it), the empty TLS Secret `stowage-<ns>-webhook-tls` the server fills (the server creates no
-// Secrets; deploy/ and the chart create it), and a MutatingWebhookConfiguration `stowage-<ns>` created as admin, which a restarted
+// Per server namespace: the empty TLS Secret `stowage-<ns>-webhook-tls` the server fills (the
+// server creates no Secrets; deploy/ and the chart create it), and a MutatingWebhookConfiguration
+// `stowage-<ns>` (it selects the namespace by the kubernetes.io/metadata.name label the API server
+// sets), created as admin, which a restarted
 // server of the namespace reuses (it publishes its own port and CA bundle into it; the most
 // recently started server of a namespace is the one the API server calls).
 import net from 'node:net';
@@ -34,9 +35,8 @@ export interface LocalWebhook {
   created: boolean;
 }
 
-/** Labels the namespace and creates the TLS Secret and the configuration if they do not exist yet. */
+/** Creates the TLS Secret and the configuration if they do not exist yet. */
 export async function prepareLocalWebhook(admin: DynamicClient, namespace: string, name = webhookConfigurationNameFor(namespace)): Promise<LocalWebhook> {
-  await admin.patch(CORE.namespaces, undefined, namespace, { metadata: { labels: { 'kubernetes.io/metadata.name': namespace } } }, 'merge');
   await admin.create(CORE.secrets, namespace, { apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: { name: tlsSecretName(name) } })
     .catch((err: unknown) => (isAlreadyExists(err) ? undefined : Promise.reject(err)));
   const port = await freeLoopbackPort();

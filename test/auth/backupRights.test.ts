@@ -8,7 +8,7 @@ import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RESOURCES, newBackup, type Backup, type BackupSpec } from '../../src/apis/v1/index.js';
 import { REQUESTER_ANNOTATION, formatRequester, type Requester } from '../../src/auth/index.js';
-import type { DynamicClient, KubeObject } from '../../src/kube/index.js';
+import type { DynamicClient } from '../../src/kube/index.js';
 import { CORE } from '../../src/kube/index.js';
 import type { ResourceList, RunResults } from '../../src/persistence/results.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
@@ -66,13 +66,14 @@ describe('backup with the requester\'s rights', () => {
       await client.create(CORE.configMaps, team, { metadata: { name: 'settings', labels: { 'rights-test': id } }, data: { team } });
       await client.create(CORE.secrets, team, { metadata: { name: 'creds', labels: { 'rights-test': id } }, stringData: { password: secretValue(team) } });
     }
-    // What the controller manager adds to every namespace (the default ServiceAccount and its
-    // token, the root CA ConfigMap) is there before any backup, so the expected items are stable.
+    // What the controller manager adds to every namespace (the default ServiceAccount, with no
+    // token Secret since 1.24, and the root CA ConfigMap) is there before any backup, so the
+    // expected items are stable.
     for (const team of [teamA, teamB, teamAView]) {
-      await waitUntil(`${team}'s default ServiceAccount and its token`, async () => {
-        const sa = await client.get<KubeObject & { secrets?: unknown[] }>(CORE.serviceAccounts, team, 'default').catch(() => undefined);
+      await waitUntil(`${team}'s default ServiceAccount and root CA`, async () => {
+        const sa = await client.get(CORE.serviceAccounts, team, 'default').catch(() => undefined);
         const ca = await client.get(CORE.configMaps, team, 'kube-root-ca.crt').catch(() => undefined);
-        return (sa?.secrets?.length ?? 0) > 0 && ca !== undefined ? true : undefined;
+        return sa !== undefined && ca !== undefined ? true : undefined;
       }, 60_000, 250);
     }
     [server, caServer] = await Promise.all([

@@ -170,7 +170,7 @@ describe('admission webhook', () => {
   it('fails closed with the webhook down: a Restore is refused and nothing is created; a restarted server serves again', async () => {
     await server.stop();
     const message = await refusal(admin.create(RESOURCES.Restore, ns, newRestore('while-down', ns, { backupName: 'by-alice' })));
-    expect(message).toMatch(/^Internal error occurred: failed calling webhook "requester\.stowage\.dev": Post "https:\/\/127\.0\.0\.1:\d+\/mutate\?timeout=10s": dial tcp 127\.0\.0\.1:\d+: connect: connection refused$/);
+    expect(message).toMatch(/^Internal error occurred: failed calling webhook "requester\.stowage\.dev": failed to call webhook: Post "https:\/\/127\.0\.0\.1:\d+\/mutate\?timeout=10s": dial tcp 127\.0\.0\.1:\d+: connect: connection refused$/);
     await expect(admin.get(RESOURCES.Restore, ns, 'while-down')).rejects.toSatisfy(isNotFound);
     const list = await admin.list(RESOURCES.Restore, { namespace: ns });
     expect(list.items.map((x) => x.metadata?.name)).not.toContain('while-down');
