@@ -213,11 +213,7 @@ describe('charts/stowage', () => {
       preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: dep.spec.selector.matchLabels } } }],
     });
     const pdb = find(objs, 'PodDisruptionBudget') as KubeObject & { spec: Json };
-    // policy/v1 where the cluster serves it; policy/v1beta1 on Kubernetes 1.20, the oldest the docs name.
-    expect(pdb.apiVersion).toBe('policy/v1beta1');
-    const v1 = find(await render({ releaseName: 'stowage', namespace: 'backup-system', apiVersions: ['policy/v1/PodDisruptionBudget'] }), 'PodDisruptionBudget') as KubeObject & { spec: Json };
-    expect(v1.apiVersion).toBe('policy/v1');
-    expect(v1.spec).toEqual(pdb.spec);
+    expect(pdb.apiVersion).toBe('policy/v1');
     expect(pdb.metadata?.namespace).toBe('backup-system');
     expect(pdb.spec).toEqual({ minAvailable: 1, selector: { matchLabels: dep.spec.selector.matchLabels } });
     // The server always elects a leader, on a Lease in the namespace it is told about.
@@ -373,10 +369,6 @@ describe('deploy/30-deployment.yaml', () => {
     expect(pdb?.file).toBe('deploy/35-poddisruptionbudget.yaml');
     expect(pdb?.object.apiVersion).toBe('policy/v1');
     expect((pdb?.object as KubeObject & { spec: Json }).spec).toEqual({ minAvailable: 1, selector: { matchLabels: dep.spec.selector.matchLabels } });
-    // Kubernetes 1.20's copy differs only in the version (test/deploy/rbac.test.ts applies it to the 1.20 API server).
-    const legacy = loadDeployManifests({ kubernetes120: true }).find((m) => m.object.kind === 'PodDisruptionBudget');
-    expect(legacy?.file).toBe('deploy/k8s-1.20/35-poddisruptionbudget.yaml');
-    expect({ ...legacy?.object, apiVersion: 'policy/v1' }).toEqual(pdb?.object);
     expect(dep.spec.template.metadata.labels).toMatchObject(dep.spec.selector.matchLabels);
   });
 

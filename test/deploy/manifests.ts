@@ -48,11 +48,6 @@ export interface LoadOptions {
   webhookConfiguration?: boolean;
   /** The webhook configuration the rules name (default webhookConfigurationNameFor(namespace)). */
   webhookConfigurationName?: string;
-  /**
-   * Take deploy/k8s-1.20/35-poddisruptionbudget.yaml (policy/v1beta1) for the PodDisruptionBudget,
-   * as docs/install.md tells Kubernetes 1.20 users to: the test control plane is 1.20.
-   */
-  kubernetes120?: boolean;
 }
 
 export interface Manifest {
@@ -125,7 +120,7 @@ export function loadDeployManifests(opts: LoadOptions = {}): Manifest[] {
   const dropping = new Set(opts.withoutRules ?? []);
   const seen = new Set<string>();
   const out: Manifest[] = [];
-  const files = deployFiles(DEPLOY_DIR, mode).map((f) => (opts.kubernetes120 === true && path.basename(f) === '35-poddisruptionbudget.yaml' ? path.join(DEPLOY_DIR, 'k8s-1.20', path.basename(f)) : f));
+  const files = deployFiles(DEPLOY_DIR, mode);
   for (const file of files) {
     for (const { object, ruleIds } of parseManifestText(fs.readFileSync(file, 'utf8'), file)) {
       const obj = structuredClone(object);

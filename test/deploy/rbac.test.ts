@@ -54,7 +54,7 @@ let adminClient: DynamicClient;
 const installed: KubeObject[][] = [];
 
 async function install(ns: string, opts: { withoutRules?: string[]; trustMode?: 'requester' | 'cluster-admin'; webhookConfiguration?: boolean } = {}): Promise<DynamicClient> {
-  const objects = loadDeployManifests({ namespace: ns, kubernetes120: true, ...opts }).map((m) => m.object);
+  const objects = loadDeployManifests({ namespace: ns, ...opts }).map((m) => m.object);
   installed.push(objects);
   await applyObjects(adminClient, objects);
   return serviceAccountClient(admin, ns, 'stowage');
