@@ -25,6 +25,8 @@ export interface ControlPlane {
   teamUsers: TeamUser[];
   /** Directory holding the service-account key, certificates and process logs. */
   workDir: string;
+  /** Set in node mode: what scripts/node/node.ts needs to join a kubelet, kube-proxy and scheduler. */
+  node?: NodeAccess;
   /** Stops kube-apiserver only (etcd keeps the data); see startApiserver. */
   stopApiserver(): Promise<void>;
   /** Starts kube-apiserver again on the same port and waits for /readyz. */
@@ -47,7 +49,28 @@ const TEAM_USERS: readonly { name: string; groups: string[] }[] = [
   { name: 'carol', groups: ['team-c'] },
 ];
 
+/**
+ * Node mode: the apiserver listens on the machine's own address (pods reach it there, through the
+ * `kubernetes` Service), the ServiceAccount admission plugin mounts tokens, the Node authorizer
+ * admits a kubelet, and kcm's nodelifecycle lifts the not-ready taint (real-node.md, traps 3, 4, 10).
+ */
+export interface NodeMode {
+  /** A non-loopback address of this machine (the kubelet rejects loopback node IPs). */
+  ip: string;
+  /** The Node's name; the kubelet authenticates as system:node:<nodeName>. */
+  nodeName: string;
+}
+
+export interface NodeAccess extends NodeMode {
+  /** PEM file of the apiserver's serving certificate, the CA in every kubeconfig below. */
+  caFile: string;
+  kubeletKubeconfig: string;
+  proxyKubeconfig: string;
+  schedulerKubeconfig: string;
+}
+
 export interface StartOptions {
+  node?: NodeMode;
   /** Run kube-controller-manager (namespace deletion, GC, Deployments). Default true. */
   controllerManager?: boolean;
   /** Keep workDir after stop() (for debugging). Default false. */
@@ -157,26 +180,34 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
     execFileSync('openssl', ['genrsa', '-out', saKey, '2048'], { stdio: 'ignore' });
     const adminToken = crypto.randomBytes(24).toString('hex');
     const userToken = crypto.randomBytes(24).toString('hex');
+    const nodeTokens = { kubelet: crypto.randomBytes(24).toString('hex'), proxy: crypto.randomBytes(24).toString('hex'), scheduler: crypto.randomBytes(24).toString('hex') };
+    const node = opts.node;
+    // The users the bootstrap RBAC policy already binds: system:nodes (with the Node authorizer),
+    // system:kube-proxy (system:node-proxier) and system:kube-scheduler.
+    const nodeLines = node === undefined ? '' : `${nodeTokens.kubelet},system:node:${node.nodeName},system:node:${node.nodeName},system:nodes\n${nodeTokens.proxy},system:kube-proxy,system:kube-proxy\n${nodeTokens.scheduler},system:kube-scheduler,system:kube-scheduler\n`;
     const team = TEAM_USERS.map((u) => ({ ...u, uid: `${u.name}-uid`, token: crypto.randomBytes(24).toString('hex'), kubeconfigPath: path.join(workDir, `${u.name}.kubeconfig`) }));
     // token,user,uid,"group1,group2"
     fs.writeFileSync(path.join(workDir, 'tokens.csv'),
-      `${adminToken},admin,admin,system:masters\n${userToken},tester,tester\n${team.map((u) => `${u.token},${u.name},${u.uid},"${u.groups.join(',')}"\n`).join('')}`, { mode: 0o600 });
+      `${adminToken},admin,admin,system:masters\n${userToken},tester,tester\n${nodeLines}${team.map((u) => `${u.token},${u.name},${u.uid},"${u.groups.join(',')}"\n`).join('')}`, { mode: 0o600 });
     const certDir = path.join(workDir, 'certs');
-    const server = `https://127.0.0.1:${apiPort}`;
+    const host = node?.ip ?? '127.0.0.1';
+    const server = `https://${host}:${apiPort}`;
     const apiLog = path.join(workDir, 'kube-apiserver.log');
     const apiArgs = [
       '--etcd-servers', `http://127.0.0.1:${etcdPort}`,
       '--cert-dir', certDir,
       '--secure-port', String(apiPort),
-      '--bind-address', '127.0.0.1',
-      '--advertise-address', '127.0.0.1',
+      '--bind-address', host,
+      '--advertise-address', host,
       '--service-account-issuer', 'https://kubernetes.default.svc',
       '--service-account-key-file', saKey,
       '--service-account-signing-key-file', saKey,
       '--token-auth-file', path.join(workDir, 'tokens.csv'),
-      '--authorization-mode', 'RBAC',
       '--service-cluster-ip-range', '10.0.0.0/24',
-      '--disable-admission-plugins', 'ServiceAccount',
+      ...(node === undefined
+        ? ['--authorization-mode', 'RBAC', '--disable-admission-plugins', 'ServiceAccount']
+        // logs/exec dial the kubelet at the node's InternalIP (no DNS name for the node here).
+        : ['--authorization-mode', 'Node,RBAC', '--kubelet-preferred-address-types', 'InternalIP']),
       '--max-requests-inflight', '800',
       '--max-mutating-requests-inflight', '400',
       '-v', '0',
@@ -204,7 +235,7 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
         '--service-account-private-key-file', saKey,
         '--root-ca-file', fs.existsSync(caFile) ? caFile : '',
         '--leader-elect=false', '--port', '0', '--secure-port', '0',
-        '--controllers', '*,-nodeipam,-nodelifecycle,-attachdetach,-persistentvolume-binder,-persistentvolume-expander,-cloud-node-lifecycle,-route,-service,-ttl,-bootstrapsigner,-tokencleaner',
+        '--controllers', `*,-nodeipam,${node === undefined ? '-nodelifecycle,' : ''}-attachdetach,-persistentvolume-binder,-persistentvolume-expander,-cloud-node-lifecycle,-route,-service,-ttl,-bootstrapsigner,-tokencleaner`,
         '--kube-api-qps', '200', '--kube-api-burst', '400',
         '--concurrent-namespace-syncs', '10', '--concurrent-gc-syncs', '20',
         '-v', '0',
@@ -215,8 +246,26 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
       if (kcm.child.exitCode !== null) throw new Error(`kube-controller-manager exited at start:\n${lastLines(kcmLog)}`);
     }
 
+    let nodeAccess: NodeAccess | undefined;
+    if (node !== undefined) {
+      if (!fs.existsSync(caFile)) throw new Error(`node mode needs the apiserver's self-signed certificate at ${caFile}`);
+      const write = (who: string, user: string, token: string): string => {
+        const file = path.join(workDir, `${who}.kubeconfig`);
+        fs.writeFileSync(file, kubeconfig(server, user, token, caFile), { mode: 0o600 });
+        return file;
+      };
+      nodeAccess = {
+        ...node,
+        caFile,
+        kubeletKubeconfig: write('kubelet', `system:node:${node.nodeName}`, nodeTokens.kubelet),
+        proxyKubeconfig: write('kube-proxy', 'system:kube-proxy', nodeTokens.proxy),
+        schedulerKubeconfig: write('kube-scheduler', 'system:kube-scheduler', nodeTokens.scheduler),
+      };
+    }
+
     let stopped = false;
     return {
+      node: nodeAccess,
       kubeconfigPath,
       userKubeconfigPath,
       server,
