@@ -1,4 +1,4 @@
-// Renders charts/stowage with stowage-helm (a `helm template` work-alike, see scripts/helm/) and
+// Renders charts/stowage with helm itself (`helm template`, see scripts/helm/) and
 // validates the output on the real apiserver with server-side dry run: CRDs first, for real, as
 // `helm install` does. Also keeps the chart and deploy/ in step (CRDs, RBAC rules, pod spec).
 import fs from 'node:fs';
