@@ -25,6 +25,8 @@ export interface TemplateOptions {
   noHooks?: boolean;
   /** Return the rendered NOTES.txt instead of the manifests. */
   notes?: boolean;
+  /** For notes: helm's dry-run install asks this cluster for its version (it renders nothing there). */
+  kubeconfig?: string;
 }
 
 /** The command line of `helm template` for these options (`helm install --dry-run=client -o json` for notes). */
@@ -32,6 +34,7 @@ export function templateArgs(o: TemplateOptions): string[] {
   const args = o.notes === true
     ? ['install', o.releaseName, o.chartDir, '--namespace', o.namespace, '--dry-run=client', '--output', 'json']
     : ['template', o.releaseName, o.chartDir, '--namespace', o.namespace];
+  if (o.kubeconfig !== undefined) args.push('--kubeconfig', o.kubeconfig);
   for (const f of o.valuesFiles ?? []) args.push('--values', f);
   for (const s of o.set ?? []) args.push('--set', s);
   for (const s of o.setString ?? []) args.push('--set-string', s);
