@@ -17,6 +17,7 @@ import {
 } from '../src/apis/v1/index.js';
 import { CORE, CUSTOM_RESOURCE_DEFINITIONS, createDynamicClient, ensureCrds, isAlreadyExists, isNotFound, loadKubeConfig, type DynamicClient, type KubeObject } from '../src/kube/index.js';
 import { startControlPlane, type ControlPlane } from './cluster/controlPlane.js';
+import { K8S_VERSION } from './cluster/paths.js';
 import { spawnTracked, type Spawned } from './cluster/procs.js';
 import { prepareLocalWebhook, waitForLocalWebhook } from './cluster/webhook.js';
 import { startS3Server, type S3Server } from './cluster/s3.js';
@@ -200,7 +201,7 @@ async function main(): Promise<number> {
     await buildIfStale();
 
     step('Starting the local control plane (etcd, kube-apiserver, kube-controller-manager)');
-    note('the first run builds Kubernetes v1.20.2 from Debian\'s archive (about 10 minutes); later runs use the cache');
+    note(`the first run builds etcd and Kubernetes v${K8S_VERSION} from the Go module proxy (about 25 minutes on 2 cores); later runs use the cache`);
     const cpStart = Date.now();
     cp = await startControlPlane();
     note(`API server at ${cp.server}, ready in ${secs(Date.now() - cpStart)}`);

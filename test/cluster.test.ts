@@ -4,12 +4,21 @@ import { inject } from 'vitest';
 import * as k8s from '@kubernetes/client-node';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { K8S_VERSION } from '../scripts/cluster/paths.js';
 import { adminConfig, createNamespace, uniqueName, userConfig, waitUntil } from './support/kube.js';
 
 describe('local control plane', () => {
-  it('reports v1.20.2', async () => {
+  it(`reports the release it was built from, v${K8S_VERSION}`, async () => {
     const info = await adminConfig().makeApiClient(k8s.VersionApi).getCode();
-    expect(info.gitVersion).toBe('v1.20.2');
+    expect(info.gitVersion).toBe(`v${K8S_VERSION}`);
+    expect(`${info.major}.${info.minor}`).toBe(K8S_VERSION.split('.').slice(0, 2).join('.'));
+  });
+
+  it('labels every namespace with kubernetes.io/metadata.name, which webhooks select on', async () => {
+    const kc = adminConfig();
+    const ns = await createNamespace(kc, 'labelled');
+    const got = await kc.makeApiClient(k8s.CoreV1Api).readNamespace({ name: ns });
+    expect(got.metadata?.labels?.['kubernetes.io/metadata.name']).toBe(ns);
   });
 
   it('delivers add, update and delete events of a custom resource to an informer', async () => {

@@ -27,6 +27,18 @@ describe('control plane lifecycle', () => {
     );
   });
 
+  it('fails with the Go module proxy\'s answer when the release does not exist, before building anything', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-badversion-'));
+    try {
+      await expect(provision(root, '1.99.0')).rejects.toThrow(
+        /local control plane provisioning failed .*downloading k8s\.io\/kubernetes v1\.99\.0 failed: go: k8s\.io\/kubernetes@v1\.99\.0: .+/,
+      );
+      expect(fs.readdirSync(path.join(root, 'k8s-v1.99.0', 'bin'))).toEqual([]);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it('leaves no etcd, kube-* or s3rver process behind when its owner is SIGKILLed', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'test/fixtures/startControlPlane.ts')], {
       stdio: ['ignore', 'pipe', 'inherit'],

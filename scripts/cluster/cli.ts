@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cacheDir } from './paths.js';
+import { K8S_VERSION, cacheDir, cacheRoot } from './paths.js';
 import { provision } from './provision.js';
 import { startControlPlane } from './controlPlane.js';
 import { startS3Server } from './s3.js';
@@ -17,7 +17,7 @@ interface State {
   s3Directory: string;
 }
 
-const stateFile = path.join(path.dirname(cacheDir()), 'cluster-state.json');
+const stateFile = path.join(cacheRoot(), 'cluster-state.json');
 
 function readState(): State | undefined {
   try {
@@ -109,7 +109,7 @@ try {
       printEnv(s);
       break;
     }
-    case 'provision': await provision(); process.stderr.write(`binaries cached in ${cacheDir()}/bin\n`); break;
+    case 'provision': await provision(); process.stderr.write(`Kubernetes v${K8S_VERSION} binaries cached in ${cacheDir()}/bin\n`); break;
     case 'serve': await serve(); break;
     default:
       process.stderr.write('usage: npm run cluster -- up|down|env|provision\n');

@@ -1,5 +1,6 @@
-// A real etcd + kube-apiserver + kube-controller-manager on loopback, for tests, benchmarks and
-// the demo. Each start gets a fresh etcd data directory; stop() leaves no process behind.
+// A real etcd + kube-apiserver + kube-controller-manager (the release in paths.ts) on loopback, for
+// tests, benchmarks and the demo. Each start gets a fresh etcd data directory; stop() leaves no
+// process behind. Flags are kept as name → value maps so a variant (a real node) can override them.
 import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -52,7 +53,8 @@ const TEAM_USERS: readonly { name: string; groups: string[] }[] = [
 /**
  * Node mode: the apiserver listens on the machine's own address (pods reach it there, through the
  * `kubernetes` Service), the ServiceAccount admission plugin mounts tokens, the Node authorizer
- * admits a kubelet, and kcm's nodelifecycle lifts the not-ready taint (real-node.md, traps 3, 4, 10).
+ * admits a kubelet, and kcm's node lifecycle controller lifts the not-ready taint (real-node.md,
+ * traps 3, 4, 10).
  */
 export interface NodeMode {
   /** A non-loopback address of this machine (the kubelet rejects loopback node IPs). */
@@ -67,6 +69,26 @@ export interface NodeAccess extends NodeMode {
   kubeletKubeconfig: string;
   proxyKubeconfig: string;
   schedulerKubeconfig: string;
+}
+
+/** Node mode's changes to apiserverFlags. */
+export function nodeApiserverFlags(flags: Flags, node: NodeMode): Flags {
+  const f = new Map(flags);
+  f.set('bind-address', node.ip);
+  f.set('advertise-address', node.ip);
+  f.set('authorization-mode', 'Node,RBAC');
+  f.delete('disable-admission-plugins');
+  // logs/exec dial the kubelet at the node's InternalIP (there is no DNS name for the node).
+  f.set('kubelet-preferred-address-types', 'InternalIP');
+  return f;
+}
+
+/** Node mode's changes to controllerManagerFlags: the node lifecycle and taint controllers run. */
+export function nodeControllerManagerFlags(flags: Flags): Flags {
+  const f = new Map(flags);
+  const keep = new Set(['-node-lifecycle-controller', '-taint-eviction-controller']);
+  f.set('controllers', (f.get('controllers') ?? '*').split(',').filter((c) => !keep.has(c)).join(','));
+  return f;
 }
 
 export interface StartOptions {
@@ -149,6 +171,61 @@ current-context: ${user}@local
 `;
 }
 
+/** Command-line flags as name → value, in order; `toArgs` renders them as `--name=value`. */
+export type Flags = Map<string, string>;
+export const toArgs = (flags: Flags): string[] => [...flags].map(([k, v]) => `--${k}=${v}`);
+
+/** kube-apiserver on loopback with static tokens, RBAC, and no ServiceAccount admission (no pods run). */
+export function apiserverFlags(o: { etcdPort: number; certDir: string; apiPort: number; saKey: string; tokenFile: string }): Flags {
+  return new Map([
+    ['etcd-servers', `http://127.0.0.1:${o.etcdPort}`],
+    ['cert-dir', o.certDir],
+    ['secure-port', String(o.apiPort)],
+    ['bind-address', '127.0.0.1'],
+    ['advertise-address', '127.0.0.1'],
+    ['service-account-issuer', 'https://kubernetes.default.svc'],
+    ['service-account-key-file', o.saKey],
+    ['service-account-signing-key-file', o.saKey],
+    ['token-auth-file', o.tokenFile],
+    ['authorization-mode', 'RBAC'],
+    ['service-cluster-ip-range', '10.0.0.0/24'],
+    // Pod Security admission stays on (the default since 1.25): restores meet it as in a real cluster.
+    ['disable-admission-plugins', 'ServiceAccount'],
+    // As real clusters do (the default refuses privileged pods outright, before Pod Security decides).
+    ['allow-privileged', 'true'],
+    ['max-requests-inflight', '800'],
+    ['max-mutating-requests-inflight', '400'],
+    ['v', '0'],
+  ]);
+}
+
+/**
+ * kube-controller-manager for namespace deletion, garbage collection and workload controllers.
+ * Controllers that need nodes, volumes or bootstrap tokens are off: no node runs here.
+ */
+export function controllerManagerFlags(o: { kubeconfigPath: string; saKey: string; caFile: string | undefined }): Flags {
+  const off = [
+    'node-ipam-controller', 'node-lifecycle-controller', 'taint-eviction-controller', 'persistentvolume-attach-detach-controller',
+    'persistentvolume-binder-controller', 'persistentvolume-expander-controller', 'ttl-controller',
+    'bootstrap-signer-controller', 'token-cleaner-controller',
+  ];
+  const flags: Flags = new Map([
+    ['kubeconfig', o.kubeconfigPath],
+    ['service-account-private-key-file', o.saKey],
+    ['leader-elect', 'false'],
+    // No serving port: nothing scrapes it, and a fixed port would clash between parallel runs.
+    ['secure-port', '0'],
+    ['controllers', ['*', ...off.map((c) => `-${c}`)].join(',')],
+    ['kube-api-qps', '200'],
+    ['kube-api-burst', '400'],
+    ['concurrent-namespace-syncs', '10'],
+    ['concurrent-gc-syncs', '20'],
+    ['v', '0'],
+  ]);
+  if (o.caFile !== undefined) flags.set('root-ca-file', o.caFile);
+  return flags;
+}
+
 export async function startControlPlane(opts: StartOptions = {}): Promise<ControlPlane> {
   const bins: Binaries = await provision();
   const readyTimeout = opts.readyTimeoutMs ?? 60_000;
@@ -182,7 +259,7 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
     const userToken = crypto.randomBytes(24).toString('hex');
     const nodeTokens = { kubelet: crypto.randomBytes(24).toString('hex'), proxy: crypto.randomBytes(24).toString('hex'), scheduler: crypto.randomBytes(24).toString('hex') };
     const node = opts.node;
-    // The users the bootstrap RBAC policy already binds: system:nodes (with the Node authorizer),
+    // Users the bootstrap RBAC policy already binds: system:nodes (with the Node authorizer),
     // system:kube-proxy (system:node-proxier) and system:kube-scheduler.
     const nodeLines = node === undefined ? '' : `${nodeTokens.kubelet},system:node:${node.nodeName},system:node:${node.nodeName},system:nodes\n${nodeTokens.proxy},system:kube-proxy,system:kube-proxy\n${nodeTokens.scheduler},system:kube-scheduler,system:kube-scheduler\n`;
     const team = TEAM_USERS.map((u) => ({ ...u, uid: `${u.name}-uid`, token: crypto.randomBytes(24).toString('hex'), kubeconfigPath: path.join(workDir, `${u.name}.kubeconfig`) }));
@@ -190,28 +267,10 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
     fs.writeFileSync(path.join(workDir, 'tokens.csv'),
       `${adminToken},admin,admin,system:masters\n${userToken},tester,tester\n${nodeLines}${team.map((u) => `${u.token},${u.name},${u.uid},"${u.groups.join(',')}"\n`).join('')}`, { mode: 0o600 });
     const certDir = path.join(workDir, 'certs');
-    const host = node?.ip ?? '127.0.0.1';
-    const server = `https://${host}:${apiPort}`;
+    const server = `https://${node?.ip ?? '127.0.0.1'}:${apiPort}`;
     const apiLog = path.join(workDir, 'kube-apiserver.log');
-    const apiArgs = [
-      '--etcd-servers', `http://127.0.0.1:${etcdPort}`,
-      '--cert-dir', certDir,
-      '--secure-port', String(apiPort),
-      '--bind-address', host,
-      '--advertise-address', host,
-      '--service-account-issuer', 'https://kubernetes.default.svc',
-      '--service-account-key-file', saKey,
-      '--service-account-signing-key-file', saKey,
-      '--token-auth-file', path.join(workDir, 'tokens.csv'),
-      '--service-cluster-ip-range', '10.0.0.0/24',
-      ...(node === undefined
-        ? ['--authorization-mode', 'RBAC', '--disable-admission-plugins', 'ServiceAccount']
-        // logs/exec dial the kubelet at the node's InternalIP (no DNS name for the node here).
-        : ['--authorization-mode', 'Node,RBAC', '--kubelet-preferred-address-types', 'InternalIP']),
-      '--max-requests-inflight', '800',
-      '--max-mutating-requests-inflight', '400',
-      '-v', '0',
-    ];
+    const apiFlags = apiserverFlags({ etcdPort, certDir, apiPort, saKey, tokenFile: path.join(workDir, 'tokens.csv') });
+    const apiArgs = toArgs(node === undefined ? apiFlags : nodeApiserverFlags(apiFlags, node));
     let apiserver: Spawned | undefined;
     const startApiserver = async (): Promise<void> => {
       apiserver = spawnTracked(bins.kubeApiserver, apiArgs, apiLog);
@@ -221,34 +280,27 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
     };
     await startApiserver();
 
-    const caFile = path.join(certDir, 'apiserver.crt');
+    const certFile = path.join(certDir, 'apiserver.crt');
+    const caFile = fs.existsSync(certFile) ? certFile : undefined;
     const kubeconfigPath = path.join(workDir, 'admin.kubeconfig');
     const userKubeconfigPath = path.join(workDir, 'user.kubeconfig');
-    fs.writeFileSync(kubeconfigPath, kubeconfig(server, 'admin', adminToken, fs.existsSync(caFile) ? caFile : undefined), { mode: 0o600 });
-    fs.writeFileSync(userKubeconfigPath, kubeconfig(server, 'tester', userToken, fs.existsSync(caFile) ? caFile : undefined), { mode: 0o600 });
-    for (const u of team) fs.writeFileSync(u.kubeconfigPath, kubeconfig(server, u.name, u.token, fs.existsSync(caFile) ? caFile : undefined), { mode: 0o600 });
+    fs.writeFileSync(kubeconfigPath, kubeconfig(server, 'admin', adminToken, caFile), { mode: 0o600 });
+    fs.writeFileSync(userKubeconfigPath, kubeconfig(server, 'tester', userToken, caFile), { mode: 0o600 });
+    for (const u of team) fs.writeFileSync(u.kubeconfigPath, kubeconfig(server, u.name, u.token, caFile), { mode: 0o600 });
 
     if (opts.controllerManager !== false) {
       const kcmLog = path.join(workDir, 'kube-controller-manager.log');
-      const kcm = spawnTracked(bins.kubeControllerManager, [
-        '--kubeconfig', kubeconfigPath,
-        '--service-account-private-key-file', saKey,
-        '--root-ca-file', fs.existsSync(caFile) ? caFile : '',
-        '--leader-elect=false', '--port', '0', '--secure-port', '0',
-        '--controllers', `*,-nodeipam,${node === undefined ? '-nodelifecycle,' : ''}-attachdetach,-persistentvolume-binder,-persistentvolume-expander,-cloud-node-lifecycle,-route,-service,-ttl,-bootstrapsigner,-tokencleaner`,
-        '--kube-api-qps', '200', '--kube-api-burst', '400',
-        '--concurrent-namespace-syncs', '10', '--concurrent-gc-syncs', '20',
-        '-v', '0',
-      ].filter((a) => a !== ''), kcmLog);
+      const kcmFlags = controllerManagerFlags({ kubeconfigPath, saKey, caFile });
+      const kcm = spawnTracked(bins.kubeControllerManager, toArgs(node === undefined ? kcmFlags : nodeControllerManagerFlags(kcmFlags)), kcmLog);
       started.push(kcm);
-      // Fail fast if it dies at once (bad flags, bad kubeconfig).
-      await new Promise((r) => setTimeout(r, 500));
-      if (kcm.child.exitCode !== null) throw new Error(`kube-controller-manager exited at start:\n${lastLines(kcmLog)}`);
+      // Its controllers run once it publishes the root CA into kube-system (or it dies: bad flags).
+      await waitFor('kube-controller-manager', kcm, kcmLog, readyTimeout, async () =>
+        (await apiGet(server, adminToken, '/api/v1/namespaces/kube-system/configmaps/kube-root-ca.crt')) === 200);
     }
 
     let nodeAccess: NodeAccess | undefined;
     if (node !== undefined) {
-      if (!fs.existsSync(caFile)) throw new Error(`node mode needs the apiserver's self-signed certificate at ${caFile}`);
+      if (caFile === undefined) throw new Error(`node mode needs the apiserver's self-signed certificate at ${certFile}`);
       const write = (who: string, user: string, token: string): string => {
         const file = path.join(workDir, `${who}.kubeconfig`);
         fs.writeFileSync(file, kubeconfig(server, user, token, caFile), { mode: 0o600 });

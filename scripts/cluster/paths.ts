@@ -1,12 +1,18 @@
 import os from 'node:os';
 import path from 'node:path';
 
-export const K8S_VERSION = '1.20.2';
+/** The Kubernetes release the local control plane runs (built by provision.sh from the Go module proxy). */
+export const K8S_VERSION = '1.37.2';
 
-/** Where built binaries are cached: $STOWAGE_CACHE_DIR, else $XDG_CACHE_HOME/stowage, else ~/.cache/stowage. */
-export function cacheDir(): string {
-  const base =
+/** The shared cache: $STOWAGE_CACHE_DIR, else $XDG_CACHE_HOME/stowage, else ~/.cache/stowage. */
+export function cacheRoot(): string {
+  return (
     process.env.STOWAGE_CACHE_DIR ??
-    path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'stowage');
-  return path.join(base, `k8s-v${K8S_VERSION}`);
+    path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'stowage')
+  );
+}
+
+/** Where this release's binaries are cached (bin/ inside it), keyed by version. */
+export function cacheDir(): string {
+  return path.join(cacheRoot(), `k8s-v${K8S_VERSION}`);
 }

@@ -1,120 +1,133 @@
 #!/usr/bin/env bash
-# Provisions etcd, kube-apiserver and kube-controller-manager v1.20.2 from Debian's archive only
-# (see shared/design/local-control-plane.md). Idempotent: exits at once when the cached binaries
-# exist. Prints timestamped progress so a person sees the ~10 minute first build is moving.
+# Builds etcd and the Kubernetes binaries of one release from the Go module proxy into
+# CACHE/k8s-vVERSION/bin (see shared/design/local-control-plane.md). Idempotent: exits at once when
+# every binary is cached. Prints timestamped progress and a heartbeat so a person sees a cold build
+# (about 20 minutes on 2 cores) is moving; a failed build ends with the last lines of Go's error.
 #
-# Usage: provision.sh CACHE_DIR    (binaries land in CACHE_DIR/bin)
+# Usage: provision.sh CACHE VERSION      e.g. provision.sh ~/.cache/stowage 1.37.2
+# Env:   STOWAGE_ETCD_VERSION (default below), STOWAGE_K8S_BINARIES (space-separated subset)
 set -euo pipefail
 
-CACHE=${1:?usage: provision.sh CACHE_DIR}
-K8S_VERSION=1.20.2
-BIN=$CACHE/bin
+CACHE=${1:?usage: provision.sh CACHE VERSION}
+VERSION=${2:?usage: provision.sh CACHE VERSION}
+ETCD_VERSION=${STOWAGE_ETCD_VERSION:-3.7.4}
+DIR=$CACHE/k8s-v$VERSION
+BIN=$DIR/bin
+# Order matters: whoever waits for the node binaries (kubelet) gets them before the extras.
+BINARIES=${STOWAGE_K8S_BINARIES:-"etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl"}
 START=$(date +%s)
 
-log() { printf '[cluster %4ss] %s\n' "$(( $(date +%s) - START ))" "$*" >&2; }
+log() { printf '[cluster %s %4ss] %s\n' "$(date -u +%H:%M:%S)" "$(( $(date +%s) - START ))" "$*" >&2; }
 die() { printf '[cluster] PROVISIONING FAILED: %s\n' "$*" >&2; exit 1; }
 
 have_all() {
-  [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kube-controller-manager" ] && command -v etcd >/dev/null 2>&1
+  local b
+  for b in $BINARIES; do [ -x "$BIN/$b" ] || return 1; done
 }
 if have_all; then exit 0; fi
 
-mkdir -p "$CACHE" 2>/dev/null || die "cannot create cache directory $CACHE (set STOWAGE_CACHE_DIR to a writable path)"
-[ -w "$CACHE" ] || die "cache directory $CACHE is not writable (set STOWAGE_CACHE_DIR to a writable path)"
-mkdir -p "$BIN"
+mkdir -p "$BIN" 2>/dev/null || die "cannot create cache directory $BIN (set STOWAGE_CACHE_DIR to a writable path)"
+[ -w "$BIN" ] || die "cache directory $BIN is not writable (set STOWAGE_CACHE_DIR to a writable path)"
 
 # Serialise concurrent provisioning (two test runs, or a demo and a test run).
-exec 9>"$CACHE/.provision.lock"
+exec 9>"$DIR/.provision.lock"
 flock 9
 if have_all; then exit 0; fi
 
-as_root() {
-  if [ "$(id -u)" = 0 ]; then "$@";
-  elif command -v sudo >/dev/null 2>&1; then sudo -n "$@" || die "need root to run: $*";
-  else die "need root to run: $* (install the packages by hand, then re-run)"; fi
-}
+command -v go >/dev/null 2>&1 || die "go is not on PATH (Go >= 1.26 is needed to build Kubernetes v$VERSION)"
+command -v openssl >/dev/null 2>&1 || die "openssl is not on PATH (the control plane makes its keys with it)"
 
-# Runs a long command in the background and prints a heartbeat every 30 s.
-with_heartbeat() {
-  local what=$1; shift
+# Shared by every version and by CI on this machine, so a second version or a rebuild is cheap.
+export GOMODCACHE=$CACHE/gomod GOCACHE=$CACHE/gocache GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
+log "building Kubernetes v$VERSION and etcd v$ETCD_VERSION with $(go version | cut -d' ' -f3) into $BIN"
+
+# Runs a command with its output in a log file, a heartbeat every 30 s, and on failure the
+# last lines of that output in the error.
+run_logged() {
+  local what=$1 logf=$2; shift 2
   local t0; t0=$(date +%s)
-  "$@" &
+  "$@" >"$logf" 2>&1 &
   local pid=$!
   while kill -0 "$pid" 2>/dev/null; do
     for _ in $(seq 1 30); do sleep 1; kill -0 "$pid" 2>/dev/null || break; done
     kill -0 "$pid" 2>/dev/null && log "  still $what ($(( $(date +%s) - t0 ))s so far)"
   done
-  wait "$pid" || die "$what failed (see the output above)"
+  if ! wait "$pid"; then
+    tail -n 20 "$logf" | sed 's/^/[cluster]   | /' >&2
+    die "$what failed: $(grep -v '^\s*$' "$logf" | tail -n 3 | tr '\n' ' ' | cut -c1-400) (full log: $logf)"
+  fi
 }
 
-PKGS="etcd-server golang-go golang-github-modern-go-reflect2-dev openssl"
-missing=""
-for p in $PKGS; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-  log "installing Debian packages:$missing"
-  as_root apt-get update -qq || die "apt-get update failed"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null \
-    || die "apt-get install$missing failed"
-fi
-command -v etcd >/dev/null || die "etcd is not on PATH after installing etcd-server"
-GO=$(command -v go || echo /usr/lib/go/bin/go)
-[ -x "$GO" ] || die "go not found after installing golang-go"
+# k8s.io/kubernetes replaces its staging modules with local paths, so it cannot be built as a
+# dependency as is: this module requires it and points every staging module at its published
+# v0.X.Y twin. The staging list is read from the release's own go.mod.
+prepare_kube_module() {
+  local mod=$DIR/kube-module
+  [ -f "$mod/.ready" ] && return 0
+  rm -rf "$mod"; mkdir -p "$mod"
+  run_logged "downloading k8s.io/kubernetes v$VERSION" "$DIR/download.log" \
+    go mod download "k8s.io/kubernetes@v$VERSION"
+  local src="$GOMODCACHE/k8s.io/kubernetes@v$VERSION"
+  [ -f "$src/go.mod" ] || die "k8s.io/kubernetes v$VERSION has no go.mod in $src"
+  local staging
+  staging=$(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$src/go.mod")
+  [ -n "$staging" ] || die "found no staging replacements in k8s.io/kubernetes v$VERSION's go.mod"
+  local goline; goline=$(grep -m1 '^go ' "$src/go.mod")
+  {
+    echo "// Generated by scripts/cluster/provision.sh: builds k8s.io/kubernetes v$VERSION's commands."
+    echo "module stowage.local/kube-build"
+    echo
+    echo "$goline"
+    grep -m1 '^godebug ' "$src/go.mod" || true
+    echo
+    echo "require k8s.io/kubernetes v$VERSION"
+    echo
+    echo "replace ("
+    for m in $staging; do echo "	$m => $m v0.${VERSION#1.}"; done
+    echo ")"
+  } >"$mod/go.mod"
+  touch "$mod/.ready"
+}
 
-if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kube-controller-manager" ]; then exit 0; fi
+prepare_etcd_module() {
+  local mod=$DIR/etcd-module
+  [ -f "$mod/.ready" ] && return 0
+  rm -rf "$mod"; mkdir -p "$mod"
+  printf 'module stowage.local/etcd-build\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 v%s\n' "$ETCD_VERSION" >"$mod/go.mod"
+  # The whole program: etcd's own entry point, so the binary behaves as a released etcd.
+  printf 'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n' >"$mod/main.go"
+  touch "$mod/.ready"
+}
 
-SRC=$CACHE/src
-TREE=$SRC/kubernetes-$K8S_VERSION
-if [ ! -f "$TREE/.stowage-prepared" ]; then
-  mkdir -p "$SRC/lists/partial"
-  echo "deb-src http://deb.debian.org/debian bookworm main" > "$SRC/src.list"
-  APTOPTS=(-o "Dir::Etc::SourceList=$SRC/src.list" -o "Dir::Etc::SourceParts=/dev/null" -o "Dir::State::Lists=$SRC/lists")
-  if ! ls "$SRC"/kubernetes_*.orig.tar.gz >/dev/null 2>&1; then
-    log "downloading the kubernetes source package from Debian (34 MB)"
-    apt-get "${APTOPTS[@]}" update -qq || die "apt-get update of the private deb-src list failed"
-    (cd "$SRC" && apt-get "${APTOPTS[@]}" source --download-only kubernetes >/dev/null) \
-      || die "apt-get source --download-only kubernetes failed"
-  fi
-  log "unpacking the source tree"
-  rm -rf "$TREE"
-  tar -xzf "$(ls "$SRC"/kubernetes_*.orig.tar.gz | head -1)" -C "$SRC" || die "cannot untar the kubernetes source"
-  [ -d "$TREE" ] || die "expected $TREE after untar"
-  # The vendored reflect2 1.0.1 crashes under Go >= 1.18; Debian ships 1.0.2.
-  rm -rf "$TREE/vendor/github.com/modern-go/reflect2"
-  cp -r /usr/share/gocode/src/github.com/modern-go/reflect2 "$TREE/vendor/github.com/modern-go/reflect2"
-  touch "$TREE/.stowage-prepared"
-fi
-
-export GOPATH=$CACHE/gopath GO111MODULE=off GOCACHE=$CACHE/gocache GOFLAGS= CGO_ENABLED=0
-mkdir -p "$GOPATH/src/k8s.io"
-ln -sfn "$TREE" "$GOPATH/src/k8s.io/kubernetes"
-cd "$GOPATH/src/k8s.io/kubernetes"
-
-OPENAPI=pkg/generated/openapi/zz_generated.openapi.go
-if [ ! -s "$OPENAPI" ]; then
-  log "building openapi-gen"
-  with_heartbeat "building openapi-gen" "$GO" build -o "$CACHE/openapi-gen" ./vendor/k8s.io/kube-openapi/cmd/openapi-gen
-  dirs=$( { grep -rl --include='*.go' '+k8s:openapi-gen=' pkg cmd; grep -Rl --include='*.go' '+k8s:openapi-gen=' vendor; } \
-    | xargs -n1 dirname | sort -u \
-    | grep -v -e '^vendor/k8s.io/code-generator/' -e '^vendor/k8s.io/sample-apiserver/' \
-    | sed 's#^#k8s.io/kubernetes/#' | paste -sd, -)
-  log "generating OpenAPI definitions ($(echo "$dirs" | tr ',' '\n' | wc -l) packages)"
-  with_heartbeat "generating OpenAPI definitions" "$CACHE/openapi-gen" -i "$dirs" -p k8s.io/kubernetes/pkg/generated/openapi \
-    -O zz_generated.openapi -h vendor/k8s.io/code-generator/hack/boilerplate.go.txt -r "$CACHE/violations.report"
-  [ -s "$OPENAPI" ] || die "openapi-gen produced no $OPENAPI"
-fi
-
-# /version reads client-go's copy of the version variables, the binaries' --version reads component-base's.
+# /version reads client-go's copy of the version variables, the binaries' --version component-base's.
+MINOR=$(echo "$VERSION" | cut -d. -f2)
 LDFLAGS="-s -w"
-for pkg in k8s.io/kubernetes/vendor/k8s.io/component-base/version k8s.io/kubernetes/vendor/k8s.io/client-go/pkg/version; do
-  LDFLAGS="$LDFLAGS -X $pkg.gitVersion=v$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=20 -X $pkg.gitTreeState=archive"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  LDFLAGS="$LDFLAGS -X $pkg.gitVersion=v$VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$MINOR -X $pkg.gitTreeState=clean"
 done
-for cmd in kube-apiserver kube-controller-manager; do
-  if [ ! -x "$BIN/$cmd" ]; then
-    log "building $cmd (kube-apiserver takes ~7 minutes on 2 cores the first time)"
-    with_heartbeat "building $cmd" "$GO" build -ldflags "$LDFLAGS" -o "$BIN/$cmd.tmp" "./cmd/$cmd"
-    mv "$BIN/$cmd.tmp" "$BIN/$cmd"
+
+# Resolve the release first: a version the proxy does not have fails before minutes of etcd build.
+for b in $BINARIES; do
+  if [ "$b" != etcd ] && [ ! -x "$BIN/$b" ]; then prepare_kube_module; break; fi
+done
+
+for b in $BINARIES; do
+  [ -x "$BIN/$b" ] && continue
+  t0=$(date +%s)
+  if [ "$b" = etcd ]; then
+    prepare_etcd_module
+    log "building etcd v$ETCD_VERSION"
+    (cd "$DIR/etcd-module" && run_logged "building etcd" "$DIR/build-etcd.log" \
+      go build -trimpath -ldflags "-s -w" -o "$BIN/etcd.tmp" .)
+  else
+    prepare_kube_module
+    log "building $b v$VERSION"
+    (cd "$DIR/kube-module" && run_logged "building $b" "$DIR/build-$b.log" \
+      go build -trimpath -ldflags "$LDFLAGS" -o "$BIN/$b.tmp" "k8s.io/kubernetes/cmd/$b")
   fi
+  mv "$BIN/$b.tmp" "$BIN/$b"
+  secs=$(( $(date +%s) - t0 ))
+  log "built $b in ${secs}s"
+  printf '%s %s %ss\n' "$(date -u +%FT%TZ)" "$b" "$secs" >>"$DIR/build-times.txt"
 done
-log "control plane binaries ready in $BIN"
+log "Kubernetes v$VERSION binaries ready in $BIN"

@@ -1,13 +1,13 @@
 // The admission webhook for a `stowage server` running on this host against the local control
 // plane (tests, the demo, the benchmark): the API server calls it by URL on a loopback port.
-// Per server namespace: the namespace gets the kubernetes.io/metadata.name label (1.20 does not
-// set it) and a MutatingWebhookConfiguration `stowage-<ns>` created as admin, which a restarted
+// Per server namespace: a MutatingWebhookConfiguration `stowage-<ns>` (it selects the namespace by
+// the kubernetes.io/metadata.name label the API server sets), created as admin, which a restarted
 // server of the namespace reuses (it publishes its own port and CA bundle into it; the most
 // recently started server of a namespace is the one the API server calls).
 import net from 'node:net';
 import { RESOURCES, newBackup } from '../../src/apis/v1/index.js';
 import { REQUESTER_ANNOTATION } from '../../src/auth/index.js';
-import { CORE, isAlreadyExists, isNotFound, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
+import { isAlreadyExists, isNotFound, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import { MUTATING_WEBHOOK_CONFIGURATIONS, webhookConfiguration } from '../../src/webhook/index.js';
 import { errorMessage } from '../../src/util/errors.js';
 
@@ -33,9 +33,8 @@ export interface LocalWebhook {
   created: boolean;
 }
 
-/** Labels the namespace and creates the configuration if it does not exist yet. */
+/** Creates the configuration if it does not exist yet. */
 export async function prepareLocalWebhook(admin: DynamicClient, namespace: string, name = webhookConfigurationNameFor(namespace)): Promise<LocalWebhook> {
-  await admin.patch(CORE.namespaces, undefined, namespace, { metadata: { labels: { 'kubernetes.io/metadata.name': namespace } } }, 'merge');
   const port = await freeLoopbackPort();
   const url = `https://127.0.0.1:${port}/mutate`;
   let created = false;

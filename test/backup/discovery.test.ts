@@ -1,5 +1,5 @@
-// Every served resource is backed up, at the version it is read at, and restored: a CronJob served
-// only at batch/v1beta1 on 1.20 while batch prefers v1; a CRD group whose kinds are served at
+// Every served resource is backed up, at the version it is read at, and restored: a CronJob at
+// batch/v1 (v1beta1 is gone since 1.25); a CRD group whose kinds are served at
 // different versions; includeAllGroupVersions; a LIST the apiserver refuses; an include that names
 // nothing. Real apiserver, real S3 server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,7 +10,7 @@ import { CORE, CUSTOM_RESOURCE_DEFINITIONS, createDynamicClient, type ApiResourc
 import { userConfig, uniqueName, waitUntil } from '../support/kube.js';
 import { capturingLogger, createNs, getOrUndefined, res, restoreNow, setupEnv, RBAC, type Env } from '../restore/support.js';
 
-const CRONJOBS = res('batch', 'v1beta1', 'cronjobs', true);
+const CRONJOBS = res('batch', 'v1', 'cronjobs', true);
 
 describe('discovery of every served resource, against the real cluster', () => {
   let env: Env;
@@ -63,7 +63,7 @@ describe('discovery of every served resource, against the real cluster', () => {
       spec: { scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web' }, minReplicas: 1, maxReplicas: 3, targetCPUUtilizationPercentage: 80 },
     });
     await client.create(CRONJOBS, ns, {
-      apiVersion: 'batch/v1beta1', kind: 'CronJob', metadata: { name: 'nightly' },
+      apiVersion: 'batch/v1', kind: 'CronJob', metadata: { name: 'nightly' },
       spec: { schedule: '0 3 * * *', suspend: true, jobTemplate: { spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'registry.invalid/job:1' }] } } } } },
     });
   });
@@ -78,26 +78,26 @@ describe('discovery of every served resource, against the real cluster', () => {
     const d = await client.discover();
     expect(d.find((r) => r.groupResource === widgets)).toMatchObject({ version: 'v1', versions: ['v1', 'v1alpha1'] });
     expect(d.find((r) => r.groupResource === gadgets)).toMatchObject({ version: 'v1alpha1', versions: ['v1alpha1'] });
-    expect(d.find((r) => r.groupResource === 'cronjobs.batch')).toMatchObject({ version: 'v1beta1', apiVersion: 'batch/v1beta1' });
+    expect(d.find((r) => r.groupResource === 'cronjobs.batch')).toMatchObject({ version: 'v1', apiVersion: 'batch/v1', versions: ['v1'] });
   });
 
-  it('backs up a CronJob at batch/v1beta1 and a kind served only at a non-preferred version, records every resource, and restores them', async () => {
+  it('backs up a CronJob at batch/v1 and a kind served only at a non-preferred version, records every resource, and restores them', async () => {
     const { backup, result, contents } = await backupNow({ includedNamespaces: [ns] });
     expect(result.phase, JSON.stringify(result.results)).toBe('Completed');
     const paths = Object.keys(contents.entries);
     expect(paths).toEqual(expect.arrayContaining([
       `resources/cronjobs.batch/namespaces/${ns}/nightly.json`,
-      `resources/cronjobs.batch/v1beta1-preferredversion/namespaces/${ns}/nightly.json`,
+      `resources/cronjobs.batch/v1-preferredversion/namespaces/${ns}/nightly.json`,
       `resources/${gadgets}/namespaces/${ns}/g1.json`,
       `resources/${gadgets}/v1alpha1-preferredversion/namespaces/${ns}/g1.json`,
       `resources/${widgets}/v1-preferredversion/namespaces/${ns}/w1.json`,
     ]));
     // Without includeAllGroupVersions, one version per object.
     expect(contents.alternateVersions).toEqual([]);
-    expect(contents.items.find((i) => i.groupResource === 'cronjobs.batch')?.apiVersion).toBe('batch/v1beta1');
+    expect(contents.items.find((i) => i.groupResource === 'cronjobs.batch')?.apiVersion).toBe('batch/v1');
 
     // The completeness record: every resource in scope, the version used, listed and written counts.
-    expect(record(result, 'cronjobs.batch')).toEqual({ groupResource: 'cronjobs.batch', apiVersion: 'batch/v1beta1', listed: 1, written: 1 });
+    expect(record(result, 'cronjobs.batch')).toEqual({ groupResource: 'cronjobs.batch', apiVersion: 'batch/v1', listed: 1, written: 1 });
     expect(record(result, gadgets)).toEqual({ groupResource: gadgets, apiVersion: `${group}/v1alpha1`, listed: 1, written: 1 });
     expect(record(result, widgets)).toEqual({ groupResource: widgets, apiVersion: `${group}/v1`, listed: 1, written: 1 });
     expect(record(result, 'secrets')?.apiVersion).toBe('v1');
@@ -131,14 +131,14 @@ describe('discovery of every served resource, against the real cluster', () => {
     const alt = contents.alternateVersions.filter((a) => a.groupResource === widgets);
     expect(alt.map((a) => [a.path, a.apiVersion])).toEqual([[`resources/${widgets}/v1alpha1/namespaces/${ns}/w1.json`, `${group}/v1alpha1`]]);
     expect(alt[0]?.object.spec).toEqual({ size: 3 });
-    // A built-in kind the apiserver converts: an HPA read at autoscaling/v1 is also stored at v2beta2 and v2beta1.
-    expect(record(result, 'horizontalpodautoscalers.autoscaling')).toMatchObject({ apiVersion: 'autoscaling/v1', written: 1, otherVersions: ['autoscaling/v2beta2', 'autoscaling/v2beta1'] });
+    // A built-in kind the apiserver converts: an HPA (written at v1) is read at the preferred
+    // autoscaling/v2 and also stored at v1.
+    expect(record(result, 'horizontalpodautoscalers.autoscaling')).toMatchObject({ apiVersion: 'autoscaling/v2', written: 1, otherVersions: ['autoscaling/v1'] });
     const hpa = contents.alternateVersions.filter((a) => a.groupResource === 'horizontalpodautoscalers.autoscaling');
-    expect(hpa.map((a) => a.path).sort()).toEqual([
-      `resources/horizontalpodautoscalers.autoscaling/v2beta1/namespaces/${ns}/web.json`,
-      `resources/horizontalpodautoscalers.autoscaling/v2beta2/namespaces/${ns}/web.json`,
-    ]);
-    expect(hpa.find((a) => a.apiVersion === 'autoscaling/v2beta2')?.object.spec).toMatchObject({ metrics: [{ type: 'Resource', resource: { name: 'cpu' } }] });
+    expect(hpa.map((a) => a.path)).toEqual([`resources/horizontalpodautoscalers.autoscaling/v1/namespaces/${ns}/web.json`]);
+    expect(hpa[0]?.object.spec).toMatchObject({ targetCPUUtilizationPercentage: 80 });
+    expect(contents.items.find((i) => i.groupResource === 'horizontalpodautoscalers.autoscaling')?.object.spec)
+      .toMatchObject({ metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 80 } } }] });
     // No classic copy for the other version: the classic copy is the v1 object.
     expect(contents.items.find((i) => i.groupResource === widgets)?.apiVersion).toBe(`${group}/v1`);
 
@@ -227,7 +227,7 @@ describe('discovery of every served resource, against the real cluster', () => {
       expect(errors.find((e) => e.startsWith(`listing secrets in namespace "${ns}" at v1 failed: `))).toMatch(/forbidden/);
       expect(errors.find((e) => e.startsWith(`listing ${gadgets} in namespace "${ns}" at ${group}/v1alpha1 failed: `))).toMatch(/forbidden/);
       expect(record(result, 'secrets')).toMatchObject({ listed: 0, written: 0, error: expect.stringMatching(/^listing secrets .* forbidden/) });
-      expect(record(result, 'cronjobs.batch')).toEqual({ groupResource: 'cronjobs.batch', apiVersion: 'batch/v1beta1', listed: 1, written: 1 });
+      expect(record(result, 'cronjobs.batch')).toEqual({ groupResource: 'cronjobs.batch', apiVersion: 'batch/v1', listed: 1, written: 1 });
       // Nor can the CRD of the custom resources in scope, or the Namespace objects: errors too. No
       // ServiceAccount is in scope, so the ClusterRoleBindings are not needed and not listed.
       expect(result.results.errors.cluster).toEqual([

@@ -14,8 +14,7 @@ import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinis
 
 const DEPLOY = { group: 'apps', version: 'v1', resource: 'deployments', namespaced: true };
 const STS = { group: 'apps', version: 'v1', resource: 'statefulsets', namespaced: true };
-// The local control plane is Kubernetes 1.20: CronJobs are served at batch/v1beta1.
-const CRON = { group: 'batch', version: 'v1beta1', resource: 'cronjobs', namespaced: true };
+const CRON = { group: 'batch', version: 'v1', resource: 'cronjobs', namespaced: true };
 const PVC = { group: '', version: 'v1', resource: 'persistentvolumeclaims', namespaced: true };
 
 type Obj = KubeObject & { spec?: Record<string, unknown> };

@@ -46,10 +46,13 @@ describe('DynamicClient', () => {
     expect(cm).toMatchObject({ group: '', version: 'v1', kind: 'ConfigMap', namespaced: true, apiVersion: 'v1' });
     expect(cm?.verbs).toContain('list');
     expect(res.find((r) => r.groupResource === 'deployments.apps')).toMatchObject({ version: 'v1', kind: 'Deployment', shortNames: ['deploy'] });
-    // autoscaling serves v1 and v2beta*; v1 is preferred on 1.20. Every served version is listed, best first.
-    expect(res.filter((r) => r.groupResource === 'horizontalpodautoscalers.autoscaling').map((r) => [r.version, r.versions])).toEqual([['v1', ['v1', 'v2beta2', 'v2beta1']]]);
-    // batch prefers v1 on 1.20, which has no cronjobs: they are served at v1beta1 (and v2alpha1 if enabled) only.
-    expect(res.find((r) => r.groupResource === 'cronjobs.batch')).toMatchObject({ version: 'v1beta1', apiVersion: 'batch/v1beta1', kind: 'CronJob' });
+    // autoscaling serves v2 (preferred) and v1. Every served version is listed, best first.
+    expect(res.filter((r) => r.groupResource === 'horizontalpodautoscalers.autoscaling').map((r) => [r.version, r.versions])).toEqual([['v2', ['v2', 'v1']]]);
+    expect(res.find((r) => r.groupResource === 'cronjobs.batch')).toMatchObject({ version: 'v1', apiVersion: 'batch/v1', kind: 'CronJob', versions: ['v1'] });
+    // Removed since 1.20: policy/v1beta1 (PodSecurityPolicy, PDBs), discovery.k8s.io/v1beta1.
+    expect(res.find((r) => r.groupResource === 'podsecuritypolicies.policy')).toBeUndefined();
+    expect(res.find((r) => r.groupResource === 'poddisruptionbudgets.policy')).toMatchObject({ version: 'v1', versions: ['v1'] });
+    expect(res.find((r) => r.groupResource === 'endpointslices.discovery.k8s.io')).toMatchObject({ version: 'v1', versions: ['v1'] });
     expect(res.find((r) => r.groupResource === 'jobs.batch')).toMatchObject({ version: 'v1', versions: ['v1'] });
     expect(res.find((r) => r.groupResource === 'namespaces')?.namespaced).toBe(false);
     expect(res.some((r) => r.resource.includes('/'))).toBe(false);
