@@ -50,6 +50,12 @@ function httpGet(url: string): Promise<{ status: number; body: string }> {
   });
 }
 
+/** The server's Ready pods, as many as its Deployment asks for (the chart's replicaCount). */
+async function serverPods(namespace: string): Promise<k8s.V1Pod[]> {
+  const d = await kc.makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ namespace, name: 'stowage' });
+  return podReady(namespace, 'app.kubernetes.io/name=stowage', d.spec?.replicas ?? 1);
+}
+
 async function podReady(ns: string, selector: string, count: number): Promise<k8s.V1Pod[]> {
   return waitUntil(`${count} Ready pod(s) ${selector} in ${ns}`, async () => {
     const pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: selector })).items
@@ -144,39 +150,91 @@ function containerIdOf(pod: k8s.V1Pod | undefined): string {
   return id.replace(/^containerd:\/\//, '');
 }
 
+/** The release's namespace and the namespace it backs up, shared by the chart tests in order. */
+let ns = '';
+let app = '';
+const custom = (): k8s.CustomObjectsApi => kc.makeApiClient(k8s.CustomObjectsApi);
+
+interface RunObject { metadata: { annotations?: Record<string, string> }; status?: { phase?: string; failureReason?: string; validationErrors?: string[] } }
+
+async function getRun(namespace: string, name: string): Promise<RunObject | undefined> {
+  try {
+    return (await custom().getNamespacedCustomObject({ group: 'stowage.dev', version: 'v1', namespace, plural: 'backups', name })) as RunObject;
+  } catch {
+    return undefined;
+  }
+}
+
+async function backupEnds(namespace: string, name: string): Promise<RunObject> {
+  return waitUntil(`Backup ${name} finished`, async () => {
+    const b = await getRun(namespace, name);
+    return ['Completed', 'Failed', 'PartiallyFailed', 'FailedValidation', 'Canceled'].includes(b?.status?.phase ?? '') ? b : undefined;
+  }, 300_000, 500);
+}
+
+function applyLocation(namespace: string, prefix: string): void {
+  kubectlOk(['apply', '-f', '-'], `
+apiVersion: stowage.dev/v1
+kind: BackupStorageLocation
+metadata: {name: default, namespace: ${namespace}}
+spec:
+  provider: stowage.dev/aws
+  objectStorage: {bucket: ${BUCKET}, prefix: ${prefix}}
+  config: {region: ${s3.region}, s3Url: "${s3.endpoint}", s3ForcePathStyle: "true"}
+  credential: {name: stowage-credentials, key: cloud}
+  backupSyncPeriod: 2s
+  default: true
+`);
+}
+
+function createCredentials(namespace: string): void {
+  // As docs/install.md tells a user: an AWS credentials file in a Secret.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-creds-'));
+  const creds = path.join(dir, 'credentials-stowage');
+  fs.writeFileSync(creds, `[default]\naws_access_key_id = ${s3.accessKeyId}\naws_secret_access_key = ${s3.secretAccessKey}\n`, { mode: 0o600 });
+  try {
+    kubectlOk(['-n', namespace, 'create', 'secret', 'generic', 'stowage-credentials', `--from-file=cloud=${creds}`]);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function runLines(namespace: string, run: string): string[] {
+  return kubectlOk(['-n', namespace, 'logs', 'deploy/stowage', '--tail=-1']).split('\n').filter((l) => l.includes(`backup=${namespace}/${run}`));
+}
+
+function bucketKeys(prefix: string): string[] {
+  const root = path.join(s3.directory, BUCKET);
+  const out: string[] = [];
+  const walk = (d: string): void => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else out.push(path.relative(root, p));
+    }
+  };
+  if (fs.existsSync(path.join(root, prefix))) walk(path.join(root, prefix));
+  return out;
+}
+
 describe('the chart installed with helm', () => {
   it('installs with default values into a fresh namespace; a Backup applied with kubectl completes and kubectl logs shows its lines', async () => {
-    const ns = uniqueName('stowage');
+    ns = uniqueName('stowage');
     expect(node?.app?.sizeBytes).toBeGreaterThan(0);
     log(`app image ${node?.app?.image}: ${((node?.app?.sizeBytes ?? 0) / 1024 ** 2).toFixed(1)} MiB (uncompressed docker-archive)`);
     helm(helmBin, cp.kubeconfigPath, ['install', 'stowage', CHART, '--namespace', ns, '--create-namespace', '--wait', '--timeout', '10m']);
-    const server = await podReady(ns, 'app.kubernetes.io/name=stowage', 1);
+    const server = await serverPods(ns);
     expect(server[0]?.spec?.containers[0]?.image).toBe('stowage:0.1.0');
 
-    // A location and its credentials, as docs/install.md tells a user to make them.
-    const creds = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-creds-')), 'credentials-stowage');
-    fs.writeFileSync(creds, `[default]\naws_access_key_id = ${s3.accessKeyId}\naws_secret_access_key = ${s3.secretAccessKey}\n`, { mode: 0o600 });
-    kubectlOk(['-n', ns, 'create', 'secret', 'generic', 'stowage-credentials', `--from-file=cloud=${creds}`]);
-    fs.rmSync(path.dirname(creds), { recursive: true, force: true });
-    kubectlOk(['apply', '-f', '-'], `
-apiVersion: stowage.dev/v1
-kind: BackupStorageLocation
-metadata: {name: default, namespace: ${ns}}
-spec:
-  provider: stowage.dev/aws
-  objectStorage: {bucket: ${BUCKET}, prefix: ${ns}}
-  config: {region: ${s3.region}, s3Url: "${s3.endpoint}", s3ForcePathStyle: "true"}
-  credential: {name: stowage-credentials, key: cloud}
-  default: true
-`);
-    const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    createCredentials(ns);
+    applyLocation(ns, ns);
     await waitUntil('the location Available', async () => {
-      const bsl = (await custom.getNamespacedCustomObject({ group: 'stowage.dev', version: 'v1', namespace: ns, plural: 'backupstoragelocations', name: 'default' })) as { status?: { phase?: string } };
+      const bsl = (await custom().getNamespacedCustomObject({ group: 'stowage.dev', version: 'v1', namespace: ns, plural: 'backupstoragelocations', name: 'default' })) as { status?: { phase?: string } };
       return bsl.status?.phase === 'Available' ? true : undefined;
     }, 180_000, 500);
 
     // Something to back up.
-    const app = uniqueName('app');
+    app = uniqueName('app');
     kubectlOk(['create', 'namespace', app]);
     kubectlOk(['-n', app, 'create', 'configmap', 'settings', '--from-literal=color=blue']);
 
@@ -188,23 +246,63 @@ metadata: {name: b1, namespace: ${ns}}
 spec:
   includedNamespaces: [${app}]
 `);
-    const done = await waitUntil('Backup b1 finished', async () => {
-      const b = (await custom.getNamespacedCustomObject({ group: 'stowage.dev', version: 'v1', namespace: ns, plural: 'backups', name: 'b1' })) as { metadata: { annotations?: Record<string, string> }; status?: { phase?: string; failureReason?: string; validationErrors?: string[] } };
-      return ['Completed', 'Failed', 'PartiallyFailed', 'FailedValidation'].includes(b.status?.phase ?? '') ? b : undefined;
-    }, 300_000, 500);
+    const done = await backupEnds(ns, 'b1');
     expect(done.status?.phase, `${done.status?.failureReason ?? ''} ${(done.status?.validationErrors ?? []).join('; ')}`).toBe('Completed');
     // The webhook (reached through its Service) stamped who created it.
     expect(done.metadata.annotations?.['stowage.dev/requester']).toContain('admin');
-    expect(fs.readdirSync(path.join(s3.directory, BUCKET)).length).toBeGreaterThan(0);
+    expect(bucketKeys(ns).some((k) => k.includes('b1'))).toBe(true);
 
     // How operators follow a run: the server Deployment's log, each line tagged with the run.
     const lines = await waitUntil('the run\'s lines in kubectl logs', async () => {
-      const out = kubectlOk(['-n', ns, 'logs', 'deploy/stowage', '--tail=-1']).split('\n').filter((l) => l.includes(`backup=${ns}/b1`));
+      const out = runLines(ns, 'b1');
       return out.length > 1 ? out : undefined;
     }, 60_000, 500);
     expect(lines.length).toBeGreaterThan(1);
-    kubectlOk(['delete', 'namespace', app, '--wait=false']);
   }, 1_200_000);
+
+  it('helm upgrade to a new image tag rolls the pods and keeps every run\'s record', async () => {
+    expect(ns).not.toBe('');
+    // The same build under the next tag: the Deployment's pod template changes, so its pods roll.
+    node?.ctr(['images', 'tag', '--force', 'local.invalid/stowage:0.1.0', 'docker.io/library/stowage:0.1.1']);
+    const old = new Set((await core.listNamespacedPod({ namespace: ns, labelSelector: 'app.kubernetes.io/name=stowage' })).items.map((p) => p.metadata?.name));
+    helm(helmBin, cp.kubeconfigPath, ['upgrade', 'stowage', CHART, '--namespace', ns, '--reuse-values', '--set', 'image.tag=0.1.1', '--wait', '--timeout', '10m']);
+    const rolled = await waitUntil('only pods of the new image', async () => {
+      const pods = await serverPods(ns);
+      const all = (await core.listNamespacedPod({ namespace: ns, labelSelector: 'app.kubernetes.io/name=stowage' })).items;
+      return all.length === pods.length && pods.every((p) => !old.has(p.metadata?.name) && p.spec?.containers[0]?.image === 'stowage:0.1.1') ? pods : undefined;
+    }, 300_000, 500);
+    expect(rolled.length).toBeGreaterThan(0);
+    expect((await getRun(ns, 'b1'))?.status?.phase).toBe('Completed');
+    kubectlOk(['apply', '-f', '-'], `
+apiVersion: stowage.dev/v1
+kind: Backup
+metadata: {name: b2, namespace: ${ns}}
+spec:
+  includedNamespaces: [${app}]
+`);
+    expect((await backupEnds(ns, 'b2')).status?.phase).toBe('Completed');
+    await waitUntil('b2\'s lines in the new pod\'s log', async () => (runLines(ns, 'b2').length > 1 ? true : undefined), 60_000, 500);
+  }, 900_000);
+
+  it('helm uninstall leaves the backups in the bucket, and a reinstall syncs them back', async () => {
+    expect(ns).not.toBe('');
+    const keys = bucketKeys(ns);
+    helm(helmBin, cp.kubeconfigPath, ['uninstall', 'stowage', '--namespace', ns, '--wait', '--timeout', '5m']);
+    await waitUntil('the server pods gone', async () => ((await core.listNamespacedPod({ namespace: ns, labelSelector: 'app.kubernetes.io/name=stowage' })).items.length === 0 ? true : undefined), 180_000, 500);
+    expect(bucketKeys(ns)).toEqual(keys);
+
+    // A fresh namespace knows nothing of them: the location's sync brings them back.
+    const again = uniqueName('stowage');
+    helm(helmBin, cp.kubeconfigPath, ['install', 'stowage', CHART, '--namespace', again, '--create-namespace', '--wait', '--timeout', '10m']);
+    createCredentials(again);
+    applyLocation(again, ns);
+    for (const name of ['b1', 'b2']) {
+      const synced = await waitUntil(`Backup ${name} synced into ${again}`, async () => getRun(again, name), 180_000, 500);
+      expect(synced.status?.phase).toBe('Completed');
+    }
+    helm(helmBin, cp.kubeconfigPath, ['uninstall', 'stowage', '--namespace', again, '--wait', '--timeout', '5m']);
+    kubectlOk(['delete', 'namespace', app, '--wait=false']);
+  }, 900_000);
 });
 
 describe('teardown', () => {
