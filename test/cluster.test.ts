@@ -46,17 +46,22 @@ describe('local control plane', () => {
     const ns = await createNamespace(kc, 'informer');
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
     const path = `/apis/${group}/v1/namespaces/${ns}/widgets`;
+    // A new CRD's watch cache answers 429 "storage is (re)initializing" for a moment after it is
+    // Established (1.3x), and client-node's informer stops at its first error: start once it lists.
+    await waitUntil('the custom resource to be listable', async () =>
+      custom.listNamespacedCustomObject({ group, version: 'v1', namespace: ns, plural: 'widgets' }).then(() => true, () => undefined));
     const informer = k8s.makeInformer<k8s.KubernetesObject>(kc, path, () =>
       custom.listNamespacedCustomObject({ group, version: 'v1', namespace: ns, plural: 'widgets' }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>);
     const events: string[] = [];
     informer.on('add', (o) => events.push(`add:${o.metadata?.name}`));
+    informer.on('error', (e) => events.push(`error:${String(e)}`));
     informer.on('update', (o) => events.push(`update:${o.metadata?.name}`));
     informer.on('delete', (o) => events.push(`delete:${o.metadata?.name}`));
     await informer.start();
     try {
       const base = { group, version: 'v1', namespace: ns, plural: 'widgets' };
       await custom.createNamespacedCustomObject({ ...base, body: { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 1 } } });
-      await waitUntil('add event', async () => (events.includes('add:w1') ? true : undefined), 20_000);
+      await waitUntil(`add event (so far: ${events.join(', ')})`, async () => (events.includes('add:w1') ? true : undefined), 20_000);
       await custom.patchNamespacedCustomObject({ ...base, name: 'w1', body: { spec: { size: 2 } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
       await waitUntil('update event', async () => (events.includes('update:w1') ? true : undefined), 20_000);
       await custom.deleteNamespacedCustomObject({ ...base, name: 'w1' });

@@ -183,6 +183,9 @@ export function apiserverFlags(o: { etcdPort: number; certDir: string; apiPort: 
     ['secure-port', String(o.apiPort)],
     ['bind-address', '127.0.0.1'],
     ['advertise-address', '127.0.0.1'],
+    // A loopback advertise address is refused by the endpoint reconciler (1.3x); no pod dials the
+    // `kubernetes` Service here, so its endpoints are not kept.
+    ['endpoint-reconciler-type', 'none'],
     ['service-account-issuer', 'https://kubernetes.default.svc'],
     ['service-account-key-file', o.saKey],
     ['service-account-signing-key-file', o.saKey],

@@ -129,7 +129,7 @@ describe('newer-cluster paths, through the server in requester mode', () => {
       const m = await probe('');
       return m === '(allowed)' ? undefined : m;
     }, 60_000, 250);
-    expect(refused).toBe(`validatingadmissionpolicy '${policy}' with binding '${policy}' denied request: alice wrote with uid "", not alice-uid`);
+    expect(refused).toBe(`configmaps "probe" is forbidden: ValidatingAdmissionPolicy '${policy}' with binding '${policy}' denied request: alice wrote with uid "", not alice-uid`);
     expect(await probe('alice-uid')).toBe('(allowed)');
 
     const r = await restoreAsAlice('uid', { backupName: 'src', includedResources: ['configmaps'], namespaceMapping: { [src]: uidTarget } });
@@ -142,8 +142,10 @@ describe('newer-cluster paths, through the server in requester mode', () => {
   it('a Pod Security "restricted" namespace refuses alice\'s restore of a privileged pod, and the restore says what the API server said', async () => {
     const r = await restoreAsAlice('psa', { backupName: 'src', includedResources: ['pods'], namespaceMapping: { [src]: restricted } });
     expect(r.status?.phase, JSON.stringify(r.status)).toBe('PartiallyFailed');
-    expect(r.status?.summary).toEqual({ created: 0, updated: 0, skipped: 0, failed: 1 });
+    // The namespace exists already (skipped); the pod is refused.
+    expect(r.status?.summary).toEqual({ created: 0, updated: 0, skipped: 1, failed: 1 });
     expect(r.status?.errors).toBe(1);
+    expect(outcomes('psa').find((o) => o.action === 'skipped')).toMatchObject({ groupResource: 'namespaces', name: restricted });
     const failed = outcomes('psa').find((o) => o.groupResource === 'pods' && o.name === 'priv');
     expect(failed).toMatchObject({ namespace: restricted, action: 'failed' });
     const apiMessage = `pods "priv" is forbidden: violates PodSecurity "restricted:latest": privileged (container "tool" must not set securityContext.privileged=true)`;
