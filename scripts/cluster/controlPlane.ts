@@ -78,6 +78,9 @@ export function nodeApiserverFlags(flags: Flags, node: NodeMode): Flags {
   f.set('advertise-address', node.ip);
   f.set('authorization-mode', 'Node,RBAC');
   f.delete('disable-admission-plugins');
+  // The default (lease) reconciler keeps the `kubernetes` Service's endpoint at <ip>:<port>, which
+  // is how pods reach the API server through kube-proxy.
+  f.delete('endpoint-reconciler-type');
   // logs/exec dial the kubelet at the node's InternalIP (there is no DNS name for the node).
   f.set('kubelet-preferred-address-types', 'InternalIP');
   return f;
