@@ -109,7 +109,9 @@ kind: Service
 metadata: {name: web}
 spec:
   selector: {app: web}
-  ports: [{port: 80, targetPort: 8080}]
+  # Not port 80: on this VM the machine's connections to a ClusterIP on port 80 were answered by the
+  # sandbox's own HTTP proxy (404) in spite of kube-proxy's rule; on 8080 they reach the pods.
+  ports: [{port: 8080, targetPort: 8080}]
 `);
     const pods = await podReady(ns, 'app=web', 2);
     const names = pods.map((p) => p.metadata?.name ?? '').sort();
@@ -123,7 +125,7 @@ spec:
     const svc = await core.readNamespacedService({ namespace: ns, name: 'web' });
     const seen = new Set<string>();
     await waitUntil('both pods answering through the Service', async () => {
-      const r = await httpGet(`http://${svc.spec?.clusterIP}:80/`);
+      const r = await httpGet(`http://${svc.spec?.clusterIP}:8080/`);
       expect(r.status).toBe(200);
       seen.add(r.body.trim());
       return seen.size === 2 ? true : undefined;
