@@ -19,6 +19,9 @@ export const APP_IMAGE_DEFAULT_NAME = 'docker.io/library/stowage:0.1.0';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 
+/** Bumped when baseImage's recipe changes, so a cached base made the old way is not reused. */
+const BASE_REVISION = 2;
+
 export function imagesDir(): string {
   return path.join(cacheBase(), 'images');
 }
@@ -144,7 +147,7 @@ export function busyboxImage(log: (l: string) => void): string {
 export function baseImage(log: (l: string) => void): string {
   const npmDir = path.dirname(path.dirname(fs.realpathSync(run('sh', ['-c', 'command -v npm']).trim())));
   const npmVersion = (JSON.parse(fs.readFileSync(path.join(npmDir, 'package.json'), 'utf8')) as { version: string }).version;
-  return cachedImage(`node-${RUNTIME_NODE_VERSION}-npm-${npmVersion}-2.tar`, 'Debian + Node base', log, (rootfs) => {
+  return cachedImage(`node-${RUNTIME_NODE_VERSION}-npm-${npmVersion}-r${BASE_REVISION}.tar`, 'Debian + Node base', log, (rootfs) => {
     addBusybox(rootfs);
     addEtc(rootfs);
     copyWithLibs(rootfs, '/usr/bin/install');

@@ -172,11 +172,12 @@ export async function startNode(cp: ControlPlane, opts: NodeOptions): Promise<Re
     if (!fs.existsSync(bin)) throw new Error(`the node's ${name} binary is missing at ${bin} (provision.sh builds it beside kube-apiserver)`);
   }
   ensureNodePackages(log);
+  // Before the images: buildah leaves /etc/cni/net.d/cni.lock behind (real-node.md, "Host side effects").
+  const before: HostSnapshot = snapshotHost();
   const images = [pauseImage(log), busyboxImage(log)];
   const app = opts.appImage === false ? undefined : appImage(log);
 
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-node-'));
-  const before: HostSnapshot = snapshotHost();
   const started: Spawned[] = [];
   const ctrDir = path.join(workDir, 'containerd');
   const sock = path.join(ctrDir, 'containerd.sock');
