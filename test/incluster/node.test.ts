@@ -13,6 +13,7 @@ import { startControlPlane, type ControlPlane } from '../../scripts/cluster/cont
 import { startS3Server, type S3Server } from '../../scripts/cluster/s3.js';
 import { ensureHelm, helm } from '../../scripts/helm/helm.js';
 import { snapshotHost, type HostSnapshot } from '../../scripts/node/hostState.js';
+import { ensureNodePackages } from '../../scripts/node/packages.js';
 import { BUSYBOX_IMAGE, hostIp, kubectlPath, nodeBinaries, startNode, type RealNode } from '../../scripts/node/node.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 
@@ -65,6 +66,8 @@ async function podReady(ns: string, selector: string, count: number): Promise<k8
 }
 
 beforeAll(async () => {
+  // nft (for the snapshot) is one of the node's packages: a fresh machine gets them first.
+  ensureNodePackages(log);
   before = snapshotHost();
   const ip = hostIp();
   cp = await startControlPlane({ node: { ip, nodeName: 'stowage-node' } });
