@@ -42,10 +42,9 @@ COPY --from=build /src/dist ./dist
 COPY deploy/crds ./deploy/crds
 # The Helm chart's pre-upgrade hook (upgradeCRDs) runs this to apply the CRDs above.
 COPY scripts/helm/upgrade-crds.mjs ./bin/upgrade-crds.mjs
-COPY --chmod=0755 <<'EOF' /usr/local/bin/stowage
-#!/bin/sh
-exec node /app/dist/cli/bin.js "$@"
-EOF
+# A file rather than a heredoc: Debian bookworm's buildah (1.28) cannot parse heredocs. Its mode
+# (0755) comes from the build context.
+COPY scripts/image/stowage /usr/local/bin/stowage
 RUN install -d -m 0755 /plugins \
  && install -d -m 0770 -o 65532 -g 65532 /scratch /var/spool/stowage
 USER 65532:65532

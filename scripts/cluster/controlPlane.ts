@@ -26,6 +26,8 @@ export interface ControlPlane {
   teamUsers: TeamUser[];
   /** Directory holding the service-account key, certificates and process logs. */
   workDir: string;
+  /** Set in node mode: what scripts/node/node.ts needs to join a kubelet, kube-proxy and scheduler. */
+  node?: NodeAccess;
   /** Stops kube-apiserver only (etcd keeps the data); see startApiserver. */
   stopApiserver(): Promise<void>;
   /** Starts kube-apiserver again on the same port and waits for /readyz. */
@@ -48,7 +50,52 @@ const TEAM_USERS: readonly { name: string; groups: string[] }[] = [
   { name: 'carol', groups: ['team-c'] },
 ];
 
+/**
+ * Node mode: the apiserver listens on the machine's own address (pods reach it there, through the
+ * `kubernetes` Service), the ServiceAccount admission plugin mounts tokens, the Node authorizer
+ * admits a kubelet, and kcm's node lifecycle controller lifts the not-ready taint (real-node.md,
+ * traps 3, 4, 10).
+ */
+export interface NodeMode {
+  /** A non-loopback address of this machine (the kubelet rejects loopback node IPs). */
+  ip: string;
+  /** The Node's name; the kubelet authenticates as system:node:<nodeName>. */
+  nodeName: string;
+}
+
+export interface NodeAccess extends NodeMode {
+  /** PEM file of the apiserver's serving certificate, the CA in every kubeconfig below. */
+  caFile: string;
+  kubeletKubeconfig: string;
+  proxyKubeconfig: string;
+  schedulerKubeconfig: string;
+}
+
+/** Node mode's changes to apiserverFlags. */
+export function nodeApiserverFlags(flags: Flags, node: NodeMode): Flags {
+  const f = new Map(flags);
+  f.set('bind-address', node.ip);
+  f.set('advertise-address', node.ip);
+  f.set('authorization-mode', 'Node,RBAC');
+  f.delete('disable-admission-plugins');
+  // The default (lease) reconciler keeps the `kubernetes` Service's endpoint at <ip>:<port>, which
+  // is how pods reach the API server through kube-proxy.
+  f.delete('endpoint-reconciler-type');
+  // logs/exec dial the kubelet at the node's InternalIP (there is no DNS name for the node).
+  f.set('kubelet-preferred-address-types', 'InternalIP');
+  return f;
+}
+
+/** Node mode's changes to controllerManagerFlags: the node lifecycle and taint controllers run. */
+export function nodeControllerManagerFlags(flags: Flags): Flags {
+  const f = new Map(flags);
+  const keep = new Set(['-node-lifecycle-controller', '-taint-eviction-controller']);
+  f.set('controllers', (f.get('controllers') ?? '*').split(',').filter((c) => !keep.has(c)).join(','));
+  return f;
+}
+
 export interface StartOptions {
+  node?: NodeMode;
   /** Run kube-controller-manager (namespace deletion, GC, Deployments). Default true. */
   controllerManager?: boolean;
   /** Keep workDir after stop() (for debugging). Default false. */
@@ -216,14 +263,20 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
     execFileSync('openssl', ['genrsa', '-out', saKey, '2048'], { stdio: 'ignore' });
     const adminToken = crypto.randomBytes(24).toString('hex');
     const userToken = crypto.randomBytes(24).toString('hex');
+    const nodeTokens = { kubelet: crypto.randomBytes(24).toString('hex'), proxy: crypto.randomBytes(24).toString('hex'), scheduler: crypto.randomBytes(24).toString('hex') };
+    const node = opts.node;
+    // Users the bootstrap RBAC policy already binds: system:nodes (with the Node authorizer),
+    // system:kube-proxy (system:node-proxier) and system:kube-scheduler.
+    const nodeLines = node === undefined ? '' : `${nodeTokens.kubelet},system:node:${node.nodeName},system:node:${node.nodeName},system:nodes\n${nodeTokens.proxy},system:kube-proxy,system:kube-proxy\n${nodeTokens.scheduler},system:kube-scheduler,system:kube-scheduler\n`;
     const team = TEAM_USERS.map((u) => ({ ...u, uid: `${u.name}-uid`, token: crypto.randomBytes(24).toString('hex'), kubeconfigPath: path.join(workDir, `${u.name}.kubeconfig`) }));
     // token,user,uid,"group1,group2"
     fs.writeFileSync(path.join(workDir, 'tokens.csv'),
-      `${adminToken},admin,admin,system:masters\n${userToken},tester,tester\n${team.map((u) => `${u.token},${u.name},${u.uid},"${u.groups.join(',')}"\n`).join('')}`, { mode: 0o600 });
+      `${adminToken},admin,admin,system:masters\n${userToken},tester,tester\n${nodeLines}${team.map((u) => `${u.token},${u.name},${u.uid},"${u.groups.join(',')}"\n`).join('')}`, { mode: 0o600 });
     const certDir = path.join(workDir, 'certs');
-    const server = `https://127.0.0.1:${apiPort}`;
+    const server = `https://${node?.ip ?? '127.0.0.1'}:${apiPort}`;
     const apiLog = path.join(workDir, 'kube-apiserver.log');
-    const apiArgs = toArgs(apiserverFlags({ etcdPort, certDir, apiPort, saKey, tokenFile: path.join(workDir, 'tokens.csv') }));
+    const apiFlags = apiserverFlags({ etcdPort, certDir, apiPort, saKey, tokenFile: path.join(workDir, 'tokens.csv') });
+    const apiArgs = toArgs(node === undefined ? apiFlags : nodeApiserverFlags(apiFlags, node));
     let apiserver: Spawned | undefined;
     const startApiserver = async (): Promise<void> => {
       apiserver = spawnTracked(bins.kubeApiserver, apiArgs, apiLog);
@@ -243,15 +296,34 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
 
     if (opts.controllerManager !== false) {
       const kcmLog = path.join(workDir, 'kube-controller-manager.log');
-      const kcm = spawnTracked(bins.kubeControllerManager, toArgs(controllerManagerFlags({ kubeconfigPath, saKey, caFile })), kcmLog);
+      const kcmFlags = controllerManagerFlags({ kubeconfigPath, saKey, caFile });
+      const kcm = spawnTracked(bins.kubeControllerManager, toArgs(node === undefined ? kcmFlags : nodeControllerManagerFlags(kcmFlags)), kcmLog);
       started.push(kcm);
       // Its controllers run once it publishes the root CA into kube-system (or it dies: bad flags).
       await waitFor('kube-controller-manager', kcm, kcmLog, readyTimeout, async () =>
         (await apiGet(server, adminToken, '/api/v1/namespaces/kube-system/configmaps/kube-root-ca.crt')) === 200);
     }
 
+    let nodeAccess: NodeAccess | undefined;
+    if (node !== undefined) {
+      if (caFile === undefined) throw new Error(`node mode needs the apiserver's self-signed certificate at ${certFile}`);
+      const write = (who: string, user: string, token: string): string => {
+        const file = path.join(workDir, `${who}.kubeconfig`);
+        fs.writeFileSync(file, kubeconfig(server, user, token, caFile), { mode: 0o600 });
+        return file;
+      };
+      nodeAccess = {
+        ...node,
+        caFile,
+        kubeletKubeconfig: write('kubelet', `system:node:${node.nodeName}`, nodeTokens.kubelet),
+        proxyKubeconfig: write('kube-proxy', 'system:kube-proxy', nodeTokens.proxy),
+        schedulerKubeconfig: write('kube-scheduler', 'system:kube-scheduler', nodeTokens.scheduler),
+      };
+    }
+
     let stopped = false;
     return {
+      node: nodeAccess,
       kubeconfigPath,
       userKubeconfigPath,
       server,

@@ -26,11 +26,13 @@ export interface S3Server {
 export interface S3Options {
   directory?: string;
   buckets?: string[];
+  /** Address to listen on (default 127.0.0.1); the real node's pods need the machine's own address. */
+  address?: string;
 }
 
-function portOpen(port: number): Promise<boolean> {
+function portOpen(port: number, address: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1', () => { s.end(); resolve(true); });
+    const s = net.connect(port, address, () => { s.end(); resolve(true); });
     s.on('error', () => resolve(false));
   });
 }
@@ -41,14 +43,15 @@ export async function startS3Server(opts: S3Options = {}): Promise<S3Server> {
   fs.mkdirSync(directory, { recursive: true });
   for (const b of opts.buckets ?? []) fs.mkdirSync(path.join(directory, b), { recursive: true });
   const port = await freePort();
+  const address = opts.address ?? '127.0.0.1';
   const bin = createRequire(import.meta.url).resolve('s3rver/bin/s3rver.js');
   const logFile = path.join(directory, '..', `s3rver-${port}.log`);
   let proc: Spawned | undefined;
 
   const start = async (): Promise<void> => {
-    proc = spawnTracked(process.execPath, [bin, '-d', directory, '-a', '127.0.0.1', '-p', String(port), '--silent'], logFile);
+    proc = spawnTracked(process.execPath, [bin, '-d', directory, '-a', address, '-p', String(port), '--silent'], logFile);
     const deadline = Date.now() + 15_000;
-    while (!(await portOpen(port))) {
+    while (!(await portOpen(port, address))) {
       if (proc.child.exitCode !== null) throw new Error(`s3rver exited at start: ${fs.readFileSync(logFile, 'utf8').slice(-1000)}`);
       if (Date.now() > deadline) throw new Error('s3rver did not listen within 15 s');
       await new Promise((r) => setTimeout(r, 50));
@@ -60,7 +63,7 @@ export async function startS3Server(opts: S3Options = {}): Promise<S3Server> {
   };
   await start();
   return {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint: `http://${address}:${port}`,
     region: 'us-east-1',
     accessKeyId: 'S3RVER',
     secretAccessKey: 'S3RVER',

@@ -1,11 +1,10 @@
-// TypeScript entry to stowage-helm, the `helm template` work-alike in scripts/helm/render (see
-// README.md there). The binary is built and cached on first use by render.sh.
+// `helm template` for the chart tests, run by the real helm binary (helm.ts builds it from its Go
+// module). NOTES.txt comes from a client-side dry-run install, which is where helm renders it.
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
+import { ensureHelm } from './helm.js';
 
 const run = promisify(execFile);
-const SCRIPT = path.join(import.meta.dirname, 'render.sh');
 
 export interface TemplateOptions {
   chartDir: string;
@@ -24,14 +23,18 @@ export interface TemplateOptions {
   kubeVersion?: string;
   showOnly?: readonly string[];
   noHooks?: boolean;
-  strict?: boolean;
   /** Return the rendered NOTES.txt instead of the manifests. */
   notes?: boolean;
+  /** For notes: helm's dry-run install asks this cluster for its version (it renders nothing there). */
+  kubeconfig?: string;
 }
 
-/** The command line of `helm template` for these options. */
+/** The command line of `helm template` for these options (`helm install --dry-run=client -o json` for notes). */
 export function templateArgs(o: TemplateOptions): string[] {
-  const args = ['template', o.releaseName, o.chartDir, '--namespace', o.namespace];
+  const args = o.notes === true
+    ? ['install', o.releaseName, o.chartDir, '--namespace', o.namespace, '--dry-run=client', '--output', 'json']
+    : ['template', o.releaseName, o.chartDir, '--namespace', o.namespace];
+  if (o.kubeconfig !== undefined) args.push('--kubeconfig', o.kubeconfig);
   for (const f of o.valuesFiles ?? []) args.push('--values', f);
   for (const s of o.set ?? []) args.push('--set', s);
   for (const s of o.setString ?? []) args.push('--set-string', s);
@@ -41,23 +44,15 @@ export function templateArgs(o: TemplateOptions): string[] {
   if (o.includeCrds === true) args.push('--include-crds');
   if (o.isUpgrade === true) args.push('--is-upgrade');
   if (o.noHooks === true) args.push('--no-hooks');
-  if (o.strict === true) args.push('--strict');
-  if (o.notes === true) args.push('--notes');
   return args;
 }
 
-/** Builds stowage-helm if needed; resolves to the binary's path. */
-export async function buildRenderer(): Promise<string> {
-  const { stdout } = await run('bash', [SCRIPT, '--build-only'], { maxBuffer: 1 << 20 });
-  return stdout.trim();
-}
-
-/** Renders a chart like `helm template`; rejects with the renderer's error message. */
+/** Renders a chart like `helm template`; rejects with helm's error message. */
 export async function helmTemplate(o: TemplateOptions): Promise<string> {
-  const bin = await buildRenderer();
+  const bin = await ensureHelm();
   try {
-    const { stdout } = await run(bin, templateArgs(o), { maxBuffer: 64 << 20 });
-    return stdout;
+    const { stdout } = await run(bin, templateArgs(o), { maxBuffer: 64 << 20, env: { ...process.env, HELM_CACHE_HOME: '/tmp/stowage-helm/cache', HELM_CONFIG_HOME: '/tmp/stowage-helm/config', HELM_DATA_HOME: '/tmp/stowage-helm/data' } });
+    return o.notes === true ? ((JSON.parse(stdout) as { info?: { notes?: string } }).info?.notes ?? '') : stdout;
   } catch (err) {
     const stderr = (err as { stderr?: string }).stderr?.trim();
     throw new Error(stderr !== undefined && stderr !== '' ? stderr : (err as Error).message, { cause: err });

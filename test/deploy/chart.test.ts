@@ -1,9 +1,9 @@
-// Renders charts/stowage with stowage-helm (a `helm template` work-alike, see scripts/helm/) and
+// Renders charts/stowage with helm itself (`helm template`, see scripts/helm/) and
 // validates the output on the real apiserver with server-side dry run: CRDs first, for real, as
 // `helm install` does. Also keeps the chart and deploy/ in step (CRDs, RBAC rules, pod spec).
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { CORE, createDynamicClient, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import { helmTemplate, type TemplateOptions } from '../../scripts/helm/render.js';
 import { renderAll as renderRbac } from '../../scripts/gen-rbac.js';
@@ -137,10 +137,10 @@ describe('charts/stowage', () => {
     expect(signing.metadata?.annotations?.['helm.sh/resource-policy']).toBe('keep');
     const again = find(await render({ releaseName: release, namespace: ns }), 'Secret', `${release}-stowage-signing`) as KubeObject & { data: Record<string, string> };
     expect(again.data.hmac, 'a fresh render (no cluster to look up) makes a fresh key').not.toBe(signing.data.hmac);
-    const notes = await helmTemplate({ chartDir: CHART, releaseName: release, namespace: ns, notes: true });
+    const notes = await helmTemplate({ chartDir: CHART, releaseName: release, namespace: ns, notes: true, kubeconfig: inject('cluster').kubeconfigPath });
     expect(notes).toContain('No BackupStorageLocation was configured');
     expect(notes).toContain(`Trust mode requester: every Backup, Restore and request acts with the rights of whoever created it,\nrecorded by the admission webhook ${release}-stowage.`);
-    const adminNotes = await helmTemplate({ chartDir: CHART, releaseName: release, namespace: ns, notes: true, set: ['trustMode=cluster-admin'] });
+    const adminNotes = await helmTemplate({ chartDir: CHART, releaseName: release, namespace: ns, notes: true, kubeconfig: inject('cluster').kubeconfigPath, set: ['trustMode=cluster-admin'] });
     expect(adminNotes).toContain('Trust mode cluster-admin: runs use the server\'s own rights');
   });
 
@@ -198,7 +198,7 @@ describe('charts/stowage', () => {
     expect(spec.initContainers?.length).toBe(1);
     expect(JSON.stringify(spec.initContainers)).toContain('stowage-plugin-example:0.1.0');
 
-    const notes = await helmTemplate({ chartDir: CHART, releaseName: release, namespace: ns, valuesFiles: [ALL_VALUES], notes: true });
+    const notes = await helmTemplate({ chartDir: CHART, releaseName: release, namespace: ns, valuesFiles: [ALL_VALUES], notes: true, kubeconfig: inject('cluster').kubeconfigPath });
     expect(notes).toContain('2 replicas run');
     expect(notes).not.toContain('upgradeCRDs is off');
   });
