@@ -158,7 +158,7 @@ export async function runServer(opts: ServerOptions): Promise<number> {
     // Events are best effort: one that cannot be sent now is dropped, not held through an outage.
     events: createEventRecorder(client.withOutageTimeout(0), { onError: (err) => logger.debug(`could not record an event: ${errorMessage(err)}`) }),
     informer, shutdown: shutdown.signal, runs: createRunRegistry(),
-    authority: (obj) => authorityFor(config.trustMode, client, obj, { impersonateUid }),
+    authority: (obj) => authorityFor(config.trustMode, client, obj, { impersonateUid, sealKey: webhook?.sealKey }),
   };
   const factories: ControllerFactory[] = [
     backupStorageLocationController, backupController, restoreController,
