@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import fs from 'node:fs';
 import path from 'node:path';
-import { RESOURCES, newBackup, newDownloadRequest, newRestore, type Backup, type DownloadRequest, type Restore } from '../../src/apis/v1/index.js';
+import { LABEL_SCHEDULE_NAME, RESOURCES, newBackup, newDownloadRequest, newRestore, newSchedule, type Backup, type DownloadRequest, type Restore, type Schedule } from '../../src/apis/v1/index.js';
 import { REQUESTER_ANNOTATION, SEAL_ANNOTATION, formatRequester } from '../../src/auth/index.js';
 import type { DynamicClient, KubeObject } from '../../src/kube/index.js';
 import { MUTATING_WEBHOOK_CONFIGURATIONS, type MutatingWebhookConfiguration } from '../../src/webhook/index.js';
@@ -113,6 +113,19 @@ describe('requester seals', () => {
       }, 60_000);
       expect(d.status?.message).toBe(`this DownloadRequest is refused: ${NO_SEAL}`);
       expect(d.status?.sealedURL).toBeUndefined();
+    });
+
+    it('refuses a Schedule whose hand-written stamp names system:masters, and creates no Backup for it', async () => {
+      // Due at once (it never fired and does not skip the first tick), so only the refusal stops it.
+      await alice.create(RESOURCES.Schedule, ns, handStamped(newSchedule('forged-schedule', ns, { schedule: '0 * * * *', template: { includedNamespaces: ['kube-system'] } })));
+      const s = await waitUntil('the Schedule judged', async () => {
+        const x = await admin.get<Schedule>(RESOURCES.Schedule, ns, 'forged-schedule');
+        return x.status?.phase !== undefined ? x : undefined;
+      }, 60_000);
+      expect(s.status?.phase).toBe('FailedValidation');
+      expect(s.status?.validationErrors).toEqual([NO_SEAL]);
+      const backups = await admin.list<Backup>(RESOURCES.Backup, { namespace: ns, labelSelector: `${LABEL_SCHEDULE_NAME}=forged-schedule` });
+      expect(backups.items).toEqual([]);
     });
 
     it('refuses a stamp copied with its seal from an object the webhook sealed for someone else', async () => {
