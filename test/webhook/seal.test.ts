@@ -8,12 +8,11 @@ import path from 'node:path';
 import { LABEL_SCHEDULE_NAME, RESOURCES, newBackup, newDownloadRequest, newRestore, newSchedule, type Backup, type DownloadRequest, type Restore, type Schedule } from '../../src/apis/v1/index.js';
 import { REQUESTER_ANNOTATION, SEAL_ANNOTATION, formatRequester } from '../../src/auth/index.js';
 import type { DynamicClient, KubeObject } from '../../src/kube/index.js';
-import { MUTATING_WEBHOOK_CONFIGURATIONS, type MutatingWebhookConfiguration } from '../../src/webhook/index.js';
 import { NO_PUBLIC_KEY } from '../../src/controller/downloadRequest.js';
 import { ensureBuilt } from '../cli/helpers.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
-import { removeWebhook, waitForWebhook, webhookConfigurationNameFor } from '../support/webhook.js';
+import { suspendWebhook } from '../support/webhook.js';
 
 const ROLES = { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'roles', namespaced: true } as const;
 const ROLE_BINDINGS = { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'rolebindings', namespaced: true } as const;
@@ -25,7 +24,6 @@ let admin: DynamicClient;
 let alice: DynamicClient;
 let ns: string;
 let server: RunningServer;
-let saved: MutatingWebhookConfiguration;
 /** The stamp and seal the webhook wrote on an admin's Backup (a dry run: nothing kept), taken while it ran. */
 let sealedForAdmin: Record<string, string>;
 const location = filesystemLocation();
@@ -75,18 +73,14 @@ describe('requester seals', () => {
   });
 
   describe('with the webhook configuration deleted', () => {
+    let restoreWebhook: () => Promise<void>;
     beforeAll(async () => {
       const probe = await admin.create<Backup>(RESOURCES.Backup, ns, newBackup('admins', ns, {}), { dryRun: true });
       sealedForAdmin = { ...probe.metadata.annotations };
-      saved = await admin.get<MutatingWebhookConfiguration>(MUTATING_WEBHOOK_CONFIGURATIONS, undefined, webhookConfigurationNameFor(ns));
-      await removeWebhook(admin, ns);
+      restoreWebhook = await suspendWebhook(admin, ns);
     }, 60_000);
 
-    afterAll(async () => {
-      const { name, labels } = saved.metadata;
-      await admin.create(MUTATING_WEBHOOK_CONFIGURATIONS, undefined, { ...saved, metadata: { name, labels } });
-      await waitForWebhook(admin, ns);
-    }, 60_000);
+    afterAll(() => restoreWebhook(), 60_000);
 
     it('refuses a Backup whose hand-written stamp names system:masters, and backs up nothing', async () => {
       await alice.create(RESOURCES.Backup, ns, handStamped(newBackup('forged-backup', ns, { includedNamespaces: ['kube-system'] })));
