@@ -188,7 +188,7 @@ export async function composeServer(config: ServerConfig, deps: ServerDeps): Pro
     // Events are best effort: one that cannot be sent now is dropped, not held through an outage.
     events: createEventRecorder(client.withOutageTimeout(0), { onError: (err) => logger.debug(`could not record an event: ${errorMessage(err)}`) }),
     informer, shutdown: shutdown.signal, runs: createRunRegistry(),
-    authority: (obj) => authorityFor(config.trustMode, client, obj, { impersonateUid }),
+    authority: (obj) => authorityFor(config.trustMode, client, obj, { impersonateUid, sealKey: webhook?.sealKey }),
   };
   const factories: ControllerFactory[] = [
     backupStorageLocationController, backupController, restoreController,

@@ -6,6 +6,7 @@ import type { TrustMode } from '../config/index.js';
 import type { DynamicClient, KubeObject } from '../kube/index.js';
 import { createAccessReviewer, type AccessReviewer } from './access.js';
 import { REQUESTER_ANNOTATION, describeRequester, requesterOf, type Requester } from './requester.js';
+import { sealRefusal } from './seal.js';
 
 export type Authority =
   | { mode: 'cluster-admin'; client: DynamicClient; requester: Requester | undefined; describe: string }
@@ -14,10 +15,11 @@ export type Authority =
 /**
  * The authority for a run or request on `obj`, or why it has none: in requester mode an object
  * without a readable stamp is refused (the webhook did not see it: it is not installed, or the
- * object predates it), never run with the server's rights.
+ * object predates it), never run with the server's rights. A stamp counts only with a seal that
+ * proves this server's webhook wrote it for this object (seal.ts), checked with `sealKey`.
  */
 export function authorityFor(
-  mode: TrustMode, serverClient: DynamicClient, obj: Pick<KubeObject, 'metadata'>, opts: { impersonateUid: boolean },
+  mode: TrustMode, serverClient: DynamicClient, obj: Pick<KubeObject, 'metadata' | 'kind'>, opts: { impersonateUid: boolean; sealKey: Buffer | undefined },
 ): Authority | { error: string } {
   const r = requesterOf(obj);
   if (mode === 'cluster-admin') {
@@ -28,6 +30,8 @@ export function authorityFor(
     return { error: `it has no ${REQUESTER_ANNOTATION} annotation: the Stowage admission webhook did not record who created it (is the MutatingWebhookConfiguration installed?), and in trust mode "requester" nothing runs without knowing whose rights to use` };
   }
   if ('error' in r) return { error: `${r.error}; it cannot say whose rights to use` };
+  const unsealed = sealRefusal(opts.sealKey, obj);
+  if (unsealed !== undefined) return { error: unsealed };
   // Impersonate-Uid exists from Kubernetes 1.22; older API servers would ignore it (harmless) but
   // newer ones demand `impersonate uids` rights for it, so it is sent only where it means something.
   return {

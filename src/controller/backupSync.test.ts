@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { REQUESTER_ANNOTATION } from '../auth/index.js';
+import { REQUESTER_ANNOTATION, SEAL_ANNOTATION } from '../auth/index.js';
 import {
   ANNOTATION_SYNCED_FROM,
   LABEL_SCHEDULE_NAME,
@@ -63,8 +63,8 @@ describe('planSync', () => {
 describe('importedBackup', () => {
   it('keeps the stored spec and labels, points at the local location, and marks the import', () => {
     const stored = newBackup('nightly-20240101000000', 'old-ns', { includedNamespaces: ['shop'], storageLocation: 'old-name', ttl: '24h' }, { [LABEL_SCHEDULE_NAME]: 'nightly' });
-    // The stamp of whoever asked in the cluster that made it is dropped: the webhook stamps the server.
-    stored.metadata.annotations = { note: 'x', [REQUESTER_ANNOTATION]: JSON.stringify({ username: 'alice', uid: '', groups: [] }) };
+    // The stamp of whoever asked in the cluster that made it is dropped, with its seal: the webhook stamps and seals the server.
+    stored.metadata.annotations = { note: 'x', [REQUESTER_ANNOTATION]: JSON.stringify({ username: 'alice', uid: '', groups: [] }), [SEAL_ANNOTATION]: 'v1 2024-01-01T00:00:00.000Z mac' };
     stored.metadata.uid = 'old-uid';
     stored.metadata.resourceVersion = '42';
     stored.status = { phase: 'Completed' };

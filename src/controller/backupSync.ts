@@ -30,7 +30,7 @@ import {
   type BackupStatus,
   type BackupStorageLocation,
 } from '../apis/v1/index.js';
-import { REQUESTER_ANNOTATION } from '../auth/index.js';
+import { REQUESTER_ANNOTATION, SEAL_ANNOTATION } from '../auth/index.js';
 import { isAlreadyExists, isNotFound } from '../kube/index.js';
 import type { BackupStore } from '../persistence/backupStore.js';
 import type { ArtifactKey } from '../persistence/sealing.js';
@@ -85,7 +85,7 @@ export function planSync(bucketNames: readonly string[], clusterBackups: readonl
  * identity by the admission webhook (and a stale stamp would not pass it anyway).
  */
 function withoutRequester(annotations: Record<string, string> | undefined): Record<string, string> {
-  const { [REQUESTER_ANNOTATION]: _dropped, ...rest } = annotations ?? {};
+  const { [REQUESTER_ANNOTATION]: _dropped, [SEAL_ANNOTATION]: _seal, ...rest } = annotations ?? {};
   return rest;
 }
 

@@ -42,7 +42,7 @@ export interface ControllerContext {
    * impersonating client, in trust mode `requester`; the server's own in `cluster-admin`. An error
    * when it has none (no stamp from the admission webhook).
    */
-  authority(obj: Pick<KubeObject, 'metadata'>): Authority | { error: string };
+  authority(obj: Pick<KubeObject, 'metadata' | 'kind'>): Authority | { error: string };
 }
 
 export interface ControllerDefinition {

@@ -216,6 +216,10 @@ export function scheduleController(ctx: ControllerContext): ControllerDefinition
       plan = planSchedule(s, own, now);
     }
     const status = s.status ?? {};
+    // Its backups carry its stamp (the webhook seals them for the server, which may impersonate):
+    // a Schedule whose own stamp this server's webhook did not write must not lend it to them.
+    const authority = ctx.authority(s);
+    if ('error' in authority) plan = { action: 'invalid', errors: [...(plan.action === 'invalid' ? plan.errors : []), authority.error] };
 
     if (plan.action === 'invalid') {
       if (status.phase !== 'FailedValidation' || JSON.stringify(status.validationErrors ?? []) !== JSON.stringify(plan.errors)) {

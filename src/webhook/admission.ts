@@ -1,9 +1,13 @@
 // The admission decision over one AdmissionReview (admission.k8s.io/v1): stamp the requester on
 // create, refuse anyone else setting or changing the stamp. Pure apart from the impersonation
 // question, which the caller answers (server.ts asks the API server with SubjectAccessReviews).
+// Every stamp that goes through is sealed (auth/seal.ts) for the object's kind, namespace and name,
+// so the server can tell it from one written while this webhook did not see the object; an object
+// created with only generateName gets its name here, since the seal needs it.
+import crypto from 'node:crypto';
 import { ANNOTATION_CANCELED_BY, GROUP, RESOURCES } from '../apis/v1/index.js';
 import { errorMessage } from '../util/errors.js';
-import { REQUESTER_ANNOTATION, formatRequester, parseRequester, sameRequester, type Requester, type ResourceAccess } from '../auth/index.js';
+import { REQUESTER_ANNOTATION, SEAL_ANNOTATION, formatRequester, parseRequester, sameRequester, sealStamp, type Requester, type ResourceAccess } from '../auth/index.js';
 import { cancelAdmission } from './cancel.js';
 
 /** The kinds the webhook stamps (plural resource names), with the Kind for messages. */
@@ -16,6 +20,9 @@ export const STAMPED_RESOURCES: ReadonlyMap<string, string> = new Map(
  * (verb impersonate on users/groups/serviceaccounts/uids).
  */
 export type MayImpersonate = (user: Requester, access: ResourceAccess) => Promise<boolean>;
+
+/** What the webhook seals stamps with: the key from its TLS Secret, and its clock. */
+export interface Sealer { key: Buffer; now: () => Date }
 
 export interface AdmissionResponse {
   uid: string;
@@ -35,7 +42,7 @@ export interface AdmissionOutcome {
   stamped?: Requester;
 }
 
-interface Meta { name?: string; generateName?: string; namespace?: string; annotations?: Record<string, unknown> }
+interface Meta { name?: string; generateName?: string; namespace?: string; creationTimestamp?: unknown; annotations?: Record<string, unknown> }
 type ObjectLike = { metadata?: Meta } | null | undefined;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -67,16 +74,38 @@ const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 /** JSON Pointer escaping (RFC 6901): `~` first, then `/`. */
 const pointerEscape = (s: string): string => s.replace(/~/g, '~0').replace(/\//g, '~1');
 
-function stampPatch(obj: { metadata?: Meta }, r: Requester): string {
-  const value = formatRequester(r);
-  const ops = isRecord(obj.metadata?.annotations)
-    ? [{ op: 'add', path: `/metadata/annotations/${pointerEscape(REQUESTER_ANNOTATION)}`, value }]
-    : [{ op: 'add', path: '/metadata/annotations', value: { [REQUESTER_ANNOTATION]: value } }];
-  return b64(JSON.stringify(ops));
+/** Lowercase consonants and digits, as the API server's own generateName suffixes use. */
+const NAME_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+
+/** `generateName` plus five random characters, the base cut to 58 as the API server cuts it. */
+function generatedName(base: string): string {
+  let suffix = '';
+  for (const b of crypto.randomBytes(5)) suffix += NAME_ALPHABET[b % NAME_ALPHABET.length] ?? 'x';
+  return `${base.slice(0, 58)}${suffix}`;
 }
 
-function rawStamp(obj: ObjectLike): string | undefined {
-  const v = obj?.metadata?.annotations?.[REQUESTER_ANNOTATION];
+/**
+ * The ops that leave `stamp` sealed on the object: the name when only generateName is given, the
+ * stamp when `setStamp`, and the seal over both (replacing any seal the request carried).
+ */
+function sealOps(kind: string, namespace: string, obj: { metadata?: Meta }, stamp: string, setStamp: boolean, sealedAt: Date, sealer: Sealer): object[] {
+  const ops: object[] = [];
+  let name = obj.metadata?.name ?? '';
+  if (name === '') {
+    name = generatedName(obj.metadata?.generateName ?? '');
+    ops.push({ op: 'add', path: '/metadata/name', value: name });
+  }
+  const seal = sealStamp(sealer.key, { kind, namespace, name, stamp }, sealedAt);
+  const set: Record<string, string> = setStamp ? { [REQUESTER_ANNOTATION]: stamp, [SEAL_ANNOTATION]: seal } : { [SEAL_ANNOTATION]: seal };
+  if (!isRecord(obj.metadata?.annotations)) ops.push({ op: 'add', path: '/metadata/annotations', value: set });
+  else for (const [k, v] of Object.entries(set)) ops.push({ op: 'add', path: `/metadata/annotations/${pointerEscape(k)}`, value: v });
+  return ops;
+}
+
+const rawStamp = (obj: ObjectLike): string | undefined => rawAnnotation(obj, REQUESTER_ANNOTATION);
+
+function rawAnnotation(obj: ObjectLike, key: string): string | undefined {
+  const v = obj?.metadata?.annotations?.[key];
   // A non-string annotation does not pass the API server's validation; treat it as a value anyway.
   return v === undefined ? undefined : typeof v === 'string' ? v : JSON.stringify(v);
 }
@@ -91,7 +120,7 @@ function objectName(obj: ObjectLike, req: Record<string, unknown>): string {
  * Decides one AdmissionReview. Never throws: an unreadable request, or an impersonation question
  * that cannot be answered, is a refusal naming why (fail closed).
  */
-export async function admit(body: unknown, mayImpersonate: MayImpersonate): Promise<AdmissionOutcome> {
+export async function admit(body: unknown, mayImpersonate: MayImpersonate, sealer: Sealer): Promise<AdmissionOutcome> {
   const req = isRecord(body) && isRecord(body.request) ? body.request : undefined;
   const uid = req !== undefined && typeof req.uid === 'string' ? req.uid : '';
   const respond = (allowed: boolean, extra: Partial<AdmissionResponse> = {}): AdmissionOutcome['review'] => ({
@@ -119,7 +148,8 @@ export async function admit(body: unknown, mayImpersonate: MayImpersonate): Prom
   const old = isRecord(req.oldObject) ? (req.oldObject as { metadata?: Meta }) : undefined;
   const cancel = cancelAdmission(kind, obj, old, user.username);
   if ('refused' in cancel) return deny(what, userName, cancel.refused);
-  const outcome = await decideStamp(operation, kind, obj, old, user, mayImpersonate, respond, (reason) => deny(what, userName, reason));
+  const namespace = typeof req.namespace === 'string' ? req.namespace : obj.metadata?.namespace ?? '';
+  const outcome = await decideStamp({ operation, kind, namespace, obj, old, user, mayImpersonate, sealer }, respond, (reason) => deny(what, userName, reason));
   if (!('annotate' in cancel) || !outcome.review.response.allowed) return outcome;
   // After the stamp's ops, which create the annotations map when there was none.
   const prior = outcome.review.response.patch === undefined ? [] : (JSON.parse(Buffer.from(outcome.review.response.patch, 'base64').toString('utf8')) as unknown[]);
@@ -134,33 +164,51 @@ function annotationOp(obj: { metadata?: Meta }, hasMap: boolean, key: string, va
     : { op: 'add', path: '/metadata/annotations', value: { [key]: value } };
 }
 
-/** The requester stamp: added on create, never changed after (see the file header). */
+interface StampRequest {
+  operation: string; kind: string; namespace: string; obj: { metadata?: Meta }; old: { metadata?: Meta } | undefined;
+  user: Requester; mayImpersonate: MayImpersonate; sealer: Sealer;
+}
+
+/** The requester stamp: added and sealed on create, never changed after (see the file header). */
 async function decideStamp(
-  operation: string, kind: string, obj: { metadata?: Meta }, old: { metadata?: Meta } | undefined, user: Requester, mayImpersonate: MayImpersonate,
-  respond: (allowed: boolean, extra?: Partial<AdmissionResponse>) => AdmissionOutcome['review'], deny: (reason: string) => AdmissionOutcome,
+  q: StampRequest, respond: (allowed: boolean, extra?: Partial<AdmissionResponse>) => AdmissionOutcome['review'], deny: (reason: string) => AdmissionOutcome,
 ): Promise<AdmissionOutcome> {
+  const { operation, kind, obj, old, user, mayImpersonate } = q;
   const before = `the ${REQUESTER_ANNOTATION} annotation records who created this ${kind}`;
   const newStamp = rawStamp(obj);
+  const patched = (ops: object[]): AdmissionOutcome['review'] => respond(true, { patchType: 'JSONPatch', patch: b64(JSON.stringify(ops)) });
+  // Sealed now on create; on update (a stamp set on an object that had none) for the creation time the object has.
+  const sealedAt = operation === 'UPDATE' && typeof old?.metadata?.creationTimestamp === 'string' ? new Date(old.metadata.creationTimestamp) : q.sealer.now();
 
   if (operation === 'UPDATE') {
     if (old === undefined) return deny(`the admission request for this UPDATE of a ${kind} carries no old object`);
     const oldStamp = rawStamp(old);
+    const newSeal = rawAnnotation(obj, SEAL_ANNOTATION);
+    const oldSeal = rawAnnotation(old, SEAL_ANNOTATION);
     if (oldStamp !== undefined) {
-      if (newStamp === oldStamp) return { review: respond(true) };
+      if (newStamp === oldStamp && newSeal === oldSeal) return { review: respond(true) };
+      if (newStamp === oldStamp) return deny(`the ${SEAL_ANNOTATION} annotation proves who created this ${kind} and is set only by the Stowage admission webhook: user "${user.username}" tried to ${newSeal === undefined ? 'remove' : 'change'} it`);
       return deny(`${before} and cannot be changed or removed: user "${user.username}" tried to ${newStamp === undefined ? 'remove' : 'change'} it`);
     }
     // The object predates the webhook: nobody is recorded, and an update does not make its
     // author the requester. Setting a stamp now is judged like setting one on create.
-    if (newStamp === undefined) return { review: respond(true) };
+    if (newStamp === undefined) {
+      if (newSeal === oldSeal) return { review: respond(true) };
+      return deny(`the ${SEAL_ANNOTATION} annotation is set only by the Stowage admission webhook, with the ${REQUESTER_ANNOTATION} annotation: user "${user.username}" tried to set it alone`);
+    }
   } else if (newStamp === undefined) {
-    return { review: respond(true, { patchType: 'JSONPatch', patch: stampPatch(obj, user) }), stamped: user };
+    const stamp = formatRequester(user);
+    return { review: patched(sealOps(kind, q.namespace, obj, stamp, true, sealedAt, q.sealer)), stamped: user };
   }
+  const sealIt = (): AdmissionOutcome => (operation === 'UPDATE' && typeof old?.metadata?.creationTimestamp !== 'string'
+    ? deny(`the admission request for this UPDATE of a ${kind} carries an old object without a creationTimestamp to seal the stamp for`)
+    : { review: patched(sealOps(kind, q.namespace, obj, newStamp ?? '', false, sealedAt, q.sealer)) });
 
   // The request sets a stamp itself.
   const stamped = parseRequester(newStamp ?? '');
   if ('error' in stamped) return deny(`${before} and is set only by the Stowage admission webhook: ${stamped.error}`);
   // Several webhook configurations (or a reinvocation) may see one object: our own stamp again is fine.
-  if (sameRequester(stamped, user)) return { review: respond(true) };
+  if (sameRequester(stamped, user)) return sealIt();
   let allowed: boolean;
   try {
     const answers = await Promise.all(impersonationNeeded(stamped).map((a) => mayImpersonate(user, a)));
@@ -168,6 +216,6 @@ async function decideStamp(
   } catch (err) {
     return deny(`${before}, and whether user "${user.username}" may set it to "${stamped.username}" could not be checked: ${errorMessage(err)}`);
   }
-  if (allowed) return { review: respond(true) };
+  if (allowed) return sealIt();
   return deny(`${before} and is set only by the Stowage admission webhook: user "${user.username}" may not set it (it names "${stamped.username}")`);
 }

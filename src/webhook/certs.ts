@@ -4,10 +4,13 @@
 // reads and updates it by name, so its token can create no Secret (a service-account token Secret
 // would be a token that never expires). Reused while more than a third of its lifetime is left and
 // it names every host the API server may call; otherwise replaced, and the CA bundle (Secret key
-// ca.crt) keeps the replaced certificate while it is valid. Key and certificate are never logged.
+// ca.crt) keeps the replaced certificate while it is valid. The same Secret keeps the key that
+// seals requester stamps (auth/seal.ts, Secret key seal.key), made once and kept across renewals so
+// every replica seals and checks with it. Keys and certificate are never logged.
 import crypto from 'node:crypto';
 import net from 'node:net';
 import forge from 'node-forge';
+import { SEAL_KEY_BYTES, createSealKey } from '../auth/index.js';
 import { CORE, isConflict, isNotFound, type DynamicClient } from '../kube/index.js';
 
 const DAY_MS = 86_400_000;
@@ -159,17 +162,28 @@ interface TlsSecret {
   data?: Record<string, string>;
 }
 
-const fromSecret = (s: TlsSecret): { cert: string; key: string; caBundle: string } => ({
+/** The stored seal key, or undefined when there is none of the right size (it is then made anew). */
+function sealKeyOf(s: TlsSecret): Buffer | undefined {
+  const k = Buffer.from(s.data?.['seal.key'] ?? '', 'base64');
+  return k.length === SEAL_KEY_BYTES ? k : undefined;
+}
+
+const fromSecret = (s: TlsSecret): { cert: string; key: string; caBundle: string; sealKey: Buffer | undefined } => ({
   cert: Buffer.from(s.data?.['tls.crt'] ?? '', 'base64').toString('utf8'),
   key: Buffer.from(s.data?.['tls.key'] ?? '', 'base64').toString('utf8'),
   caBundle: Buffer.from(s.data?.['ca.crt'] ?? '', 'base64').toString('utf8'),
+  sealKey: sealKeyOf(s),
 });
 
 /** The stored Secret with the identity in its data; type, labels and annotations stay as the install made them (type is immutable). */
-const secretBody = (stored: TlsSecret, id: TlsIdentity): object => ({
+const secretBody = (stored: TlsSecret, id: TlsIdentity, sealKey: Buffer): object => ({
   ...stored,
   apiVersion: 'v1', kind: 'Secret',
-  data: { ...stored.data, 'tls.crt': Buffer.from(id.cert).toString('base64'), 'tls.key': Buffer.from(id.key).toString('base64'), 'ca.crt': Buffer.from(id.caBundle).toString('base64') },
+  data: {
+    ...stored.data,
+    'tls.crt': Buffer.from(id.cert).toString('base64'), 'tls.key': Buffer.from(id.key).toString('base64'), 'ca.crt': Buffer.from(id.caBundle).toString('base64'),
+    'seal.key': sealKey.toString('base64'),
+  },
 });
 
 export interface EnsuredIdentity extends TlsIdentity {
@@ -177,6 +191,8 @@ export interface EnsuredIdentity extends TlsIdentity {
   origin: 'reused' | 'replaced';
   /** Why the stored one was replaced. */
   replacedBecause?: string;
+  /** The key that seals requester stamps (auth/seal.ts). */
+  sealKey: Buffer;
 }
 
 /**
@@ -199,12 +215,18 @@ export async function ensureTlsIdentity(
     }
     const current = fromSecret(stored);
     const why = unusableBecause(current, names, now(), lifetimeMs);
-    if (why === undefined) return { cert: current.cert, key: current.key, caBundle: bundleWith(current.cert, current.caBundle, now()), origin: 'reused' };
-    const fresh = createTlsIdentity(names, now(), lifetimeMs);
-    const id = { ...fresh, caBundle: bundleWith(fresh.cert, `${current.cert}\n${current.caBundle}`, now()) };
+    const sealKey = current.sealKey ?? createSealKey();
     try {
-      await client.replace(CORE.secrets, namespace, secretName, secretBody(stored, id));
-      return { ...id, origin: 'replaced', replacedBecause: why };
+      if (why === undefined) {
+        const reused = { cert: current.cert, key: current.key, caBundle: bundleWith(current.cert, current.caBundle, now()) };
+        // A Secret filled before seals existed gets its key now (stored.data keeps ca.crt as it was).
+        if (current.sealKey === undefined) await client.replace(CORE.secrets, namespace, secretName, secretBody(stored, { ...reused, caBundle: current.caBundle }, sealKey));
+        return { ...reused, origin: 'reused', sealKey };
+      }
+      const fresh = createTlsIdentity(names, now(), lifetimeMs);
+      const id = { ...fresh, caBundle: bundleWith(fresh.cert, `${current.cert}\n${current.caBundle}`, now()) };
+      await client.replace(CORE.secrets, namespace, secretName, secretBody(stored, id, sealKey));
+      return { ...id, origin: 'replaced', replacedBecause: why, sealKey };
     } catch (err) {
       if (isConflict(err)) continue;
       throw err;

@@ -1,5 +1,5 @@
 // Public surface of webhook/: the admission webhook that records who created each run.
-export { STAMPED_RESOURCES, admit, impersonationNeeded, type AdmissionOutcome, type AdmissionResponse, type MayImpersonate } from './admission.js';
+export { STAMPED_RESOURCES, admit, impersonationNeeded, type AdmissionOutcome, type AdmissionResponse, type MayImpersonate, type Sealer } from './admission.js';
 export { DEFAULT_LIFETIME_MS, createTlsIdentity, ensureTlsIdentity, expiryOf, liveCertificates, renewBeforeMs, servingNames, tlsSecretName, unusableBecause, type EnsuredIdentity, type TlsIdentity } from './certs.js';
 export {
   MUTATING_WEBHOOK_CONFIGURATIONS, WEBHOOK_NAME, WEBHOOK_PATH, WEBHOOK_SERVICE_NAME,

@@ -2,7 +2,7 @@ import https from 'node:https';
 import { Writable } from 'node:stream';
 import winston from 'winston';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REQUESTER_ANNOTATION, formatRequester } from '../auth/index.js';
+import { REQUESTER_ANNOTATION, SEAL_ANNOTATION, formatRequester } from '../auth/index.js';
 import { createTlsIdentity } from './certs.js';
 import { APISERVER_MAX_REQUEST_BYTES, MAX_BODY_BYTES, startWebhookServer, type WebhookServer } from './server.js';
 
@@ -16,7 +16,7 @@ let server: WebhookServer;
 
 beforeAll(async () => {
   // Nobody may impersonate anyone here: a stamp naming someone else is always refused.
-  server = await startWebhookServer({ address: '127.0.0.1:0', identity: id, mayImpersonate: () => Promise.resolve(false), logger });
+  server = await startWebhookServer({ address: '127.0.0.1:0', identity: id, mayImpersonate: () => Promise.resolve(false), sealer: { key: Buffer.alloc(32, 1), now: () => new Date() }, logger });
 });
 afterAll(async () => {
   await server.close();
@@ -64,9 +64,11 @@ describe('webhook server', () => {
     expect(r.status).toBe(200);
     const out = JSON.parse(r.body) as { response: { uid: string; allowed: boolean; patch: string } };
     expect(out.response).toMatchObject({ uid: 'u-1', allowed: true });
-    expect(JSON.parse(Buffer.from(out.response.patch, 'base64').toString())).toEqual([
-      { op: 'add', path: '/metadata/annotations', value: { [REQUESTER_ANNOTATION]: formatRequester({ username: 'alice', uid: 'alice-uid', groups: ['team-a'] }) } },
-    ]);
+    const [op] = JSON.parse(Buffer.from(out.response.patch, 'base64').toString()) as Array<{ path: string; value: Record<string, string> }>;
+    expect(op?.path).toBe('/metadata/annotations');
+    expect(op?.value[REQUESTER_ANNOTATION]).toBe(formatRequester({ username: 'alice', uid: 'alice-uid', groups: ['team-a'] }));
+    // Sealed with the key the server was given (the seal's own checks are admission.test.ts's).
+    expect(op?.value[SEAL_ANNOTATION]).toMatch(/^v1 \S+ \S+$/);
   });
 
   it('logs one info line per refusal, with who, what and why but no object contents', async () => {

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type winston from 'winston';
 import { parseListenAddress } from '../util/address.js';
 import { errorMessage } from '../util/errors.js';
-import { admit, type MayImpersonate } from './admission.js';
+import { admit, type MayImpersonate, type Sealer } from './admission.js';
 import { WEBHOOK_PATH } from './configuration.js';
 import type { TlsIdentity } from './certs.js';
 
@@ -28,6 +28,7 @@ export interface WebhookServerOptions {
   address: string;
   identity: Pick<TlsIdentity, 'cert' | 'key'>;
   mayImpersonate: MayImpersonate;
+  sealer: Sealer;
   logger: winston.Logger;
   /** How long one request may take, body included (the API server gives up after the configuration's 10 s). */
   requestTimeoutMs?: number;
@@ -140,7 +141,7 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts:
     opts.logger.info('admission webhook refused a request: the body is not JSON');
     return reply(res, 400, 'the request body is not JSON\n');
   }
-  const out = await admit(parsed, opts.mayImpersonate);
+  const out = await admit(parsed, opts.mayImpersonate, opts.sealer);
   if (out.refusal !== undefined) {
     const r = out.refusal;
     opts.logger.info(`admission webhook refused ${r.operation} of ${r.what} by user "${r.user}": ${r.reason}`);

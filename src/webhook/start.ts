@@ -27,6 +27,8 @@ export interface AdmissionWebhookOptions {
 export interface AdmissionWebhook extends WebhookServer {
   /** When the certificate served now expires (ms since the epoch), for the expiry metric. */
   certificateExpiry(): number;
+  /** The key stamps are sealed with (auth/seal.ts), from the TLS Secret: the controllers check seals with it. */
+  readonly sealKey: Buffer;
 }
 
 /** Asks the API server whether the admission request's user may impersonate what a stamp names. */
@@ -44,7 +46,7 @@ export async function startAdmissionWebhook(o: AdmissionWebhookOptions): Promise
     id.origin === 'reused' ? `admission webhook certificate: reusing the one in Secret ${o.namespace}/${secretName}`
       : `admission webhook certificate: replaced the one in Secret ${o.namespace}/${secretName} (${id.replacedBecause ?? ''}) with one for ${names.join(', ')}`,
   );
-  const server = await startWebhookServer({ address: o.address, identity: id, mayImpersonate: impersonationReviewer(o.client), logger: o.logger });
+  const server = await startWebhookServer({ address: o.address, identity: id, mayImpersonate: impersonationReviewer(o.client), sealer: { key: id.sealKey, now: () => new Date() }, logger: o.logger });
   try {
     await publishCaBundle(o.client, o.configurationName, id.caBundle, o.url === '' ? undefined : o.url);
   } catch (err) {
@@ -61,6 +63,7 @@ export async function startAdmissionWebhook(o: AdmissionWebhookOptions): Promise
     port: server.port,
     setIdentity: (next) => server.setIdentity(next),
     certificateExpiry: () => renewal.servingExpiry(),
+    sealKey: id.sealKey,
     close: async () => {
       renewal.stop();
       await server.close();

@@ -12,7 +12,7 @@ import type { DynamicClient } from '../../src/kube/index.js';
 import { CORE } from '../../src/kube/index.js';
 import type { ResourceList, RunResults } from '../../src/persistence/results.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { removeWebhook } from '../support/webhook.js';
+import { suspendWebhook } from '../support/webhook.js';
 import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 
 const ROLE_BINDINGS = { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'rolebindings', namespaced: true } as const;
@@ -211,9 +211,10 @@ describe('backup with the requester\'s rights', () => {
 
   it('refuses a Backup nobody stamped: FailedValidation, nothing written', async () => {
     // The webhook stamps every create; out of its scope (as with its configuration deleted) an
-    // unstamped Backup gets through, and must not run. Later tests preset their stamps.
-    await removeWebhook(client, ns);
-    const b = await backup('unstamped', { includedNamespaces: [teamA] }, undefined);
+    // unstamped Backup gets through, and must not run. The webhook comes back for later tests:
+    // the stamps they preset count only once it has sealed them.
+    const restore = await suspendWebhook(client, ns);
+    const b = await backup('unstamped', { includedNamespaces: [teamA] }, undefined).finally(restore);
     expect(b.status?.phase).toBe('FailedValidation');
     expect(b.status?.validationErrors).toEqual([NOT_STAMPED]);
     expect(fs.existsSync(dir(loc.root, 'unstamped'))).toBe(false);

@@ -101,7 +101,7 @@ export async function startLifecycle(opts: LifecycleOptions): Promise<Lifecycle>
     runLogDir,
     scratchDir,
     serverVersion: 'test',
-    authority: (obj) => authorityFor(config.trustMode, client, obj, { impersonateUid: false }),
+    authority: (obj) => authorityFor(config.trustMode, client, obj, { impersonateUid: false, sealKey: undefined }),
     informer,
     shutdown: shutdown.signal,
     runs: createRunRegistry(),

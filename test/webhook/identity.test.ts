@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { CORE, ensureCrds, isNotFound, type DynamicClient } from '../../src/kube/index.js';
+import { CORE, ensureCrds, isNotFound, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import {
   MUTATING_WEBHOOK_CONFIGURATIONS, ensureTlsIdentity, liveCertificates, publishCaBundle, serviceClientConfig, webhookConfiguration, type MutatingWebhookConfiguration,
 } from '../../src/webhook/index.js';
@@ -43,6 +43,25 @@ describe('ensureTlsIdentity', () => {
     expect(Buffer.from(secret.data['tls.crt'] ?? '', 'base64').toString()).toBe(first.cert);
     const second = await ensureTlsIdentity(admin, ns, 'a-webhook-tls', names);
     expect(second).toMatchObject({ origin: 'reused', cert: first.cert, key: first.key, caBundle: first.cert });
+    // The seal key is made with the first certificate, stored beside it and read back, never made again.
+    expect(first.sealKey).toHaveLength(32);
+    expect(secret.data['seal.key']).toBe(first.sealKey.toString('base64'));
+    expect(second.sealKey.equals(first.sealKey)).toBe(true);
+  });
+
+  it('adds a seal key to a Secret filled before seals existed, keeping its certificate', async () => {
+    const names = ['127.0.0.1', 'localhost'];
+    await installSecret('s-webhook-tls');
+    const filled = await ensureTlsIdentity(admin, ns, 's-webhook-tls', names);
+    const stored = await admin.get<KubeObject & { data: Record<string, string> }>(CORE.secrets, ns, 's-webhook-tls');
+    const { 'seal.key': _key, ...older } = stored.data;
+    await admin.replace(CORE.secrets, ns, 's-webhook-tls', { ...stored, data: older });
+    const upgraded = await ensureTlsIdentity(admin, ns, 's-webhook-tls', names);
+    expect(upgraded).toMatchObject({ origin: 'reused', cert: filled.cert });
+    expect(upgraded.sealKey.equals(filled.sealKey)).toBe(false);
+    const after = await admin.get<KubeObject & { data: Record<string, string> }>(CORE.secrets, ns, 's-webhook-tls');
+    expect(after.data['seal.key']).toBe(upgraded.sealKey.toString('base64'));
+    expect(after.data['ca.crt']).toBe(stored.data['ca.crt']);
   });
 
   it('creates no Secret: a missing one is an error naming the install', async () => {
@@ -63,6 +82,9 @@ describe('ensureTlsIdentity', () => {
     expect(liveCertificates(wider.caBundle)).toEqual([wider.cert, narrow.cert]);
     const again = await ensureTlsIdentity(admin, ns, 'b-webhook-tls', ['127.0.0.1', 'localhost', 'stowage-webhook.x.svc']);
     expect(again).toMatchObject({ origin: 'reused', cert: wider.cert, caBundle: wider.caBundle });
+    // Replacing the certificate (as renewal does) keeps the seal key: stamps sealed before still pass.
+    expect(wider.sealKey.equals(narrow.sealKey)).toBe(true);
+    expect(again.sealKey.equals(narrow.sealKey)).toBe(true);
   });
 
   it('gives two replicas starting together the same certificate', async () => {
@@ -70,6 +92,7 @@ describe('ensureTlsIdentity', () => {
     await installSecret('c-webhook-tls');
     const [a, b] = await Promise.all([ensureTlsIdentity(admin, ns, 'c-webhook-tls', names), ensureTlsIdentity(admin, ns, 'c-webhook-tls', names)]);
     expect(a.cert).toBe(b.cert);
+    expect(a.sealKey.equals(b.sealKey)).toBe(true);
     expect([a.origin, b.origin].sort()).toEqual(['replaced', 'reused']);
   });
 });

@@ -1,6 +1,6 @@
 // Pieces of `describe` output shared by backups and restores: metadata, filters, events, results.
 import type { ObjectMeta } from '../../apis/v1/index.js';
-import { REQUESTER_ANNOTATION, describeRequester, requesterOf } from '../../auth/index.js';
+import { REQUESTER_ANNOTATION, SEAL_ANNOTATION, describeRequester, requesterOf } from '../../auth/index.js';
 import { CORE, type KubeObject } from '../../kube/index.js';
 import { labelSelectorToString } from '../../util/labels.js';
 import type { FilterSpec } from './flags.js';
@@ -17,8 +17,9 @@ export function requestedBy(md: ObjectMeta): string {
 }
 
 export function metadataSection(md: ObjectMeta): string {
-  // The stamp is shown as "Requested by", not repeated as raw JSON among the annotations.
-  const { [REQUESTER_ANNOTATION]: _stamp, ...annotations } = md.annotations ?? {};
+  // The stamp is shown as "Requested by", not repeated as raw JSON among the annotations; its seal
+  // is for the server to check, and says nothing a reader can use.
+  const { [REQUESTER_ANNOTATION]: _stamp, [SEAL_ANNOTATION]: _seal, ...annotations } = md.annotations ?? {};
   return formatFields([
     ['Name', md.name],
     ['Namespace', md.namespace ?? ''],
