@@ -27,7 +27,7 @@ import { createInformer, startController, startLeaderElection, type Controller, 
 import { systemClock, type TimerClock } from './util/clock.js';
 import { errorMessage } from './util/errors.js';
 import { authorityFor } from './auth/index.js';
-import { startAdmissionWebhook, type AdmissionWebhook } from './webhook/index.js';
+import { startAdmissionWebhook, startWebhookHealth, type AdmissionWebhook, type WebhookHealth } from './webhook/index.js';
 import type { ServerVersion } from './kube/index.js';
 import type { Writable } from 'node:stream';
 
@@ -141,9 +141,16 @@ export async function composeServer(config: ServerConfig, deps: ServerDeps): Pro
   // Credential files a killed server left for its plugins; each location writes its own again.
   removeAllCredentialFiles(scratchDir);
   const metrics = createMetrics();
+  let webhookHealth: WebhookHealth | undefined;
   if (webhook !== undefined) {
     const served = webhook;
     metrics.setWebhookCertificateExpiry(() => served.certificateExpiry());
+    // Checked before the controllers start and while the server runs; runs are held while it fails.
+    webhookHealth = startWebhookHealth({
+      client: webhookClient, namespace, configurationName: config.webhookConfigurationName, sealKey: served.sealKey,
+      intervalMs: config.webhookProbeInterval, logger, report: (ok) => metrics.setWebhookConfigurationOk(ok),
+    });
+    await webhookHealth.probe();
   }
   const spool = new LogSpool(config.logSpoolDir, logger);
   // The default plugin directory is optional (only images with third-party plugins have it); a
@@ -189,6 +196,7 @@ export async function composeServer(config: ServerConfig, deps: ServerDeps): Pro
     events: createEventRecorder(client.withOutageTimeout(0), { onError: (err) => logger.debug(`could not record an event: ${errorMessage(err)}`) }),
     informer, shutdown: shutdown.signal, runs: createRunRegistry(),
     authority: (obj) => authorityFor(config.trustMode, client, obj, { impersonateUid, sealKey: webhook?.sealKey }),
+    ...(webhookHealth !== undefined ? { webhookGate: webhookHealth } : {}),
   };
   const factories: ControllerFactory[] = [
     backupStorageLocationController, backupController, restoreController,
@@ -269,6 +277,7 @@ export async function composeServer(config: ServerConfig, deps: ServerDeps): Pro
       await Promise.all([...informers.values()].map((i) => i.stop()));
       await metricsServer.close();
       // Admission is served to the end: creates fail closed once it stops.
+      webhookHealth?.stop();
       await webhook?.close();
       webhookClient.close();
       client.close();

@@ -141,6 +141,7 @@ describe('configFromEnv', () => {
       STOWAGE_WEBHOOK_URL: 'https://127.0.0.1:9443',
       STOWAGE_WEBHOOK_CONFIGURATION_NAME: 'stowage-test',
       STOWAGE_WEBHOOK_CERTIFICATE_LIFETIME: '2160h',
+      STOWAGE_WEBHOOK_PROBE_INTERVAL: '45s',
       STOWAGE_DOWNLOAD_URL_TTL: '2m',
       UNRELATED: 'x',
     };
@@ -179,6 +180,7 @@ describe('configFromEnv', () => {
       webhookUrl: 'https://127.0.0.1:9443',
       webhookConfigurationName: 'stowage-test',
       webhookCertificateLifetime: 90 * 86_400_000,
+      webhookProbeInterval: 45_000,
       downloadUrlTtl: 120_000,
     };
     expect(configFromEnv(env)).toEqual(expected);
@@ -246,6 +248,12 @@ describe('applyConfigOverrides', () => {
     expect(DEFAULT_CONFIG.webhookCertificateLifetime).toBe(365 * 86_400_000);
     expect(configFromEnv({ STOWAGE_WEBHOOK_CERTIFICATE_LIFETIME: '30s' }).webhookCertificateLifetime).toBe(30_000);
     expect(() => configFromEnv({ STOWAGE_WEBHOOK_CERTIFICATE_LIFETIME: '29s' })).toThrow('STOWAGE_WEBHOOK_CERTIFICATE_LIFETIME "29s" must be at least 30s');
+  });
+
+  it('probes the webhook every 30 s by default, and takes no interval of zero', () => {
+    expect(DEFAULT_CONFIG.webhookProbeInterval).toBe(30_000);
+    expect(configFromEnv({ STOWAGE_WEBHOOK_PROBE_INTERVAL: '200ms' }).webhookProbeInterval).toBe(200);
+    expect(() => configFromEnv({ STOWAGE_WEBHOOK_PROBE_INTERVAL: '0s' })).toThrow('STOWAGE_WEBHOOK_PROBE_INTERVAL "0s" must be more than zero');
   });
 
   it('checks the webhook flags together with the trust mode', () => {

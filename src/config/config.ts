@@ -70,6 +70,8 @@ export interface ServerConfig {
   webhookConfigurationName: string;
   /** Lifetime of the webhook's self-signed certificate; it is renewed, while the server runs, once a third of it is left. */
   webhookCertificateLifetime: number;
+  /** How often the server checks that its admission webhook is in effect for its namespace (webhook/health.ts). */
+  webhookProbeInterval: number;
   /** How long a download link stays valid. */
   downloadUrlTtl: number;
 }
@@ -152,6 +154,7 @@ export const DEFAULT_CONFIG: Readonly<ServerConfig> = Object.freeze({
   webhookUrl: '',
   webhookConfigurationName: 'stowage',
   webhookCertificateLifetime: 365 * 86_400_000,
+  webhookProbeInterval: 30_000,
   downloadUrlTtl: 300_000,
 } satisfies ServerConfig);
 
@@ -213,6 +216,7 @@ export const CONFIG_FLAGS: readonly ConfigFlag[] = [
   flag('webhookConfigurationName', 'webhook-configuration-name', 'name', 'MutatingWebhookConfiguration the server publishes its CA bundle into'),
   // At least 30 s: renewal and the CA bundle reaching the API server need some of the last third.
   flag('webhookCertificateLifetime', 'webhook-certificate-lifetime', 'duration', 'Lifetime of the admission webhook\'s certificate; renewed while the server runs once a third of it is left', 30_000),
+  flag('webhookProbeInterval', 'webhook-probe-interval', 'duration', 'How often the server checks (by a dry-run create) that its admission webhook configuration exists, selects its namespace and points at it; no backup or restore starts while not', 1),
   flag('downloadUrlTtl', 'download-url-ttl', 'duration', 'How long a download link stays valid', 1000),
 ];
 

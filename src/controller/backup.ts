@@ -28,6 +28,7 @@ import { crashPoint } from './faults.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { backupScope } from './runScope.js';
 import { createRunSlots, takeSlot } from './runSlots.js';
+import { createWebhookHold } from './webhookHold.js';
 import { spoolArtifact, stamp } from './runs.js';
 import { failStaleRun } from './staleRuns.js';
 
@@ -62,6 +63,8 @@ export function validateBackup(ctx: ControllerContext, backup: Backup): Validati
 export function backupController(ctx: ControllerContext): ControllerDefinition {
   const informer = ctx.informer<Backup>('Backup');
   const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation'); // validation reads the location from the cache
+  // Trust mode requester: no run starts while the admission webhook is not in effect (webhookHold.ts).
+  const hold = createWebhookHold(ctx, 'backup', BACKUPS);
   // Which backups may run at once (runSlots.ts): non-overlapping ones, up to --concurrent-backups.
   const slots = createRunSlots({
     kind: 'backup', limit: Math.max(1, ctx.config.concurrentBackups), flag: '--concurrent-backups',
@@ -167,7 +170,10 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
     watches: [informer, readsFrom(locations), cancelWatch(ctx, 'backup', informer)],
     // One worker more than can run: a queued backup's status says what it waits for while all run.
     workers: Math.max(1, ctx.config.concurrentBackups) + 1,
-    bind: (enqueue) => slots.bind(enqueue),
+    bind: (enqueue) => {
+      slots.bind(enqueue);
+      hold.bind(enqueue);
+    },
     reconciler: {
       async reconcile(key: string, rc: ReconcileContext): Promise<Result> {
         ctx.metrics.backupTotal.set(informer.keys().length);
@@ -197,6 +203,10 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         if (v.errors.length > 0 || v.location === undefined) return failed(v.errors);
         const unsignable = await signingValidation(ctx, v.location);
         if (unsignable !== undefined) return failed([unsignable]);
+        if (await hold.holds(b, key)) {
+          slots.drop(key); // held for the webhook, it holds up no other run
+          return;
+        }
         const slot = await takeSlot(ctx, slots, 'backup', BACKUPS, b, key, backupScope(b.spec));
         if (slot === undefined) return; // queued: woken when what it waits for ends
         try {

@@ -43,6 +43,18 @@ export interface ControllerContext {
    * when it has none (no stamp from the admission webhook).
    */
   authority(obj: Pick<KubeObject, 'metadata' | 'kind'>): Authority | { error: string };
+  /**
+   * Trust mode requester: whether the admission webhook is in effect for this namespace
+   * (webhook/health.ts). While it is not, no backup or restore starts (webhookHold.ts).
+   */
+  webhookGate?: WebhookGate;
+}
+
+export interface WebhookGate {
+  /** Why runs are held now, or undefined. */
+  holdReason(): string | undefined;
+  /** Called each time the webhook is in effect again. */
+  onHealthy(fn: () => void): void;
 }
 
 export interface ControllerDefinition {

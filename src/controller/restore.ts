@@ -32,6 +32,7 @@ import { resolveBackupOf } from './resolveBackup.js';
 import { loadRestoreTransforms, type RestoreTransforms } from './restoreTransforms.js';
 import { restoreScope } from './runScope.js';
 import { createRunSlots, takeSlot } from './runSlots.js';
+import { createWebhookHold } from './webhookHold.js';
 import { scheduleMismatch, verifyStoredSignature } from './signatures.js';
 import { failStaleRun } from './staleRuns.js';
 
@@ -143,6 +144,8 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
   // Validation reads backups and locations from the shared caches.
   const backups = ctx.informer<Backup>('Backup');
   const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation');
+  // Trust mode requester: no run starts while the admission webhook is not in effect (webhookHold.ts).
+  const hold = createWebhookHold(ctx, 'restore', RESTORES);
   // Restores writing to disjoint namespaces run at once, up to --concurrent-restores (runSlots.ts).
   const slots = createRunSlots({
     kind: 'restore', limit: Math.max(1, ctx.config.concurrentRestores), flag: '--concurrent-restores',
@@ -238,7 +241,10 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
     watches: [informer, readsFrom(backups), readsFrom(locations), cancelWatch(ctx, 'restore', informer)],
     // One worker more than can run: a queued restore's status says what it waits for while all run.
     workers: Math.max(1, ctx.config.concurrentRestores) + 1,
-    bind: (enqueue) => slots.bind(enqueue),
+    bind: (enqueue) => {
+      slots.bind(enqueue);
+      hold.bind(enqueue);
+    },
     reconciler: {
       async reconcile(key: string, rc: ReconcileContext): Promise<Result> {
         ctx.metrics.restoreTotal.set(informer.keys().length);
@@ -268,6 +274,10 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         const transformErrors = 'errors' in transforms ? transforms.errors : [];
         if (v.errors.length > 0 || v.backup === undefined || v.location === undefined) {
           await refuse(r, [...v.errors, ...transformErrors]);
+          return;
+        }
+        if (await hold.holds(r, key)) {
+          slots.drop(key); // held for the webhook, it holds up no other run
           return;
         }
         const slot = await takeSlot(ctx, slots, 'restore', RESTORES, r, key, restoreScope(r.spec, v.backup.spec));

@@ -32,6 +32,11 @@ export interface StowageMetrics {
    * calls it, so it exports no such series rather than a misleading 0.
    */
   setWebhookCertificateExpiry(source: () => number): void;
+  /**
+   * Registers stowage_webhook_configuration_ok and sets it: 1 while the admission webhook is in
+   * effect for the server's namespace, 0 while runs are held for it. Only servers with the webhook.
+   */
+  setWebhookConfigurationOk(ok: boolean): void;
 }
 
 export interface CreateMetricsOptions {
@@ -53,6 +58,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): StowageMetrics {
     new Counter({ name: p + name, help, labelNames: bySchedule, registers });
   const gauge = (name: string, help: string): Gauge<'schedule'> =>
     new Gauge({ name: p + name, help, labelNames: bySchedule, registers });
+  let configurationOk: Gauge | undefined;
   const m: StowageMetrics = {
     registry,
     backupTotal: new Gauge({ name: `${p}backup_total`, help: 'Current number of existing backups', registers }),
@@ -111,6 +117,14 @@ export function createMetrics(opts: CreateMetricsOptions = {}): StowageMetrics {
           this.set(Math.round((source() - Date.now()) / 1000));
         },
       });
+    },
+    setWebhookConfigurationOk: (ok) => {
+      configurationOk ??= new Gauge({
+        name: `${p}webhook_configuration_ok`,
+        help: 'Whether the admission webhook configuration exists, selects the server\'s namespace and points at this server (1), or not (0: no backup or restore starts)',
+        registers,
+      });
+      configurationOk.set(ok ? 1 : 0);
     },
   };
   if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });

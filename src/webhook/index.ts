@@ -9,3 +9,4 @@ export {
 export { APISERVER_MAX_REQUEST_BYTES, MAX_BODY_BYTES, startWebhookServer, type WebhookServer, type WebhookServerOptions } from './server.js';
 export { checkIntervalMs, startCertificateRenewal, switchDue, type CertificateRenewal, type RenewalOptions } from './renewal.js';
 export { impersonationReviewer, startAdmissionWebhook, type AdmissionWebhook, type AdmissionWebhookOptions } from './start.js';
+export { PROBE_NAME, nextProbeDelay, probeVerdict, startWebhookHealth, type WebhookHealth, type WebhookHealthOptions } from './health.js';
