@@ -15,6 +15,7 @@ import { createInformer, type Informer } from '../../src/runtime/index.js';
 import { ensureBuilt } from '../cli/helpers.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+import { PROBE_NAME } from '../../src/webhook/index.js';
 import { suspendWebhook, webhookConfigurationNameFor } from '../support/webhook.js';
 import { FIXTURES, removeTempDirs, tempDir } from '../plugin/support.js';
 
@@ -31,6 +32,7 @@ describe('runs held while the admission webhook is not in effect', () => {
   let server: RunningServer;
   let backups: Informer<Backup>;
   let restores: Informer<Restore>;
+  let probeSeen = false;
 
   const open = (gate: string): void => fs.writeFileSync(path.join(gates, gate), '');
   const phaseOf = (inf: Informer<Run>, name: string): string => inf.get(`${ns}/${name}`)?.status?.phase ?? 'New';
@@ -65,6 +67,10 @@ describe('runs held while the admission webhook is not in effect', () => {
     });
     backups = createInformer<Backup>(client, RESOURCES.Backup, { namespace: ns });
     restores = createInformer<Restore>(client, RESOURCES.Restore, { namespace: ns });
+    // The probe's dry-run Backup is never stored: the watch never sees it.
+    backups.addHandler(() => {
+      if (backups.get(`${ns}/${PROBE_NAME}`) !== undefined) probeSeen = true;
+    });
     backups.start();
     restores.start();
     await Promise.all([backups.waitForSync(), restores.waitForSync()]);
@@ -138,5 +144,6 @@ describe('runs held while the admission webhook is not in effect', () => {
     expect(queuedR.status?.phase, JSON.stringify(queuedR.status)).toBe('Completed');
     expect(queuedR.status?.waitingFor).toBeUndefined();
     expect(await metric()).toBe('1');
+    expect(probeSeen).toBe(false);
   });
 });
