@@ -61,7 +61,8 @@ export function nextProbeDelay(intervalMs: number, failuresInARow: number): numb
 export function startWebhookHealth(o: WebhookHealthOptions): WebhookHealth {
   // Held until the first probe says otherwise: no run starts before it is known.
   let reason: string | undefined = 'the admission webhook has not been checked yet';
-  let logged: string | undefined;
+  // So that the first probe logs its outcome either way.
+  let logged: string | undefined = reason;
   let failures = 0;
   const listeners: (() => void)[] = [];
   let inFlight: Promise<void> | undefined;

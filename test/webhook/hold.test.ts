@@ -4,7 +4,8 @@
 // their gates (fixtures/plugins/gate-plugin.mjs); the configuration is then deleted, and when the
 // blockers end the queued runs are held for the webhook instead of starting, saying so in
 // status.waitingFor, a Warning event, the server log and stowage_webhook_configuration_ok. Once the
-// configuration is back they start and complete.
+// configuration is back they start and complete. A configuration that stops selecting the namespace
+// counts as not in effect too.
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -15,7 +16,7 @@ import { createInformer, type Informer } from '../../src/runtime/index.js';
 import { ensureBuilt } from '../cli/helpers.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
-import { PROBE_NAME } from '../../src/webhook/index.js';
+import { MUTATING_WEBHOOK_CONFIGURATIONS, PROBE_NAME, type MutatingWebhookConfiguration } from '../../src/webhook/index.js';
 import { suspendWebhook, webhookConfigurationNameFor } from '../support/webhook.js';
 import { FIXTURES, removeTempDirs, tempDir } from '../plugin/support.js';
 
@@ -85,6 +86,8 @@ describe('runs held while the admission webhook is not in effect', () => {
 
   it('holds a queued backup and restore with the reason in status, an event, the log and the metric, and runs them once it is back', async () => {
     expect(await waitUntil('the gauge at 1', async () => ((await metric()) === '1' ? true : undefined))).toBe(true);
+    // The start-up probe's outcome is logged.
+    await server.waitForOutput(/admission webhook in effect for namespace \S+ \(MutatingWebhookConfiguration \S+\): backups and restores start/);
     // A backup to restore from (its gate open beforehand).
     open(`backup-${src}`);
     await client.create(RESOURCES.Backup, ns, newBackup('base', ns, { includedNamespaces: [src] }));
@@ -145,5 +148,24 @@ describe('runs held while the admission webhook is not in effect', () => {
     expect(queuedR.status?.waitingFor).toBeUndefined();
     expect(await metric()).toBe('1');
     expect(probeSeen).toBe(false);
+  });
+
+  it('sees a configuration whose namespaceSelector no longer selects the namespace as not in effect, and the fix', async () => {
+    const name = webhookConfigurationNameFor(ns);
+    const saved = await client.get<MutatingWebhookConfiguration>(MUTATING_WEBHOOK_CONFIGURATIONS, undefined, name);
+    const reason = `the admission webhook is not in effect: the API server did not call it for a Backup created in namespace ${ns} (MutatingWebhookConfiguration ${name} is missing, or does not select this namespace)`;
+    const lines = (): number => server.output().split(reason).length - 1;
+    const before = lines();
+    await client.replace(MUTATING_WEBHOOK_CONFIGURATIONS, undefined, name, {
+      ...saved, webhooks: (saved.webhooks ?? []).map((w) => ({ ...w, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': `not-${ns}` } } })),
+    });
+    try {
+      await waitUntil('the log line', () => Promise.resolve(lines() === before + 1 ? true : undefined), 90_000, 50);
+      expect(await metric()).toBe('0');
+    } finally {
+      const now = await client.get<MutatingWebhookConfiguration>(MUTATING_WEBHOOK_CONFIGURATIONS, undefined, name);
+      await client.replace(MUTATING_WEBHOOK_CONFIGURATIONS, undefined, name, { ...now, webhooks: saved.webhooks });
+    }
+    expect(await waitUntil('the gauge at 1 again', async () => ((await metric()) === '1' ? true : undefined), 90_000, 50)).toBe(true);
   });
 });
