@@ -206,11 +206,10 @@ export async function seed(
   return { seconds, objectsPerSecond: plan.objects / seconds };
 }
 
-const TOKEN_TYPE = 'kubernetes.io/service-account-token';
-
 /**
- * Waits until kube-controller-manager has finished its part: a token Secret for every
- * ServiceAccount and the root CA ConfigMap in every namespace. Both backups then see the same items.
+ * Waits until kube-controller-manager has finished its part: the `default` ServiceAccount and the
+ * root CA ConfigMap in every namespace (since Kubernetes 1.24 it makes no token Secrets). Both
+ * backups then see the same items.
  */
 export async function waitSettled(client: DynamicClient, namespaces: readonly string[], timeoutMs: number, progress: (line: string) => void): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -218,21 +217,20 @@ export async function waitSettled(client: DynamicClient, namespaces: readonly st
   for (;;) {
     let missing = 0;
     for (const ns of namespaces) {
-      const sas = (await client.listAll(CORE.serviceAccounts, { namespace: ns, pageSize: 5000 })).items.length;
-      const tokens = (await client.listAll(CORE.secrets, { namespace: ns, fieldSelector: `type=${TOKEN_TYPE}`, pageSize: 5000 })).items.length;
-      missing += Math.max(0, sas - tokens);
-      try {
-        await client.get(CORE.configMaps, ns, 'kube-root-ca.crt');
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-        missing++;
+      for (const [resource, name] of [[CORE.serviceAccounts, 'default'], [CORE.configMaps, 'kube-root-ca.crt']] as const) {
+        try {
+          await client.get(resource, ns, name);
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+          missing++;
+        }
       }
     }
     if (missing === 0) return;
-    if (Date.now() > deadline) throw new Error(`kube-controller-manager has not settled after ${timeoutMs / 1000} s: ${missing} token secrets or root CA ConfigMaps missing`);
+    if (Date.now() > deadline) throw new Error(`kube-controller-manager has not settled after ${timeoutMs / 1000} s: ${missing} default ServiceAccounts or root CA ConfigMaps missing`);
     if (Date.now() - lastReport > 5000) {
       lastReport = Date.now();
-      progress(`waiting for kube-controller-manager: ${missing} token secrets / root CA ConfigMaps to go`);
+      progress(`waiting for kube-controller-manager: ${missing} default ServiceAccounts / root CA ConfigMaps to go`);
     }
     await new Promise((r) => setTimeout(r, 500));
   }

@@ -143,7 +143,7 @@ describe('stowage CLI against the apiserver (no server running)', () => {
         [['backup', 'logs'], /missing required argument 'name'/],
         [['restore', 'create', '--from-backup', 'b', '--existing-resource-policy', 'replace'], /argument 'replace' is invalid. Allowed choices are none, update/],
         [['restore', 'create'], /give exactly one of --from-backup BACKUP or --from-schedule SCHEDULE/],
-        [['restore', 'create', '--from-backup', 'b', '--namespace-mappings', 'a:B'], /--namespace-mappings: "B" is not a valid namespace name/],
+        [['restore', 'create', '--from-backup', 'b', '--namespace-mappings', 'a:B'], /^error: namespaceMapping\["a"\] = "B" is not a valid namespace name/],
         [['-n', 'Not_A_Namespace', 'backup', 'get'], /namespace "Not_A_Namespace" is not a valid Kubernetes namespace name/],
       ];
       // Three at a time: each is a separate node process.

@@ -47,7 +47,11 @@ describe('downloads through a port-forward when the server URL is unreachable', 
   });
 
   it('port-forwards to the running server pod through the apiserver, and names the pod when that fails', async () => {
-    await client.create(CORE.pods, ns, { metadata: { name: 'stowage-server-0', labels: { 'app.kubernetes.io/name': 'stowage' } }, spec: { containers: [{ name: 'server', image: 'stowage' }] } });
+    await client.create(CORE.pods, ns, { metadata: { name: 'stowage-server-0', labels: { 'app.kubernetes.io/name': 'stowage' } }, spec: {
+      // The server's namespace enforces Pod Security `restricted` (deploy/00-namespace.yaml), as the real pod's spec meets.
+      securityContext: { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } },
+      containers: [{ name: 'server', image: 'stowage', securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } }],
+    } });
     await client.patchStatus(CORE.pods, ns, 'stowage-server-0', { status: { phase: 'Running', podIP: '10.244.0.9' } });
     const r = await runCli(['backup', 'logs', 'b'], opts);
     expect(r.code, show(r)).toBe(1);

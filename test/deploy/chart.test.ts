@@ -127,7 +127,7 @@ describe('charts/stowage', () => {
     const objs = await render({ releaseName: release, namespace: ns });
     // Hooks (the upgradeCRDs Job and its RBAC) come last, as in `helm template`.
     expect(objs.map((o) => o.object.kind)).toEqual([
-      'NetworkPolicy', 'PodDisruptionBudget', 'ServiceAccount', 'Secret', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Service', 'Service', 'Deployment', 'MutatingWebhookConfiguration',
+      'NetworkPolicy', 'PodDisruptionBudget', 'ServiceAccount', 'Secret', 'Secret', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Service', 'Service', 'Deployment', 'MutatingWebhookConfiguration',
       'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Job',
     ]);
     await dryRunInstall(objs, ns);
@@ -315,7 +315,8 @@ describe('charts/stowage', () => {
     const objs = await render({ releaseName: uniqueName('stw'), namespace: ns, set: ['trustMode=cluster-admin'] });
     const kinds = objs.map((o) => o.object.kind);
     expect(kinds).not.toContain('MutatingWebhookConfiguration');
-    expect(kinds).not.toContain('Secret');
+    // No webhook TLS Secret; the only Secret is the install's signing key.
+    expect(objs.filter((o) => o.object.kind === 'Secret').map((o) => o.object.metadata?.name)).toEqual([expect.stringMatching(/-stowage-signing$/)]);
     expect(objs.filter((o) => o.object.kind === 'Service').map((o) => o.object.metadata?.name)).toEqual([expect.stringMatching(/-metrics$/)]);
     const c = podSpec(find(objs, 'Deployment')).containers[0];
     expect(c?.args).toContain('--webhook-address=');
