@@ -3,6 +3,11 @@
 //               <b>-manifest.json.gz, <b>-signature.json (a signing location's),
 //               stowage-backup.json (written last)
 //   restores/<r>/restore-<r>-logs.gz, restore-<r>-results.gz, restore-<r>-resource-list.json.gz
+// A name so long that a file name built from it would pass 255 bytes (the most a path segment may
+// have on MinIO and on file systems) names its files by a short fixed form inside its folder, which
+// already names the run: backups/<b>/backup.tar.gz, backup-logs.gz, ...; restores/<r>/restore-logs.gz,
+// ... All of a run's files take the same form. Velero's layout always uses the full form, and what
+// was written in the full form before is still read (backupStore.ts tries it second).
 import type { StoredDownloadTargetKind } from '../apis/v1/index.js';
 
 export const BACKUPS_DIR = 'backups/';
@@ -45,9 +50,32 @@ export interface RestoreKeys {
   resourceList: string;
 }
 
-export function backupKeys(prefix: string, backup: string): BackupKeys {
-  const b = checkName('backup', backup);
-  const dir = `${normalizePrefix(prefix)}${BACKUPS_DIR}${b}/`;
+/** The most bytes a key segment may have on the stores Stowage is tested on (MinIO, file systems). */
+export const MAX_SEGMENT_BYTES = 255;
+/** The longest file-name suffixes the layout appends to a run's name. */
+const LONGEST_BACKUP_FILE = (b: string): string => `${b}-resource-list.json.gz`;
+const LONGEST_RESTORE_FILE = (r: string): string => `restore-${r}-resource-list.json.gz`;
+
+/**
+ * 'full': every file is named by the run's name (Velero's layout, and Stowage's for names that fit).
+ * 'auto': the short fixed form when a full file name would not fit in a segment.
+ */
+export type KeyForm = 'auto' | 'full';
+
+/** Whether a backup's files are named by the short fixed form (its name is too long for the full one). */
+export function shortBackupFiles(backup: string): boolean {
+  return Buffer.byteLength(LONGEST_BACKUP_FILE(backup)) > MAX_SEGMENT_BYTES;
+}
+
+/** Whether a restore's files are named by the short fixed form. */
+export function shortRestoreFiles(restore: string): boolean {
+  return Buffer.byteLength(LONGEST_RESTORE_FILE(restore)) > MAX_SEGMENT_BYTES;
+}
+
+export function backupKeys(prefix: string, backup: string, form: KeyForm = 'auto'): BackupKeys {
+  const name = checkName('backup', backup);
+  const dir = `${normalizePrefix(prefix)}${BACKUPS_DIR}${name}/`;
+  const b = form === 'auto' && shortBackupFiles(name) ? 'backup' : name;
   return {
     dir,
     tarball: `${dir}${b}.tar.gz`,
@@ -60,28 +88,29 @@ export function backupKeys(prefix: string, backup: string): BackupKeys {
   };
 }
 
-export function restoreKeys(prefix: string, restore: string): RestoreKeys {
-  const r = checkName('restore', restore);
-  const dir = `${normalizePrefix(prefix)}${RESTORES_DIR}${r}/`;
+export function restoreKeys(prefix: string, restore: string, form: KeyForm = 'auto'): RestoreKeys {
+  const name = checkName('restore', restore);
+  const dir = `${normalizePrefix(prefix)}${RESTORES_DIR}${name}/`;
+  const stem = form === 'auto' && shortRestoreFiles(name) ? 'restore' : `restore-${name}`;
   return {
     dir,
-    log: `${dir}restore-${r}-logs.gz`,
-    results: `${dir}restore-${r}-results.gz`,
-    resourceList: `${dir}restore-${r}-resource-list.json.gz`,
+    log: `${dir}${stem}-logs.gz`,
+    results: `${dir}${stem}-results.gz`,
+    resourceList: `${dir}${stem}-resource-list.json.gz`,
   };
 }
 
 /** The key a DownloadRequest target points at. */
-export function downloadKey(prefix: string, kind: StoredDownloadTargetKind, name: string): string {
+export function downloadKey(prefix: string, kind: StoredDownloadTargetKind, name: string, form: KeyForm = 'auto'): string {
   switch (kind) {
-    case 'BackupContents': return backupKeys(prefix, name).tarball;
-    case 'BackupLog': return backupKeys(prefix, name).log;
-    case 'BackupResourceList': return backupKeys(prefix, name).resourceList;
-    case 'BackupResults': return backupKeys(prefix, name).results;
-    case 'BackupManifest': return backupKeys(prefix, name).manifest;
-    case 'RestoreLog': return restoreKeys(prefix, name).log;
-    case 'RestoreResults': return restoreKeys(prefix, name).results;
-    case 'RestoreResourceList': return restoreKeys(prefix, name).resourceList;
+    case 'BackupContents': return backupKeys(prefix, name, form).tarball;
+    case 'BackupLog': return backupKeys(prefix, name, form).log;
+    case 'BackupResourceList': return backupKeys(prefix, name, form).resourceList;
+    case 'BackupResults': return backupKeys(prefix, name, form).results;
+    case 'BackupManifest': return backupKeys(prefix, name, form).manifest;
+    case 'RestoreLog': return restoreKeys(prefix, name, form).log;
+    case 'RestoreResults': return restoreKeys(prefix, name, form).results;
+    case 'RestoreResourceList': return restoreKeys(prefix, name, form).resourceList;
   }
 }
 

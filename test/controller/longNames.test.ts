@@ -1,25 +1,62 @@
 // A Backup and a Restore named with 253 characters, the longest name Kubernetes accepts, complete
-// end to end: nothing local (run log, spool, spill, credentials), no label and no Event name may
-// derive from the full name. The object store is the built-in filesystem one, whose key segments
-// (`<name>-resource-list.json.gz`, `restore-<name>-logs.gz`) are longer than a file name may be.
+// end to end on both built-in stores: nothing local (run log, spool, spill, credentials), no label
+// and no Event name may derive from the full name. Full file names built from such a name
+// (`<name>-resource-list.json.gz`, `restore-<name>-logs.gz`) pass 255 bytes, the most a key segment
+// may have on MinIO and on a file system, so the layout names them by the short form (layout.ts).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { LABEL_BACKUP_NAME, LABEL_RESTORE_NAME, RESOURCES, labelValue, newBackup, newRestore, type Backup, type Restore } from '../../src/apis/v1/index.js';
+import { LABEL_BACKUP_NAME, LABEL_RESTORE_NAME, RESOURCES, labelValue, newBackup, newRestore, type Backup, type BackupStorageLocationSpec, type Restore } from '../../src/apis/v1/index.js';
 import type { DynamicClient } from '../../src/kube/index.js';
+import type { ObjectStore } from '../../src/plugin/api/index.js';
 import fs from 'node:fs';
+import { AwsObjectStore } from '../../src/plugin/builtin/aws.js';
 import { FilesystemObjectStore } from '../../src/plugin/builtin/filesystem.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+import { testS3 } from '../support/s3ObjectStore.js';
+import { createS3CredentialsSecret, ensureNamespace, filesystemLocation, s3LocationSpec, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 
 const CONFIGMAPS = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
 const EVENTS = { group: '', version: 'v1', resource: 'events', namespaced: true };
 
-describe('runs named with 253 characters', () => {
+/** A location on one built-in store, and that store opened from the test to read what the server wrote. */
+interface StoreUnderTest {
+  spec: BackupStorageLocationSpec;
+  bucket: string;
+  /** Where the store keeps things on this machine, named in no warning or error ('' for S3). */
+  root: string;
+  reader: () => Promise<ObjectStore>;
+  cleanup: () => void;
+}
+
+const filesystem = (): StoreUnderTest => {
+  const loc = filesystemLocation();
+  return {
+    spec: loc.spec, bucket: loc.spec.objectStorage.bucket, root: loc.root,
+    reader: async () => {
+      const store = new FilesystemObjectStore();
+      await store.init({ root: loc.root });
+      return store;
+    },
+    cleanup: () => fs.rmSync(loc.root, { recursive: true, force: true }),
+  };
+};
+
+const minio = (bucket: string): StoreUnderTest => ({
+  spec: s3LocationSpec(inject('s3'), { bucket, prefix: '', secret: 'cloud-credentials' }), bucket, root: '',
+  reader: async () => testS3().store,
+  cleanup: () => undefined,
+});
+
+describe.each([
+  ['the filesystem store', 'fs'],
+  ['the S3 store (MinIO)', 's3'],
+] as const)('runs named with 253 characters on %s', (_title, kind) => {
   const ns = uniqueName('stowage-long');
   const app = uniqueName('long-app');
   const target = uniqueName('long-to');
   const backupName = `${'backup-of-'.repeat(25)}xyz`;
   const restoreName = `${'restore-r-'.repeat(25)}xyz`;
-  const location = filesystemLocation();
+  const bucket = uniqueName('long');
+  const store = kind === 'fs' ? filesystem() : minio(bucket);
   let client: DynamicClient;
   let server: RunningServer;
 
@@ -28,16 +65,23 @@ describe('runs named with 253 characters', () => {
     client = testClient(kubeconfig);
     await ensureNamespace(client, app);
     for (let i = 0; i < 5; i++) await client.create(CONFIGMAPS, app, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
-    server = await startServer({ kubeconfigPath: kubeconfig, namespace: ns, location });
+    if (kind === 's3') {
+      const s3 = testS3();
+      await s3.createBucket(bucket);
+      s3.close();
+      await ensureNamespace(client, ns);
+      await createS3CredentialsSecret(client, ns, 'cloud-credentials', inject('s3'));
+    }
+    server = await startServer({ kubeconfigPath: kubeconfig, namespace: ns, location: { name: 'default', spec: store.spec } });
   });
 
   afterAll(async () => {
     await server?.stop();
     client?.close();
-    fs.rmSync(location.root, { recursive: true, force: true });
+    store.cleanup();
   });
 
-  it('backs up and restores, with labels and events that fit', async () => {
+  it('backs up and restores, with labels and events that fit, and stores every artifact', async () => {
     expect(backupName).toHaveLength(253);
     expect(restoreName).toHaveLength(253);
     await client.create(RESOURCES.Backup, ns, newBackup(backupName, ns, { includedNamespaces: [app] }));
@@ -58,19 +102,38 @@ describe('runs named with 253 characters', () => {
         return events.items.find((e) => e.involvedObject.name === name && e.reason === 'Completed');
       }, 20_000);
     }
-    expect(server.output()).not.toMatch(/ENAMETOOLONG|event .* failed/i);
-    // The store's directory is named only where the operator configured it (its ready line), in no warning or error.
-    expect(server.output().split('\n').filter((l) => l.includes(location.root) && !l.includes('filesystem object store ready'))).toEqual([]);
-    // Every artifact is stored under its own key, the logs included, and listed as written.
-    const store = new FilesystemObjectStore();
-    await store.init({ root: location.root });
-    const keys = await waitUntil('the restore log in storage', async () => {
-      const all = await store.listObjects('backups', '');
-      return all.includes(`restores/${restoreName}/restore-${restoreName}-logs.gz`) ? all : undefined;
-    }, 20_000);
-    for (const suffix of ['.tar.gz', '-logs.gz', '-resource-list.json.gz', '-results.gz', '-manifest.json.gz']) {
-      expect(keys).toContain(`backups/${backupName}/${backupName}${suffix}`);
+    expect(server.output()).not.toMatch(/ENAMETOOLONG|KeyTooLong|XMinioInvalidObjectName|refuses .* for good|event .* failed/i);
+    if (store.root !== '') {
+      // The store's directory is named only where the operator configured it (its ready line), in no warning or error.
+      expect(server.output().split('\n').filter((l) => l.includes(store.root) && !l.includes('filesystem object store ready'))).toEqual([]);
     }
-    expect(keys).toContain(`backups/${backupName}/stowage-backup.json`);
+    // Every artifact is stored, the logs included: in the run's own folder, under the short form.
+    const reader = await store.reader();
+    const keys = await waitUntil('the restore log in storage', async () => {
+      const all = await reader.listObjects(store.bucket, '');
+      return all.includes(`restores/${restoreName}/restore-logs.gz`) ? all : undefined;
+    }, 20_000);
+    expect(keys.filter((k) => k.startsWith(`backups/${backupName}/`)).sort()).toEqual(
+      ['backup-logs.gz', 'backup-manifest.json.gz', 'backup-resource-list.json.gz', 'backup-results.gz', 'backup.tar.gz', 'stowage-backup.json'].map((f) => `backups/${backupName}/${f}`),
+    );
+    expect(keys.filter((k) => k.startsWith(`restores/${restoreName}/`)).sort()).toEqual(
+      ['restore-logs.gz', 'restore-resource-list.json.gz', 'restore-results.gz'].map((f) => `restores/${restoreName}/${f}`),
+    );
+  });
+});
+
+describe('a key the S3 store (MinIO) can never take', () => {
+  it('is refused for good (code Refused), not treated as an outage to ride out', async () => {
+    const s3 = testS3();
+    const bucket = await s3.createBucket(uniqueName('refuse'));
+    s3.close();
+    const cfg = inject('s3');
+    process.env.AWS_ACCESS_KEY_ID = cfg.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = cfg.secretAccessKey;
+    const store = new AwsObjectStore();
+    await store.init({ region: cfg.region, s3Url: cfg.endpoint, s3ForcePathStyle: 'true' });
+    const key = `backups/${'x'.repeat(253)}/${'x'.repeat(253)}-resource-list.json.gz`;
+    const body = (async function* () { yield Buffer.from('never stored'); })();
+    await expect(store.putObject(bucket, key, body)).rejects.toMatchObject({ code: 'Refused', message: expect.stringContaining('the object store refuses PutObject') });
   });
 });
