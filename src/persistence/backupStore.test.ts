@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { Backup } from '../apis/v1/index.js';
 import { isReplayable, type ObjectStore } from '../plugin/api/index.js';
 import { ArtifactWriteError, createBackupStore, LocationValidationError, MAX_METADATA_BYTES } from './backupStore.js';
-import { backupKeys, downloadKey, MAX_SEGMENT_BYTES, normalizePrefix, restoreKeys } from './layout.js';
+import { backupKeys, downloadKey, MAX_KEY_BYTES, MAX_SEGMENT_BYTES, normalizePrefix, restoreKeys, unstorableKeys } from './layout.js';
 import { addResult, countResults, emptyResults, resourceListOf } from './results.js';
 import { createVeleroStore, detectLayout, VeleroWriteRefusedError } from './veleroStore.js';
 
@@ -126,6 +126,22 @@ describe('object storage layout', () => {
     }
     // Velero's layout (and the old one) name every file in full, however long.
     expect(backupKeys('', longest, 'full').tarball).toBe(`backups/${longest}/${longest}.tar.gz`);
+  });
+
+  it('says when a run\'s keys cannot be stored: a key over 1024 bytes, or a prefix part over 255', () => {
+    const longest = 'n'.repeat(253);
+    expect(unstorableKeys('backup', Object.values(backupKeys('a/b', longest)))).toBeUndefined();
+    const prefix = ['p'.repeat(250), 'q'.repeat(250), 'r'.repeat(250)].join('/');
+    expect(unstorableKeys('backup', Object.values(backupKeys(prefix, 'b1')))).toBeUndefined();
+    const tooLong = Object.values(restoreKeys(prefix, longest));
+    const bytes = Math.max(...tooLong.map((k) => Buffer.byteLength(k)));
+    expect(bytes).toBeGreaterThan(MAX_KEY_BYTES);
+    expect(unstorableKeys('restore', tooLong)).toBe(
+      `its files cannot be stored: a key would be ${bytes} bytes long (the location's prefix, the restore's name and a file name), more than the 1024 bytes an object key may have; use a shorter restore name or a location with a shorter prefix`,
+    );
+    expect(unstorableKeys('backup', Object.values(backupKeys('x'.repeat(256), 'b1')))).toBe(
+      "its files cannot be stored: a part of the key between slashes would be 256 bytes long (the location's prefix has it), more than the 255 bytes a store may take; use a location whose prefix has shorter parts",
+    );
   });
 
   it('normalises prefixes and refuses names that would escape their directory', () => {

@@ -52,6 +52,27 @@ export interface RestoreKeys {
 
 /** The most bytes a key segment may have on the stores Stowage is tested on (MinIO, file systems). */
 export const MAX_SEGMENT_BYTES = 255;
+/** The most bytes an object key may have (S3's limit, which MinIO keeps too). */
+export const MAX_KEY_BYTES = 1024;
+
+/**
+ * Why a run's keys cannot be stored (a key or one of its segments too long for the store), or
+ * undefined when they can. A run checks this before it writes anything to the cluster.
+ */
+export function unstorableKeys(kind: 'backup' | 'restore', keys: readonly string[]): string | undefined {
+  const bytes = Math.max(0, ...keys.map((k) => Buffer.byteLength(k)));
+  if (bytes > MAX_KEY_BYTES) {
+    return `its files cannot be stored: a key would be ${bytes} bytes long (the location's prefix, the ${kind}'s name and a file name), more than the ${MAX_KEY_BYTES} bytes an object key may have; use a shorter ${kind} name or a location with a shorter prefix`;
+  }
+  for (const key of keys) {
+    const seg = key.split('/').find((x) => Buffer.byteLength(x) > MAX_SEGMENT_BYTES);
+    if (seg !== undefined) {
+      return `its files cannot be stored: a part of the key between slashes would be ${Buffer.byteLength(seg)} bytes long (the location's prefix has it), more than the ${MAX_SEGMENT_BYTES} bytes a store may take; use a location whose prefix has shorter parts`;
+    }
+  }
+  return undefined;
+}
+
 /** The longest file-name suffixes the layout appends to a run's name. */
 const LONGEST_BACKUP_FILE = (b: string): string => `${b}-resource-list.json.gz`;
 const LONGEST_RESTORE_FILE = (r: string): string => `restore-${r}-resource-list.json.gz`;

@@ -5,7 +5,7 @@
 // may have on MinIO and on a file system, so the layout names them by the short form (layout.ts).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { LABEL_BACKUP_NAME, LABEL_RESTORE_NAME, RESOURCES, labelValue, newBackup, newRestore, type Backup, type BackupStorageLocationSpec, type Restore } from '../../src/apis/v1/index.js';
-import type { DynamicClient } from '../../src/kube/index.js';
+import { isNotFound, type DynamicClient } from '../../src/kube/index.js';
 import type { ObjectStore } from '../../src/plugin/api/index.js';
 import fs from 'node:fs';
 import { AwsObjectStore } from '../../src/plugin/builtin/aws.js';
@@ -132,8 +132,68 @@ describe('a key the S3 store (MinIO) can never take', () => {
     process.env.AWS_SECRET_ACCESS_KEY = cfg.secretAccessKey;
     const store = new AwsObjectStore();
     await store.init({ region: cfg.region, s3Url: cfg.endpoint, s3ForcePathStyle: 'true' });
-    const key = `backups/${'x'.repeat(253)}/${'x'.repeat(253)}-resource-list.json.gz`;
-    const body = (async function* () { yield Buffer.from('never stored'); })();
-    await expect(store.putObject(bucket, key, body)).rejects.toMatchObject({ code: 'Refused', message: expect.stringContaining('the object store refuses PutObject') });
+    const body = (): AsyncIterable<Uint8Array> => (async function* () { yield Buffer.from('never stored'); })();
+    // A part between slashes over 255 bytes, and a whole key over 1024: the two limits the layout keeps to.
+    const longPart = `backups/${'x'.repeat(253)}/${'x'.repeat(253)}-resource-list.json.gz`;
+    const longKey = `${['p', 'q', 'r', 's', 't'].map((c) => c.repeat(210)).join('/')}/backups/b1/b1.tar.gz`;
+    for (const key of [longPart, longKey]) {
+      await expect(store.putObject(bucket, key, body())).rejects.toMatchObject({ code: 'Refused', message: expect.stringContaining('the object store refuses PutObject') });
+    }
+  });
+});
+
+describe('a run whose files its location cannot take (MinIO, a 752-byte prefix)', () => {
+  const ns = uniqueName('stowage-long');
+  const app = uniqueName('long-app');
+  const target = uniqueName('long-to');
+  const bucket = uniqueName('longpre');
+  const prefix = ['p', 'q', 'r'].map((c) => c.repeat(250)).join('/');
+  let client: DynamicClient;
+  let server: RunningServer;
+
+  beforeAll(async () => {
+    const kubeconfig = inject('cluster').kubeconfigPath;
+    client = testClient(kubeconfig);
+    await ensureNamespace(client, app);
+    await client.create(CONFIGMAPS, app, { metadata: { name: 'cm' }, data: { a: 'b' } });
+    const s3 = testS3();
+    await s3.createBucket(bucket);
+    s3.close();
+    await ensureNamespace(client, ns);
+    await createS3CredentialsSecret(client, ns, 'cloud-credentials', inject('s3'));
+    server = await startServer({ kubeconfigPath: kubeconfig, namespace: ns, location: { name: 'default', spec: s3LocationSpec(inject('s3'), { bucket, prefix, secret: 'cloud-credentials' }) } });
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+    client?.close();
+  });
+
+  it('is refused at validation, saying why, before it lists or creates anything', async () => {
+    const longName = `${'restore-r-'.repeat(25)}xyz`;
+    // A short-named backup fits under that prefix; a 253-character one does not.
+    await client.create(RESOURCES.Backup, ns, newBackup('b1', ns, { includedNamespaces: [app] }));
+    const ok = await waitFinished<Backup>(client, RESOURCES.Backup, ns, 'b1', 90_000);
+    expect(ok.status?.phase, JSON.stringify(ok.status)).toBe('Completed');
+    const longBackup = `${'backup-of-'.repeat(25)}xyz`;
+    await client.create(RESOURCES.Backup, ns, newBackup(longBackup, ns, { includedNamespaces: [app] }));
+    const b = await waitFinished<Backup>(client, RESOURCES.Backup, ns, longBackup, 90_000);
+    expect(b.status?.phase).toBe('FailedValidation');
+    expect(b.status?.validationErrors).toEqual([expect.stringMatching(
+      /^backup storage location "default" cannot hold this backup: its files cannot be stored: a key would be 1043 bytes long .*more than the 1024 bytes an object key may have; use a shorter backup name or a location with a shorter prefix$/,
+    )]);
+    expect(b.status?.progress).toBeUndefined();
+
+    await client.create(RESOURCES.Restore, ns, newRestore(longName, ns, { backupName: 'b1', includedNamespaces: [app], namespaceMapping: { [app]: target } }));
+    const r = await waitFinished<Restore>(client, RESOURCES.Restore, ns, longName, 90_000);
+    expect(r.status?.phase).toBe('FailedValidation');
+    expect(r.status?.validationErrors).toEqual([expect.stringMatching(
+      /^backup storage location "default" cannot hold this restore's log and results: its files cannot be stored: a key would be 10\d\d bytes long .*use a shorter restore name or a location with a shorter prefix$/,
+    )]);
+    // Nothing was written to the cluster: the target namespace was never made.
+    await expect(client.get({ group: '', version: 'v1', resource: 'namespaces', namespaced: false }, undefined, target)).rejects.toSatisfy(isNotFound);
+    // The server log says the same.
+    await waitUntil('the refusals in the server log', async () => (server.output().includes(`restore ${ns}/${longName} failed validation: backup storage location "default" cannot hold`) ? true : undefined), 20_000);
+    expect(server.output()).toContain(`backup ${ns}/${longBackup} failed validation: backup storage location "default" cannot hold`);
   });
 });
