@@ -10,6 +10,7 @@ import type { ObjectStore } from '../../src/plugin/api/index.js';
 import fs from 'node:fs';
 import { AwsObjectStore } from '../../src/plugin/builtin/aws.js';
 import { FilesystemObjectStore } from '../../src/plugin/builtin/filesystem.js';
+import { runCli, show } from '../cli/helpers.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { testS3 } from '../support/s3ObjectStore.js';
 import { createS3CredentialsSecret, ensureNamespace, filesystemLocation, s3LocationSpec, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
@@ -119,6 +120,14 @@ describe.each([
     expect(keys.filter((k) => k.startsWith(`restores/${restoreName}/`)).sort()).toEqual(
       ['restore-logs.gz', 'restore-resource-list.json.gz', 'restore-results.gz'].map((f) => `restores/${restoreName}/${f}`),
     );
+    // As a user reads them: the stored logs, by the runs' names.
+    const kubeconfig = inject('cluster').kubeconfigPath;
+    const backupLog = await runCli(['backup', 'logs', backupName], { kubeconfig, namespace: ns, timeoutMs: 60_000 });
+    expect(backupLog.code, show(backupLog)).toBe(0);
+    expect(backupLog.stdout).toContain(`starting backup ${ns}/${backupName}`);
+    const restoreLog = await runCli(['restore', 'logs', restoreName], { kubeconfig, namespace: ns, timeoutMs: 60_000 });
+    expect(restoreLog.code, show(restoreLog)).toBe(0);
+    expect(restoreLog.stdout).toContain(`restoring backup ${backupName}`);
   });
 });
 
