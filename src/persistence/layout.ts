@@ -67,7 +67,8 @@ export function unstorableKeys(kind: 'backup' | 'restore', keys: readonly string
   for (const key of keys) {
     const seg = key.split('/').find((x) => Buffer.byteLength(x) > MAX_SEGMENT_BYTES);
     if (seg !== undefined) {
-      return `its files cannot be stored: a part of the key between slashes would be ${Buffer.byteLength(seg)} bytes long (the location's prefix has it), more than the ${MAX_SEGMENT_BYTES} bytes a store may take; use a location whose prefix has shorter parts`;
+      // Names and file names always fit (the short form above), so the part is the prefix's; it is quoted by its head to say which.
+      return `its files cannot be stored: a part of the key between slashes ("${seg.slice(0, 24)}…") would be ${Buffer.byteLength(seg)} bytes long, more than the ${MAX_SEGMENT_BYTES} bytes a store may take; use a location whose prefix has shorter parts`;
     }
   }
   return undefined;
