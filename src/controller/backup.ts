@@ -14,7 +14,7 @@ import { recordBackupOutcome } from '../metrics/index.js';
 import type winston from 'winston';
 import type { BackupStore } from '../persistence/backupStore.js';
 import { gzipJson } from '../persistence/codec.js';
-import { backupKeys } from '../persistence/layout.js';
+import { backupKeys, normalizePrefix, unstorableKeys } from '../persistence/layout.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
@@ -52,6 +52,9 @@ export function validateBackup(ctx: ControllerContext, backup: Backup): Validati
   const name = location.metadata.name;
   if (isReadOnly(location)) errors.push(`backup storage location "${name}" is ReadOnly: backups cannot be written to it`);
   if (isVeleroLocation(location)) errors.push(veleroLocationRefusal(location));
+  // Refused before anything is listed: a backup whose files its store cannot take would only fail at the end.
+  const unstorable = unstorableKeys('backup', Object.values(backupKeys(normalizePrefix(location.spec.objectStorage.prefix), backup.metadata.name)));
+  if (unstorable !== undefined) errors.push(`backup storage location "${name}" cannot hold this backup: ${unstorable}`);
   const problem = locationProblem(ctx, location, backup.metadata.creationTimestamp);
   if (problem !== undefined) {
     if (errors.length === 0 && (problem.wait || problem.recheck === true)) return { errors: [problem.reason], location, pending: problem };

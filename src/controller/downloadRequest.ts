@@ -47,7 +47,7 @@ import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ActiveRun, type ControllerContext, type ControllerDefinition } from './context.js';
 import { backupRefusal } from './backupRights.js';
 import { encrypts, keyedForBackup } from './keys.js';
-import { backupStoreOn, openObjectStore, resolveLocation } from './locations.js';
+import { backupStoreOn, isVeleroLocation, openObjectStore, resolveLocation } from './locations.js';
 import { resolveBackupOf } from './resolveBackup.js';
 import { signs, verifyStoredSignature } from './signatures.js';
 import { SignatureError } from '../signing/index.js';
@@ -254,6 +254,12 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     }
   }
 
+  /** Where a target may be stored: its layout's key, then (a long name stored before the short form) the full one. */
+  function targetKeys(bsl: BackupStorageLocation, kind: StoredDownloadTargetKind, name: string): string[] {
+    const prefix = normalizePrefix(bsl.spec.objectStorage.prefix);
+    return [...new Set([downloadKey(prefix, kind, name, isVeleroLocation(bsl) ? 'full' : 'auto'), downloadKey(prefix, kind, name, 'full')])];
+  }
+
   /**
    * The URL for a target of `backup`: live log endpoint, presigned store URL (http(s) only: a
    * store's file:// URL would neither expire nor be bound to anything), or the endpoint for the
@@ -262,7 +268,8 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
   async function urlFor(target: DownloadTarget & { kind: StoredDownloadTargetKind }, backup: Backup, namespace: string, exp: number): Promise<string> {
     const bsl = location(backup.spec.storageLocation);
     const bucket = bsl.spec.objectStorage.bucket;
-    const key = downloadKey(normalizePrefix(bsl.spec.objectStorage.prefix), target.kind, target.name);
+    const keys = targetKeys(bsl, target.kind, target.name);
+    const key = keys[0] ?? '';
     const object = { kind: target.kind, name: target.name, loc: bsl.metadata.name, bucket, key };
     const { kind, live } = runOf(target);
     if (live && ctx.runs.get(kind, namespace, target.name) !== undefined) {
@@ -274,7 +281,8 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     try {
       const store = await openObjectStore(ctx, handle, bsl);
       try {
-        const url = await store.createSignedURL(bucket, key, Math.max(1, Math.ceil((exp - ctx.clock.now().getTime()) / 1000)));
+        const signed = keys.length > 1 && !(await store.objectExists(bucket, key)) ? (keys[1] ?? key) : key;
+        const url = await store.createSignedURL(bucket, signed, Math.max(1, Math.ceil((exp - ctx.clock.now().getTime()) / 1000)));
         if (/^https?:\/\//i.test(url)) return url;
       } catch (err) {
         ctx.logger.debug(`location ${bsl.metadata.name} cannot sign URLs (${errorMessage(err)}); serving the download itself`);
@@ -302,7 +310,8 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     }
     // The link is for one object where the location kept it when the link was made: if the
     // location now points elsewhere, the same key there may be something else.
-    if (bsl.spec.objectStorage.bucket !== t.bucket || downloadKey(normalizePrefix(bsl.spec.objectStorage.prefix), t.kind, t.name) !== t.key) {
+    const keys = targetKeys(bsl, t.kind, t.name);
+    if (bsl.spec.objectStorage.bucket !== t.bucket || !keys.includes(t.key)) {
       text(res, 410, `backup storage location "${t.loc}" has moved to another bucket or prefix since this link was made; run the command again`);
       return;
     }
@@ -312,7 +321,11 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
       let it: AsyncIterator<Uint8Array>;
       let next: IteratorResult<Uint8Array>;
       try {
-        let body = await store.getObject(t.bucket, t.key);
+        let body = await store.getObject(t.bucket, t.key).catch(async (err: unknown) => {
+          const older = keys.find((k) => k !== t.key);
+          if (older === undefined || !isStoreNotFound(err)) throw err;
+          return store.getObject(t.bucket, older);
+        });
         if (t.sealedBy !== undefined) body = await opened(t, t.sealedBy, bsl, store, handle, body);
         // The first bytes are read before the status line, so a key or a first chunk that fails is a 500 that says why.
         it = body[Symbol.asyncIterator]();

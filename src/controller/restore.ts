@@ -13,7 +13,7 @@ import {
   LABEL_SCHEDULE_NAME, RESOURCES, type Backup, type BackupStorageLocation, type Restore, type RestoreStatus,
 } from '../apis/v1/index.js';
 import { recordRestoreOutcome } from '../metrics/index.js';
-import { restoreKeys } from '../persistence/layout.js';
+import { normalizePrefix, restoreKeys, unstorableKeys } from '../persistence/layout.js';
 import { backupUseRefusal, type Authority, type HeldResources } from '../auth/index.js';
 import {
   checkTargetNamespaces, inStowageForm, newRestoreRequest, resolveRestoreItemActions, runRestore, sourcesOfResourceList, targetsOfResourceList, type RestoreResult, type TargetNamespace,
@@ -69,6 +69,13 @@ export function validateRestore(ctx: ControllerContext, r: Restore): Validation 
   if (location === undefined) {
     errors.push(`backup storage location "${backup.spec.storageLocation ?? '(default)'}" of backup "${backup.metadata.name}" does not exist`);
   } else {
+    // Refused before anything is created: a restore whose log and results its store cannot take
+    // would write to the cluster and then fail to say what it did. (A location Stowage never writes
+    // into keeps them in the server log and the status instead.)
+    const unstorable = writeRefusal(location) === undefined
+      ? unstorableKeys('restore', Object.values(restoreKeys(normalizePrefix(location.spec.objectStorage.prefix), r.metadata.name)))
+      : undefined;
+    if (unstorable !== undefined) errors.push(`backup storage location "${location.metadata.name}" cannot hold this restore's log and results: ${unstorable}`);
     const problem = locationProblem(ctx, location, r.metadata.creationTimestamp);
     if (problem !== undefined) {
       if (errors.length === 0 && (problem.wait || problem.recheck === true)) return { errors: [problem.reason], backup, location, pending: problem };

@@ -54,4 +54,16 @@ describe('uploadRunLog into the spool', () => {
     const [kept] = await spool.list();
     expect(fs.readFileSync(kept?.file ?? '')).toEqual(plain);
   });
+
+  it('does not spool a log whose key the store refuses for good, and says so once', async () => {
+    const { spool, logFile } = setup();
+    const lines: string[] = [];
+    const warn = (msg: string): void => { lines.push(msg); };
+    const ctx = { spool, logger: { warn } } as unknown as ControllerContext;
+    const refused = (): Promise<void> => Promise.reject(Object.assign(new Error('the object store refuses PutObject b/k: KeyTooLongError'), { code: 'Refused' }));
+    expect(await uploadRunLog(ctx, { path: logFile }, 'default', 'backups/b1/b1-logs.gz', refused)).toBe('refused');
+    expect(await spool.list()).toEqual([]);
+    expect(fs.existsSync(logFile)).toBe(false);
+    expect(lines).toEqual(['the run log of backup b1 is not stored: location default refuses it for good (the object store refuses PutObject b/k: KeyTooLongError); its lines are in this server log only']);
+  });
 });

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { BackupStorageLocation } from '../apis/v1/index.js';
-import { createRunLogger, type RunKind, type RunLog } from '../logging/index.js';
+import { createRunLogger, isRefused, runOfKey, type RunKind, type RunLog } from '../logging/index.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import type { ActiveRun, ControllerContext } from './context.js';
 import { openObjectStore, writeRefusal } from './locations.js';
@@ -49,11 +49,17 @@ export function registerRun(ctx: ControllerContext, kind: RunKind, namespace: st
 export async function uploadRunLog(
   ctx: ControllerContext, log: Pick<RunLog, 'path'>, location: string, key: string, put: (file: string) => Promise<void>,
   seal?: (body: AsyncIterable<Uint8Array>) => AsyncIterable<Uint8Array>,
-): Promise<'uploaded' | 'spooled'> {
+): Promise<'uploaded' | 'spooled' | 'refused'> {
   try {
     await put(log.path);
   } catch (err) {
     const why = safeErrorMessage(err);
+    if (isRefused(err)) {
+      // The store will never take this key: spooling it would only retry forever. Its lines went to the server log as written.
+      fs.rmSync(log.path, { force: true });
+      ctx.logger.warn(`the run log of ${runOfKey(key)} is not stored: location ${location} refuses it for good (${why}); its lines are in this server log only`, { location, key });
+      return 'refused';
+    }
     // The spool uploads its files as they are, so an encrypted location's log is kept sealed.
     let spooled = log.path;
     if (seal !== undefined) {

@@ -260,6 +260,7 @@ async function settleLog(s: Stale, where: Where, appendToUploaded: boolean, clos
     const lines = `${r.recovered} lines${r.damage !== undefined ? `; the rest did not inflate: ${r.damage}` : ''}`;
     const landed = await uploadRunLog(ctx, { path: salvaged }, location, key, put, seal);
     removeLocalRunLog(local);
+    if (landed === 'refused') return `its partial log (${lines}) was recovered, but location ${location} refuses its key for good, so it is in the server log only`;
     return landed === 'uploaded'
       ? `its partial log (${lines}) was recovered from this server's scratch directory and uploaded`
       : `its partial log (${lines}) was recovered and is kept in the log spool until location ${location} can be written`;
@@ -280,6 +281,7 @@ async function settleLog(s: Stale, where: Where, appendToUploaded: boolean, clos
       [kind, `${namespace}/${name}`], ['logSource', 'server'],
     ]), ...closingLines(n)]);
     const landed = await uploadRunLog(ctx, { path: salvaged }, location, key, put, seal);
+    if (landed === 'refused') return `${lost}; location ${location} refuses its log's key for good, so only the server log says so`;
     return `${lost}; the log ${landed === 'uploaded' ? 'uploaded' : `kept in the log spool until location ${location} can be written`} says so`;
   }
   if (!appendToUploaded) return '';

@@ -128,6 +128,31 @@ describe('LogSpool', () => {
     expect(readdirSync(spoolDir)).toEqual([]);
   });
 
+  it('gives up once, naming the run and the reason, on a log the store refuses for good', async () => {
+    const spool = new LogSpool(spoolDir, logger());
+    await spool.keep(runLog('long.log.gz', 'one'), target('b-long'));
+    await spool.keep(runLog('ok.log.gz', 'two'), target('b-ok'));
+    await spool.keepDelete({ location: 'default', key: 'restores/r1/restore-r1-results.gz' });
+    const refusal = Object.assign(new Error('the object store refuses PutObject: KeyTooLongError'), { code: 'Refused' });
+    const r1 = await spool.flush(async (_file, t) => {
+      if (t.key.includes('b-long')) throw new Error('upload failed', { cause: refusal });
+      if (t.action === 'delete') throw refusal;
+    });
+    expect(r1.dropped.map((s) => s.target.key)).toEqual(['backups/b-long/b-long-logs.gz', 'restores/r1/restore-r1-results.gz']);
+    expect(r1.uploaded.map((s) => s.target.key)).toEqual(['backups/b-ok/b-ok-logs.gz']);
+    expect(r1.failed).toEqual([]);
+    const warns = (await serverLines()).filter((l) => typeof l.msg === 'string' && l.msg.includes('for good'));
+    expect(warns).toHaveLength(2);
+    expect(warns[0]).toMatchObject({ level: 'warn', msg: 'the object store refuses a spooled log of backup b-long for good; gave it up', key: 'backups/b-long/b-long-logs.gz', error: 'upload failed: the object store refuses PutObject: KeyTooLongError' });
+    expect(warns[1]).toMatchObject({ msg: 'the object store refuses a spooled deletion of restore r1 for good; gave it up' });
+    // Nothing is left to retry: the next pass makes no call and says nothing.
+    expect(readdirSync(spoolDir)).toEqual([]);
+    let calls = 0;
+    const r2 = await spool.flush(async () => { calls++; });
+    expect(calls).toBe(0);
+    expect(r2).toEqual({ uploaded: [], failed: [], dropped: [] });
+  });
+
   it('concurrent flushes share one pass', async () => {
     const spool = new LogSpool(spoolDir, logger());
     await spool.keep(runLog('x.log.gz', 'x'), target('x'));
@@ -144,7 +169,7 @@ describe('LogSpool', () => {
   it('works on a missing directory and skips broken entries', async () => {
     const spool = new LogSpool(path.join(root, 'does-not-exist'), logger());
     expect(await spool.list()).toEqual([]);
-    expect(await spool.flush(async () => undefined)).toEqual({ uploaded: [], failed: [] });
+    expect(await spool.flush(async () => undefined)).toEqual({ uploaded: [], failed: [], dropped: [] });
 
     const s2 = new LogSpool(spoolDir, logger());
     const kept = await s2.keep(runLog('k.log.gz', 'k'), target('k'));

@@ -32,6 +32,22 @@ export interface SpooledLog {
 export interface SpoolFlushResult {
   uploaded: SpooledLog[];
   failed: SpooledLog[];
+  /** Entries the store refused for good (an error whose `code` is 'Refused'): removed, never retried. */
+  dropped: SpooledLog[];
+}
+
+/** Whether the store refused the request for good (plugin/api: an error whose `code` is 'Refused'). */
+export function isRefused(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; typeof e === 'object' && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if ((e as { code?: unknown }).code === 'Refused') return true;
+  }
+  return false;
+}
+
+/** The run a key belongs to (`backup <b>`, `restore <r>`), from the layout's `backups/<b>/`, `restores/<r>/`. */
+export function runOfKey(key: string): string {
+  const m = /(?:^|\/)(backups|restores)\/([^/]+)\//.exec(key);
+  return m === null ? `the run of key ${key}` : `${m[1] === 'backups' ? 'backup' : 'restore'} ${m[2]}`;
 }
 
 export type SpoolUpload = (file: string, target: SpoolTarget) => Promise<void>;
@@ -167,13 +183,26 @@ export class LogSpool {
   }
 
   private async flushOnce(upload: SpoolUpload): Promise<SpoolFlushResult> {
-    const result: SpoolFlushResult = { uploaded: [], failed: [] };
+    const result: SpoolFlushResult = { uploaded: [], failed: [], dropped: [] };
     for (const { sidecar, sidecarPath } of await this.readSidecars()) {
       const spooled = this.toSpooled(sidecar);
       try {
         await upload(spooled.file, sidecar.target);
       } catch (err) {
         const reason = sanitizeMessage(errorMessage(err));
+        if (isRefused(err)) {
+          // Retrying cannot help: say so once, naming the run and why, and stop carrying the entry.
+          await rm(spooled.file, { force: true });
+          await rm(sidecarPath, { force: true });
+          this.logger.warn(`the object store refuses ${sidecar.target.action === 'delete' ? 'a spooled deletion' : 'a spooled log'} of ${runOfKey(sidecar.target.key)} for good; gave it up`, {
+            location: sidecar.target.location,
+            key: sidecar.target.key,
+            attempts: sidecar.attempts + 1,
+            error: reason,
+          });
+          result.dropped.push(spooled);
+          continue;
+        }
         const updated: Sidecar = { ...sidecar, attempts: sidecar.attempts + 1, lastError: reason };
         await writeFileAtomic(sidecarPath, JSON.stringify(updated, null, 2)).catch(() => undefined);
         this.logger.warn('spooled log upload failed; will retry', {

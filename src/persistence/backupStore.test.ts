@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { Backup } from '../apis/v1/index.js';
 import { isReplayable, type ObjectStore } from '../plugin/api/index.js';
 import { ArtifactWriteError, createBackupStore, LocationValidationError, MAX_METADATA_BYTES } from './backupStore.js';
-import { backupKeys, downloadKey, normalizePrefix, restoreKeys } from './layout.js';
+import { backupKeys, downloadKey, MAX_KEY_BYTES, MAX_SEGMENT_BYTES, normalizePrefix, restoreKeys, unstorableKeys } from './layout.js';
 import { addResult, countResults, emptyResults, resourceListOf } from './results.js';
 import { createVeleroStore, detectLayout, VeleroWriteRefusedError } from './veleroStore.js';
 
@@ -97,6 +97,53 @@ describe('object storage layout', () => {
     expect(downloadKey('', 'BackupManifest', 'x')).toBe('backups/x/x-manifest.json.gz');
   });
 
+  it('names the files of a run whose name is too long for them by the short form, inside the folder named by it', () => {
+    const longest = 'b'.repeat(253);
+    const k = backupKeys('p', longest);
+    expect(k).toEqual({
+      dir: `p/backups/${longest}/`,
+      tarball: `p/backups/${longest}/backup.tar.gz`,
+      log: `p/backups/${longest}/backup-logs.gz`,
+      resourceList: `p/backups/${longest}/backup-resource-list.json.gz`,
+      results: `p/backups/${longest}/backup-results.gz`,
+      manifest: `p/backups/${longest}/backup-manifest.json.gz`,
+      signature: `p/backups/${longest}/backup-signature.json`,
+      metadata: `p/backups/${longest}/stowage-backup.json`,
+    });
+    expect(restoreKeys('', longest).log).toBe(`restores/${longest}/restore-logs.gz`);
+    expect(downloadKey('', 'RestoreResourceList', longest)).toBe(`restores/${longest}/restore-resource-list.json.gz`);
+    // The switch is where the longest full file name stops fitting in a segment; every segment then fits.
+    const fits = 'f'.repeat(MAX_SEGMENT_BYTES - '-resource-list.json.gz'.length);
+    expect(backupKeys('', fits).resourceList).toBe(`backups/${fits}/${fits}-resource-list.json.gz`);
+    expect(backupKeys('', `${fits}f`).resourceList).toBe(`backups/${fits}f/backup-resource-list.json.gz`);
+    const rFits = 'r'.repeat(MAX_SEGMENT_BYTES - 'restore--resource-list.json.gz'.length);
+    expect(restoreKeys('', rFits).log).toBe(`restores/${rFits}/restore-${rFits}-logs.gz`);
+    expect(restoreKeys('', `${rFits}r`).log).toBe(`restores/${rFits}r/restore-logs.gz`);
+    // Bytes, not characters: a multi-byte name switches sooner.
+    expect(backupKeys('', 'é'.repeat(120)).tarball).toBe(`backups/${'é'.repeat(120)}/backup.tar.gz`);
+    for (const key of [...Object.values(k), ...Object.values(restoreKeys('', longest))]) {
+      for (const seg of key.split('/')) expect(Buffer.byteLength(seg)).toBeLessThanOrEqual(MAX_SEGMENT_BYTES);
+    }
+    // Velero's layout (and the old one) name every file in full, however long.
+    expect(backupKeys('', longest, 'full').tarball).toBe(`backups/${longest}/${longest}.tar.gz`);
+  });
+
+  it('says when a run\'s keys cannot be stored: a key over 1024 bytes, or a prefix part over 255', () => {
+    const longest = 'n'.repeat(253);
+    expect(unstorableKeys('backup', Object.values(backupKeys('a/b', longest)))).toBeUndefined();
+    const prefix = ['p'.repeat(250), 'q'.repeat(250), 'r'.repeat(250)].join('/');
+    expect(unstorableKeys('backup', Object.values(backupKeys(prefix, 'b1')))).toBeUndefined();
+    const tooLong = Object.values(restoreKeys(prefix, longest));
+    const bytes = Math.max(...tooLong.map((k) => Buffer.byteLength(k)));
+    expect(bytes).toBeGreaterThan(MAX_KEY_BYTES);
+    expect(unstorableKeys('restore', tooLong)).toBe(
+      `its files cannot be stored: a key would be ${bytes} bytes long (the location's prefix, the restore's name and a file name), more than the 1024 bytes an object key may have; use a shorter restore name or a location with a shorter prefix`,
+    );
+    expect(unstorableKeys('backup', Object.values(backupKeys('x'.repeat(256), 'b1')))).toBe(
+      `its files cannot be stored: a part of the key between slashes ("${'x'.repeat(24)}…") would be 256 bytes long, more than the 255 bytes a store may take; use a location whose prefix has shorter parts`,
+    );
+  });
+
   it('normalises prefixes and refuses names that would escape their directory', () => {
     expect(normalizePrefix(undefined)).toBe('');
     expect(normalizePrefix('/')).toBe('');
@@ -157,6 +204,38 @@ describe('BackupStore', () => {
     expect(await s.getBackupMetadata('nope')).toBeUndefined();
     expect(await s.getManifest('nope')).toBeUndefined();
     await expect(s.getTarball('nope')).rejects.toMatchObject({ code: 'NotFound' });
+  });
+
+  it('writes a long-named run in the short form, and reads one written in the full form before it', async () => {
+    const m = memoryStore();
+    const s = createBackupStore({ objectStore: m.store, bucket: 'b' });
+    const now = 'n'.repeat(253);
+    await s.putTarball(now, bytes('new tar'));
+    await s.completeBackup(now, { resourceList: { pods: ['ns/p'] }, results: emptyResults(), backup: backupObj(now) });
+    await s.completeRestore(`r${now.slice(1)}`, { resourceList: {}, results: emptyResults() });
+    expect(m.keys().map((k) => k.replace(now.slice(1), '…'))).toEqual([
+      'backups/…n/backup-resource-list.json.gz', 'backups/…n/backup-results.gz', 'backups/…n/backup.tar.gz', 'backups/…n/stowage-backup.json',
+      'restores/r…/restore-resource-list.json.gz', 'restores/r…/restore-results.gz',
+    ]);
+    expect(await s.listBackupNames()).toEqual([now]);
+
+    const old = 'o'.repeat(253);
+    const full = backupKeys('', old, 'full');
+    const results = emptyResults();
+    addResult(results, 'warnings', undefined, 'from before');
+    await m.store.putObject('b', full.tarball, bytes('old tar'));
+    m.objects.set(`b/${full.resourceList}`, gzipSync(JSON.stringify({ pods: ['ns/old'] })));
+    m.objects.set(`b/${full.results}`, gzipSync(JSON.stringify(results)));
+    m.objects.set(`b/${restoreKeys('', old, 'full').results}`, gzipSync(JSON.stringify(results)));
+    const chunks: Uint8Array[] = [];
+    for await (const c of await s.getTarball(old)) chunks.push(c);
+    expect(Buffer.concat(chunks).toString()).toBe('old tar');
+    expect(await s.getResourceList(old)).toEqual({ pods: ['ns/old'] });
+    expect(await s.getResults(old)).toEqual(results);
+    expect(await s.getRestoreResults(old)).toEqual(results);
+    expect(await s.signedURL('BackupContents', old, 60)).toBe(`https://example/b/${full.tarball}?ttl=60`);
+    expect(await s.signedURL('BackupContents', now, 60)).toBe(`https://example/b/backups/${now}/backup.tar.gz?ttl=60`);
+    await expect(s.getTarball('x'.repeat(253))).rejects.toMatchObject({ code: 'NotFound' });
   });
 
   it('completeBackup: the artifacts at once, then the caller\'s step (the log), then stowage-backup.json; a failure before the marker leaves none', async () => {
@@ -344,6 +423,15 @@ describe('a Velero location (veleroStore.ts)', () => {
     await s.validate();
     // The same bucket is refused as a Stowage location, naming Velero's directories.
     await expect(createBackupStore({ objectStore: m.store, bucket: 'b', prefix: 'v' }).validate()).rejects.toThrow(/"kopia\/", "metadata\/", "restic\/"/);
+  });
+
+  it("reads a long-named Velero backup's files by the full name, as Velero writes them", async () => {
+    const m = memoryStore();
+    const long = 'v'.repeat(253);
+    m.objects.set(`b/backups/${long}/${long}-resource-list.json.gz`, gzipSync(JSON.stringify({ pods: ['ns/v'] })));
+    const s = createVeleroStore({ objectStore: m.store, bucket: 'b' });
+    expect(s.keys(long).tarball).toBe(`backups/${long}/${long}.tar.gz`);
+    expect(await s.getResourceList(long)).toEqual({ pods: ['ns/v'] });
   });
 
   it('refuses every write and delete, and writes nothing', async () => {

@@ -11,7 +11,7 @@ import { mapLimit } from '../util/concurrency.js';
 import { parseSignatureFile, type SignatureFile } from '../signing/index.js';
 import { bytesOf, gunzipCapped, gzipJson, jsonSha256, parseJson, readAllCapped, readGzipJson, sha256Of } from './codec.js';
 import {
-  BACKUPS_DIR, backupKeys, downloadKey, normalizePrefix, relativeDir, restoreKeys, TOP_LEVEL_DIRS, type BackupKeys,
+  BACKUPS_DIR, backupKeys, downloadKey, normalizePrefix, relativeDir, restoreKeys, TOP_LEVEL_DIRS, type BackupKeys, type KeyForm,
 } from './layout.js';
 import type { ResourceList, RunResults } from './results.js';
 import { marker, openBody, openEnvelope, parseEnvelope, sealBody, type ArtifactKey, type ArtifactRef, type BackupEnvelope } from './sealing.js';
@@ -26,6 +26,8 @@ export interface BackupStoreOptions {
   concurrency?: number;
   /** What the artifacts written and read are sealed with. Default 'unencrypted'. */
   key?: ArtifactKey;
+  /** Every file named by the full run name, however long (Velero's layout; layout.ts). Default false. */
+  fullNames?: boolean;
 }
 
 /** What completeBackup writes; `backup` (stowage-backup.json) goes last. */
@@ -152,23 +154,37 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
   const concurrency = opts.concurrency ?? 8;
   const where = `bucket "${bucket}"${prefix === '' ? '' : ` under prefix "${prefix}"`}`;
 
-  const keys = (b: string): BackupKeys => backupKeys(prefix, b);
+  const form: KeyForm = opts.fullNames === true ? 'full' : 'auto';
+  const keys = (b: string): BackupKeys => backupKeys(prefix, b, form);
+  // A long-named run stored before the short form (on a store with no segment limit) is read where it was written.
+  const backupRead = (b: string, pick: (k: BackupKeys) => string): string[] => [...new Set([pick(keys(b)), pick(backupKeys(prefix, b, 'full'))])];
+  const restoreRead = (r: string, pick: (k: ReturnType<typeof restoreKeys>) => string): string[] =>
+    [...new Set([pick(restoreKeys(prefix, r, form)), pick(restoreKeys(prefix, r, 'full'))])];
   const put = (k: string, ref: ArtifactRef, body: AsyncIterable<Uint8Array>): Promise<void> => os.putObject(bucket, k, sealBody(key, ref, body));
   // Re-opened on every attempt, so the plugin host can replay the upload after a plugin restart.
   const putFile = (k: string, ref: ArtifactRef, file: string): Promise<void> => put(k, ref, replayableBody(() => createReadStream(file)));
 
-  async function getOptional<T>(k: string, read: (s: AsyncIterable<Uint8Array>) => Promise<T>): Promise<T | undefined> {
-    let stream: AsyncIterable<Uint8Array>;
-    try {
-      stream = await os.getObject(bucket, k);
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
+  /** The first of `ks` that exists, read; undefined when none does. */
+  async function getOptional<T>(ks: string | string[], read: (s: AsyncIterable<Uint8Array>, k: string) => Promise<T>): Promise<T | undefined> {
+    for (const k of typeof ks === 'string' ? [ks] : ks) {
+      let stream: AsyncIterable<Uint8Array>;
+      try {
+        stream = await os.getObject(bucket, k);
+      } catch (err) {
+        if (isNotFound(err)) continue;
+        throw err;
+      }
+      return read(stream, k);
     }
-    return read(stream);
+    return undefined;
   }
-  const getGzipJson = <T>(k: string, ref: ArtifactRef, check: (v: unknown) => T = (v) => v as T): Promise<T | undefined> =>
-    getOptional(k, async (s) => check(await readGzipJson(openBody(key, ref, s), maxBytes, k)));
+  const getGzipJson = <T>(ks: string[], ref: ArtifactRef, check: (v: unknown) => T = (v) => v as T): Promise<T | undefined> =>
+    getOptional(ks, async (s, k) => check(await readGzipJson(openBody(key, ref, s), maxBytes, k)));
+  /** The first of `ks` that exists; the first when none does (a name that fits has only one). */
+  async function existing(ks: string[]): Promise<string> {
+    if (ks.length > 1) for (const k of ks) if (await os.objectExists(bucket, k)) return k;
+    return ks[0] ?? '';
+  }
 
   async function deleteAll(dir: string): Promise<void> {
     const all = await os.listObjects(bucket, dir);
@@ -224,18 +240,23 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
     },
     getBackupEnvelope: (b) =>
       getOptional(keys(b).metadata, async (s) => parseEnvelope(parseJson(await readAllCapped(s, Math.min(maxBytes, MAX_METADATA_BYTES), keys(b).metadata), keys(b).metadata), b)),
-    getTarball: async (b) => openBody(key, { backup: b, artifact: 'tarball' }, await os.getObject(bucket, keys(b).tarball)),
-    getManifest: (b) => getGzipJson(keys(b).manifest, { backup: b, artifact: 'manifest' }, parseManifest),
-    getManifestStream: (b) => getOptional(keys(b).manifest, (s) => Promise.resolve(gunzipCapped(openBody(key, { backup: b, artifact: 'manifest' }, s), maxBytes, keys(b).manifest))),
-    getResourceList: (b) => getGzipJson<ResourceList>(keys(b).resourceList, { backup: b, artifact: 'resource-list' }),
-    getResults: (b) => getGzipJson<RunResults>(keys(b).results, { backup: b, artifact: 'results' }),
-    getSignature: (b) => getOptional(keys(b).signature, async (s) => {
+    async getTarball(b) {
+      const ks = backupRead(b, (k) => k.tarball);
+      const found = await getOptional(ks, (s) => Promise.resolve(s));
+      // Not found anywhere: the current key's own NotFound, as callers expect.
+      return openBody(key, { backup: b, artifact: 'tarball' }, found ?? await os.getObject(bucket, keys(b).tarball));
+    },
+    getManifest: (b) => getGzipJson(backupRead(b, (k) => k.manifest), { backup: b, artifact: 'manifest' }, parseManifest),
+    getManifestStream: (b) => getOptional(backupRead(b, (k) => k.manifest), (s, k) => Promise.resolve(gunzipCapped(openBody(key, { backup: b, artifact: 'manifest' }, s), maxBytes, k))),
+    getResourceList: (b) => getGzipJson<ResourceList>(backupRead(b, (k) => k.resourceList), { backup: b, artifact: 'resource-list' }),
+    getResults: (b) => getGzipJson<RunResults>(backupRead(b, (k) => k.results), { backup: b, artifact: 'results' }),
+    getSignature: (b) => getOptional(backupRead(b, (k) => k.signature), async (s) => {
       const what = `the signature of backup "${b}"`;
       return parseSignatureFile(parseJson(await readAllCapped(openBody(key, { backup: b, artifact: 'signature' }, s), MAX_METADATA_BYTES, what), what), what);
     }),
     artifactSha256: (b, artifact) => {
-      const k = artifact === 'manifest' ? keys(b).manifest : keys(b).resourceList;
-      return getOptional(k, (s) => sha256Of(gunzipCapped(openBody(key, { backup: b, artifact }, s), maxBytes, k)));
+      const ks = backupRead(b, (k) => (artifact === 'manifest' ? k.manifest : k.resourceList));
+      return getOptional(ks, (s, k) => sha256Of(gunzipCapped(openBody(key, { backup: b, artifact }, s), maxBytes, k)));
     },
     storedKeys: async (b) => (await os.listObjects(bucket, keys(b).dir)).sort(),
     async listBackupNames() {
@@ -252,16 +273,16 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
       await deleteAll(k.dir);
       for (const r of restores) await deleteAll(restoreKeys(prefix, r).dir);
     },
-    putRestoreLog: (r, file) => putFile(restoreKeys(prefix, r).log, { restore: r, artifact: 'log' }, file),
-    putRestoreResults: (r, results) => put(restoreKeys(prefix, r).results, { restore: r, artifact: 'results' }, gzipJson(results)),
-    putRestoreResourceList: (r, list) => put(restoreKeys(prefix, r).resourceList, { restore: r, artifact: 'resource-list' }, gzipJson(list)),
+    putRestoreLog: (r, file) => putFile(restoreKeys(prefix, r, form).log, { restore: r, artifact: 'log' }, file),
+    putRestoreResults: (r, results) => put(restoreKeys(prefix, r, form).results, { restore: r, artifact: 'results' }, gzipJson(results)),
+    putRestoreResourceList: (r, list) => put(restoreKeys(prefix, r, form).resourceList, { restore: r, artifact: 'resource-list' }, gzipJson(list)),
     completeRestore: (r, a) => allOrFirstError('artifacts', "uploading the restore's artifacts failed", [
       store.putRestoreResults(r, a.results),
       store.putRestoreResourceList(r, a.resourceList),
     ]),
-    getRestoreResults: (r) => getGzipJson<RunResults>(restoreKeys(prefix, r).results, { restore: r, artifact: 'results' }),
+    getRestoreResults: (r) => getGzipJson<RunResults>(restoreRead(r, (k) => k.results), { restore: r, artifact: 'results' }),
     deleteRestore: (r) => deleteAll(restoreKeys(prefix, r).dir),
-    signedURL: (kind, name, ttl) => os.createSignedURL(bucket, downloadKey(prefix, kind, name), ttl),
+    signedURL: async (kind, name, ttl) => os.createSignedURL(bucket, await existing([...new Set([downloadKey(prefix, kind, name, form), downloadKey(prefix, kind, name, 'full')])]), ttl),
     async validate() {
       let dirs: string[];
       try {

@@ -55,7 +55,7 @@ export function createVeleroStore(opts: BackupStoreOptions): VeleroStore {
   const { objectStore: os, bucket } = opts;
   const prefix = normalizePrefix(opts.prefix);
   const concurrency = opts.concurrency ?? 8;
-  const inner = createBackupStore({ ...opts, key: 'unencrypted' });
+  const inner = createBackupStore({ ...opts, key: 'unencrypted', fullNames: true });
   const where = `bucket "${bucket}"${prefix === '' ? '' : ` under prefix "${prefix}"`}`;
   const refuse = (what: string) => (): Promise<never> =>
     Promise.reject(new VeleroWriteRefusedError(`${where} holds Velero's backups, and Stowage never writes into it: ${what} refused`));

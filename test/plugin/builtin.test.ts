@@ -113,6 +113,14 @@ describe('stowage.dev/aws against an S3 server', () => {
     expect((err as Error).message).toContain(`object ${bucket}/cluster-a/missing not found`);
   });
 
+  it("reports a key the store can never take with code 'Refused', across the plugin process, at once", async () => {
+    const key = `cluster-a/backups/${'x'.repeat(253)}/${'x'.repeat(253)}-logs.gz`;
+    const err = await store.putObject(bucket, key, text('never stored')).then(() => undefined, (e: unknown) => e);
+    expect(err).toMatchObject({ code: 'Refused', message: expect.stringContaining('the object store refuses PutObject') });
+    // Not an outage: nothing was retried.
+    expect([...run.entries, ...server.entries].map((e) => JSON.stringify(e)).join('\n')).not.toContain('object store unreachable; retrying');
+  });
+
   it('fails Init clearly on bad config, and wrong credentials fail the call without leaking them', async () => {
     await expect(handle.objectStore('stowage.dev/aws', { bucket, secretAccessKey: 'hunter2' })).rejects.toThrow(
       'ObjectStore stowage.dev/aws (executable stowage run-plugins): Init failed: aws object store: unknown config key(s) secretAccessKey',

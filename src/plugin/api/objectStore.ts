@@ -5,7 +5,11 @@ export type PluginConfig = Record<string, string>;
 export interface ObjectStore {
   /** Validates and stores the configuration. Called once per instance, and replayed after a restart. */
   init(config: PluginConfig): Promise<void>;
-  /** Streams `body` to `bucket/key`, replacing any existing object. */
+  /**
+   * Streams `body` to `bucket/key`, replacing any existing object. Rejects with an error whose `code`
+   * is 'Refused' when the store will never take this request (a key it cannot hold): the host then
+   * gives a spooled log up instead of retrying it.
+   */
   putObject(bucket: string, key: string, body: AsyncIterable<Uint8Array>): Promise<void>;
   /** Streams the object; rejects with an error whose `code` is 'NotFound' when it does not exist. */
   getObject(bucket: string, key: string): Promise<AsyncIterable<Uint8Array>>;

@@ -23,7 +23,7 @@ import type { ObjectStore, PluginConfig, ResumableGetObject } from '../api/index
 import { callOutageWindow, callSignal, log } from '../sdk/index.js';
 import { parseAwsConfig } from './awsConfig.js';
 import { customerKey, describeEncryption, type ServerSideEncryption } from './awsSse.js';
-import { DEFAULT_OUTAGE_WINDOW_MS, isTransient, outageWindowMs, retryOutage } from './outage.js';
+import { DEFAULT_OUTAGE_WINDOW_MS, isRefusal, isTransient, outageWindowMs, RefusedError, retryOutage } from './outage.js';
 import { sweepUploads } from './s3Sweep.js';
 import { uploadObject } from './s3Upload.js';
 
@@ -136,7 +136,13 @@ export class AwsObjectStore implements ObjectStore, ResumableGetObject {
     const at = this.sweepAt;
     this.sweepAt = undefined;
     if (at !== undefined) void sweepUploads(this.s3(), at.bucket, at.prefix);
-    await uploadObject({ client: this.s3(), ...this.retryOptions(), partSize: PART_SIZE, queueSize: QUEUE_SIZE, sse: this.sse }, bucket, key, body);
+    try {
+      await uploadObject({ client: this.s3(), ...this.retryOptions(), partSize: PART_SIZE, queueSize: QUEUE_SIZE, sse: this.sse }, bucket, key, body);
+    } catch (err) {
+      // Said apart from an outage, so a spooled log whose key the store refuses is not retried forever.
+      if (isRefusal(err)) throw new RefusedError(`the object store refuses PutObject ${bucket}/${key}: ${err instanceof Error ? err.message || err.name : String(err)}`, { cause: err });
+      throw err;
+    }
   }
 
   async getObject(bucket: string, key: string): Promise<AsyncIterable<Uint8Array>> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isTransient, outageWindowMs, OutageError, retryOutage } from './outage.js';
+import { isRefusal, isTransient, outageWindowMs, OutageError, retryOutage } from './outage.js';
 
 /** A clock the retry's sleeps move (no real waiting). */
 function fakeTime(): { now: () => number; sleep: (ms: number) => Promise<void>; slept: number[] } {
@@ -10,6 +10,22 @@ function fakeTime(): { now: () => number; sleep: (ms: number) => Promise<void>; 
 
 const refused = (): Error => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9000'), { code: 'ECONNREFUSED' });
 const s3Error = (name: string, status: number): Error => Object.assign(new Error(name), { name, $metadata: { httpStatusCode: status } });
+
+describe('isRefusal', () => {
+  it('is a request the store refuses for good, not an outage, throttling or credential trouble', () => {
+    expect(isRefusal(s3Error('KeyTooLongError', 400))).toBe(true);
+    expect(isRefusal(s3Error('XMinioInvalidObjectName', 400))).toBe(true);
+    expect(isRefusal(s3Error('EntityTooLarge', 413))).toBe(true);
+    expect(isRefusal(new Error('wrapped', { cause: s3Error('InvalidArgument', 400) }))).toBe(true);
+    expect(isRefusal(s3Error('ExpiredToken', 400))).toBe(false);
+    expect(isRefusal(s3Error('RequestTimeout', 400))).toBe(false);
+    expect(isRefusal(s3Error('AccessDenied', 403))).toBe(false);
+    expect(isRefusal(s3Error('NoSuchBucket', 404))).toBe(false);
+    expect(isRefusal(s3Error('SlowDown', 503))).toBe(false);
+    expect(isRefusal(s3Error('TooManyRequests', 429))).toBe(false);
+    expect(isRefusal(refused())).toBe(false);
+  });
+});
 
 describe('isTransient', () => {
   it('retries transport failures, 5xx and throttling, not what the store refuses', () => {

@@ -47,6 +47,30 @@ export function isTransient(err: unknown): boolean {
   return false;
 }
 
+// Answers that no retry changes: the request itself is refused (a key the store cannot take, a body
+// too large). Throttling, timeouts and credential trouble (an expired token, a rotated key) are not
+// among them: they pass, so what waits on them must keep waiting.
+const REFUSAL_STATUSES = new Set([400, 405, 411, 413, 414]);
+const NOT_REFUSAL_NAMES = /token|auth|credential|signature|accessdenied|timeout|throttl|slowdown/i;
+
+/** Whether `err` is the store refusing this request for good (so it must not be retried forever). */
+export function isRefusal(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; typeof e === 'object' && e !== null && depth < 5; e = (e as ErrorShape).cause, depth++) {
+    const s = e as ErrorShape;
+    if (typeof s.name === 'string' && NOT_REFUSAL_NAMES.test(s.name)) return false;
+    if (s.name === 'KeyTooLongError') return true;
+    const status = s.$metadata?.httpStatusCode;
+    if (status !== undefined) return REFUSAL_STATUSES.has(status);
+  }
+  return false;
+}
+
+/** A refusal as the plugin reports it: `code` 'Refused' crosses the wire (plugin/grpc/errors.ts). */
+export class RefusedError extends Error {
+  override readonly name = 'RefusedError';
+  readonly code = 'Refused';
+}
+
 /** Thrown when an outage outlasted the window: names the call, how long it lasted, and the last error. */
 export class OutageError extends Error {
   override readonly name = 'OutageError';

@@ -4,6 +4,8 @@ import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 
 /** Trailer set on errors raised by plugin code, so the host knows the process is still alive. */
 export const ERROR_ORIGIN_KEY = 'stowage-error-origin';
+/** Trailer naming a plugin error's `code` the host keeps ('Refused': the store will never take this request). */
+export const ERROR_CODE_KEY = 'stowage-error-code';
 
 /** An error returned by a remote call; `grpcCode` is the gRPC status code. */
 export class RemoteCallError extends Error {
@@ -11,7 +13,7 @@ export class RemoteCallError extends Error {
   constructor(
     message: string,
     readonly grpcCode: status,
-    /** 'NotFound' for a missing object, so callers can test `err.code` as for a local store. */
+    /** 'NotFound' for a missing object, 'Refused' for a request the store will never take, so callers can test `err.code` as for a local store. */
     readonly code: string | undefined,
     /** True when the plugin's own code answered with this error (not a transport failure). */
     readonly fromPlugin = false,
@@ -39,7 +41,9 @@ function messageOf(err: unknown): string {
 export function toServiceError(err: unknown): Partial<ServiceError> {
   if (err instanceof StatusError) return { code: err.grpcCode, details: err.message, metadata: pluginTrailer() };
   const code = errorCode(err) === 'NotFound' ? status.NOT_FOUND : status.UNKNOWN;
-  return { code, details: messageOf(err), metadata: pluginTrailer() };
+  const metadata = pluginTrailer();
+  if (errorCode(err) === 'Refused') metadata.set(ERROR_CODE_KEY, 'Refused');
+  return { code, details: messageOf(err), metadata };
 }
 
 /** Thrown inside server adapters to answer with a specific status (bad request, unknown plugin). */
@@ -62,7 +66,8 @@ export function fromServiceError(err: unknown): RemoteCallError {
   if (isServiceError(err)) {
     const details = err.details !== '' ? err.details : err.message;
     const fromPlugin = err.metadata instanceof Metadata && err.metadata.get(ERROR_ORIGIN_KEY)[0] === 'plugin';
-    return new RemoteCallError(details, err.code, err.code === status.NOT_FOUND ? 'NotFound' : undefined, fromPlugin);
+    const refused = fromPlugin && err.metadata.get(ERROR_CODE_KEY)[0] === 'Refused';
+    return new RemoteCallError(details, err.code, err.code === status.NOT_FOUND ? 'NotFound' : refused ? 'Refused' : undefined, fromPlugin);
   }
   return new RemoteCallError(messageOf(err), status.UNKNOWN, undefined);
 }
