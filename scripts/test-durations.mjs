@@ -5,7 +5,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { root } from './ensure-deps.mjs';
 
-const report = path.join(root, 'node_modules', '.cache', 'vitest-report-unit-and-integration-tests.json');
+// The integration run's report: 'integration tests' when the unit tests ran on another node,
+// 'unit and integration tests' when one run did both (scripts/test-plan.mjs).
+const report = ['integration-tests', 'unit-and-integration-tests']
+  .map((label) => path.join(root, 'node_modules', '.cache', `vitest-report-${label}.json`))
+  .find((p) => fs.existsSync(p)) ?? 'node_modules/.cache/vitest-report-integration-tests.json';
 if (!fs.existsSync(report)) {
   process.stderr.write(`no report at ${report}: run a full \`npm test\` first\n`);
   process.exit(1);

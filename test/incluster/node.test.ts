@@ -205,7 +205,9 @@ function createCredentials(namespace: string): void {
 }
 
 function runLines(namespace: string, run: string): string[] {
-  return kubectlOk(['-n', namespace, 'logs', 'deploy/stowage', '--tail=-1']).split('\n').filter((l) => l.includes(`backup=${namespace}/${run}`));
+  // Two replicas by default: `kubectl logs deploy/stowage` picks one pod, which may be the follower,
+  // so operators (and NOTES.txt) read every replica's log.
+  return kubectlOk(['-n', namespace, 'logs', '-l', 'app.kubernetes.io/name=stowage', '--prefix', '--tail=-1']).split('\n').filter((l) => l.includes(`backup=${namespace}/${run}`));
 }
 
 function bucketKeys(prefix: string): string[] {
