@@ -104,6 +104,9 @@ describe('cancel during an S3 outage', () => {
     const cancel = await runCli(['backup', 'cancel', 'big', '--wait'], { kubeconfig, namespace: ns, timeoutMs: OUTAGE_WINDOW_MS });
     const cliMs = performance.now() - t0;
     const ended = await seen;
+    // On a quiet machine every part may reach S3 before it stops, and the Complete go out (and fail)
+    // before the cancel lands; what must hold is that none goes out once the run is Canceled.
+    const atCanceled = proxy.requests.length;
     stopWatch.abort();
     process.stderr.write(`[cancelOutage] Canceled during the outage; cancel --wait returned ${cliMs.toFixed(0)} ms after it started (outage window ${OUTAGE_WINDOW_MS / 1000} s)\n`);
 
@@ -145,14 +148,15 @@ describe('cancel during an S3 outage', () => {
       throw new Error(`${String(err)} (${state})\nserver output:\n${server.output().slice(-6000)}`);
     });
     expect(await exists('p/backups/big/big.tar.gz')).toBe(false);
-    // The abort names the upload that was under way, and nothing completed it.
+    // The abort names the upload that was under way, and nothing completed it (the tarball and the
+    // marker are gone, asserted above and below; no Complete was sent once the run was Canceled).
     const created = proxy.requests.filter((r) => r.path === TARBALL && s3Operation(r) === 'CreateMultipartUpload').length;
     expect(created).toBe(1);
     const uploadIds = new Set(proxy.requests.filter((r) => r.path === TARBALL && s3Operation(r) === 'UploadPart').map((r) => r.query.get('uploadId')));
     const aborted = proxy.requests.slice(beforeReturn).filter((r) => r.path === TARBALL && s3Operation(r) === 'AbortMultipartUpload').map((r) => r.query.get('uploadId'));
     expect(aborted.length).toBeGreaterThan(0);
     expect(aborted.every((id) => uploadIds.has(id))).toBe(true);
-    expect(proxy.requests.some((r) => r.path === TARBALL && s3Operation(r) === 'CompleteMultipartUpload')).toBe(false);
+    expect(proxy.requests.slice(atCanceled).some((r) => r.path === TARBALL && s3Operation(r) === 'CompleteMultipartUpload')).toBe(false);
     expect(await exists('p/backups/big/stowage-backup.json')).toBe(false);
     const log = await s3c.send(new GetObjectCommand({ Bucket: 'vault', Key: 'p/backups/big/big-logs.gz' }));
     const lines = gunzipSync(Buffer.from(await log.Body!.transformToByteArray())).toString('utf8');
