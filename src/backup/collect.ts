@@ -11,8 +11,7 @@ import { kindName, type NamedBackupItemAction, type ResolvedBackupItemAction } f
 import { isBackupable } from './resources.js';
 import type { Access } from './rights.js';
 import type { BackupScope } from './scope.js';
-import { otherVersionsOf, writtenNamesOf } from './versions.js';
-import { itemKey, LABEL_EXCLUDE_FROM_BACKUP, listsInFull, recordOf, recordProblem, recordResourceError, type BackupProgress, type BackupRequest, type ItemRef } from './request.js';
+import { itemKey, LABEL_EXCLUDE_FROM_BACKUP, listsInFull, otherVersionsOf, recordOf, recordProblem, recordResourceError, type BackupProgress, type BackupRequest, type ItemRef, writtenNamesOf } from './request.js';
 
 export interface CollectContext {
   req: BackupRequest;

@@ -2,7 +2,7 @@
 // (items seen, the resource list, results, counters).
 import type { Backup } from '../apis/v1/index.js';
 import { addResult, emptyResults, type ResourceRecord, type RunResults } from '../persistence/results.js';
-import type { ApiResource } from '../kube/index.js';
+import { servedVersions, type ApiResource } from '../kube/index.js';
 import { includesClusterScoped, namespaceFilter, type NamespaceFilter, type ResourceFilter } from '../util/filters.js';
 import { labelSelectorToString } from '../util/labels.js';
 import { nameFilter, type NameFilter } from '../util/names.js';
@@ -128,4 +128,17 @@ export function recordResourceError(req: BackupRequest, res: { groupResource: st
   const r = recordOf(req, res);
   if (r.error === undefined) r.error = why;
   else if (!r.error.includes(why)) r.error = r.error.split('; ').length < 3 ? `${r.error}; ${why}` : r.error.endsWith('(and more)') ? r.error : `${r.error} (and more)`;
+}
+
+/** The versions besides `res.version` that items of `res` are also stored at (none unless includeAllGroupVersions). */
+export function otherVersionsOf(req: BackupRequest, res: ApiResource): readonly string[] {
+  if (req.writtenNames === undefined) return [];
+  return servedVersions(res).filter((v) => v !== res.version);
+}
+
+export function writtenNamesOf(req: BackupRequest, res: ApiResource): Set<string> {
+  const all = req.writtenNames as Map<string, Set<string>>;
+  let names = all.get(res.groupResource);
+  if (names === undefined) all.set(res.groupResource, (names = new Set()));
+  return names;
 }

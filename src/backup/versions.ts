@@ -2,23 +2,10 @@
 // written item is also stored at every other version its resource is served at, under
 // resources/<gr>/<version>/ (no classic copy). Only the names of written items are kept meanwhile,
 // never the items; the other versions are read page by page like the first.
-import { apiVersionOf, servedVersions, type ApiResource } from '../kube/index.js';
+import { apiVersionOf, type ApiResource } from '../kube/index.js';
 import { errorMessage } from '../util/errors.js';
 import { FatalBackupError, MAX_PER_NAMESPACE_LISTS, prefetched, type CollectContext } from './collect.js';
-import { recordOf, recordProblem, recordResourceError, type BackupRequest } from './request.js';
-
-/** The versions besides `res.version` that items of `res` are also stored at (none unless includeAllGroupVersions). */
-export function otherVersionsOf(req: BackupRequest, res: ApiResource): readonly string[] {
-  if (req.writtenNames === undefined) return [];
-  return servedVersions(res).filter((v) => v !== res.version);
-}
-
-export function writtenNamesOf(req: BackupRequest, res: ApiResource): Set<string> {
-  const all = req.writtenNames as Map<string, Set<string>>;
-  let names = all.get(res.groupResource);
-  if (names === undefined) all.set(res.groupResource, (names = new Set()));
-  return names;
-}
+import { otherVersionsOf, recordOf, recordProblem, recordResourceError } from './request.js';
 
 /** Stores the other versions of every written item. Problems go to the results; only fatal errors escape. */
 export async function collectOtherVersions(ctx: CollectContext): Promise<void> {

@@ -112,3 +112,6 @@ export function createRunRegistry(): RunRegistry {
     list: () => [...runs.values()],
   };
 }
+
+/** What opening a location's store needs from the controller context. */
+export type StoreContext = Pick<ControllerContext, 'client' | 'namespace' | 'scratchDir'>;

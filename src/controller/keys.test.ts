@@ -9,7 +9,7 @@ import { KubeError } from '../kube/index.js';
 import type { PluginHandle } from '../plugin/host/index.js';
 import type { ArtifactKey } from '../persistence/sealing.js';
 import { checkLocationKeys, encrypts, encryptionStatus, newBackupKey, openBackupKey, unencryptedRefusal, wrappedKeyOfStatus } from './keys.js';
-import type { StoreContext } from './locations.js';
+import type { StoreContext } from './context.js';
 
 const k1 = crypto.randomBytes(32);
 const k2 = crypto.randomBytes(32);

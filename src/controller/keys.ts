@@ -12,7 +12,7 @@ import type { BackupStore } from '../persistence/backupStore.js';
 import { openEnvelope, type ArtifactKey, type WrappedDataKey } from '../persistence/sealing.js';
 import type { KeyManager } from '../plugin/api/index.js';
 import type { PluginHandle } from '../plugin/host/index.js';
-import type { StoreContext } from './locations.js';
+import type { StoreContext } from './context.js';
 
 type Secret = KubeObject & { data?: Record<string, string> };
 const SECRETS = { group: '', version: 'v1', resource: 'secrets', namespaced: true } as const;

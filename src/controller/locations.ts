@@ -8,13 +8,12 @@ import { createVeleroStore } from '../persistence/veleroStore.js';
 import type { ObjectStore, PluginConfig, RunIdentity } from '../plugin/api/index.js';
 import type { ResourceList } from '../persistence/results.js';
 import { writeCredentialFile, type PluginHandle } from '../plugin/host/index.js';
-import type { ControllerContext } from './context.js';
+import type { ControllerContext, StoreContext } from './context.js';
 import { keyedForBackup } from './keys.js';
 
 type Secret = KubeObject & { data?: Record<string, string> };
 
 /** What opening a location's store needs: the credential Secret's namespace and where to copy it. */
-export type StoreContext = Pick<ControllerContext, 'client' | 'namespace' | 'scratchDir'>;
 
 export function isReadOnly(bsl: BackupStorageLocation): boolean {
   return bsl.spec.accessMode === 'ReadOnly';

@@ -12,7 +12,7 @@ import {
   type SignatureFile, type SignedStatement, type SigningKey, type SigningKeys,
 } from '../signing/index.js';
 import { secretData } from './keys.js';
-import type { StoreContext } from './locations.js';
+import type { StoreContext } from './context.js';
 
 /** Whether the location signs its backups (and so verifies every backup it syncs or restores). */
 export function signs(bsl: BackupStorageLocation): boolean {

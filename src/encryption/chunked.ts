@@ -12,6 +12,7 @@
 // one backup's chunks for another's. The index and the final flag in the AAD stop reordering,
 // dropping and truncation. Memory holds one chunk at a time; nothing goes through a file.
 import crypto from 'node:crypto';
+import { DATA_KEY_BYTES } from '../plugin/api/index.js';
 import { DecryptionError } from './errors.js';
 
 export const CHUNKED_ALGORITHM = 'AES-256-GCM-CHUNKED-v1';
@@ -19,7 +20,8 @@ export const DEFAULT_CHUNK_SIZE = 64 * 1024;
 /** Readers refuse a header claiming chunks outside these bounds (a hostile header must not size our buffers). */
 export const MIN_CHUNK_SIZE = 1024;
 export const MAX_CHUNK_SIZE = 4 * 1024 * 1024;
-export const DATA_KEY_BYTES = 32;
+// The KeyManager contract fixes it (plugins wrap exactly this size).
+export { DATA_KEY_BYTES };
 
 const MAGIC = Buffer.from([0x53, 0x54, 0x57, 0x45, 0x4e, 0x43, 0x01, 0x00]); // "STWENC" v1
 const HEADER_BYTES = MAGIC.length + 4 + 16;

@@ -1,5 +1,8 @@
 import type { PluginConfig } from './objectStore.js';
 
+/** The size of a backup's data key: what a KeyManager wraps and must unwrap back to. */
+export const DATA_KEY_BYTES = 32;
+
 /**
  * A key manager: wraps and unwraps backups' data keys with a key-encryption key it holds (a KMS, an
  * HSM, a Secret). The data key never leaves the server except to it, and the key-encryption key

@@ -2,8 +2,7 @@
 // process (Init replayed) when the old one died mid-call. Every failure rejects with a
 // KeyUnavailableError: the plugin's refusals keep their reason ('unknown-key', 'wrong-key') and
 // message; a crash, a deadline or any other plugin error is 'key-manager', naming plugin and method.
-import { KeyUnavailableError, type KeyManager, type PluginConfig } from '../api/index.js';
-import { DATA_KEY_BYTES } from '../../encryption/index.js';
+import { DATA_KEY_BYTES, KeyUnavailableError, type KeyManager, type PluginConfig } from '../api/index.js';
 import { keyManagerUnwrap, keyManagerWrap, type CallContext, type InstanceRef } from '../grpc/index.js';
 import { callPlugin, type CallPolicy, type CallSite } from './call.js';
 import type { PluginInstance } from './instances.js';
