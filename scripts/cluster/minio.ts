@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawnTracked, type Spawned } from './procs.js';
+import { spawnTracked, waitUntilServing, type Spawned } from './procs.js';
 import { freePort } from './controlPlane.js';
 import type { S3Server } from './s3.js';
 
@@ -71,12 +71,7 @@ export async function startMinio(opts: { directory?: string } = {}): Promise<S3S
     const console = await freePort();
     proc = spawnTracked(bin, ['server', '--quiet', '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${console}`, path.join(directory, 'data')], logFile, env);
     // The readiness endpoint answers 200 once the drive is formatted and the object layer is up.
-    const deadline = Date.now() + 60_000;
-    while (!(await ready(endpoint))) {
-      if (proc.child.exitCode !== null) throw new Error(`minio exited at start: ${fs.readFileSync(logFile, 'utf8').slice(-1000)}`);
-      if (Date.now() > deadline) throw new Error(`minio did not become ready within 60 s: ${fs.readFileSync(logFile, 'utf8').slice(-1000)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitUntilServing('minio', proc, logFile, () => ready(endpoint), 60_000, 100);
   };
   const stop = async (): Promise<void> => {
     await proc?.stop(10_000);

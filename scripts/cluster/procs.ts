@@ -102,3 +102,17 @@ export function spawnTracked(cmd: string, args: string[], logFile: string, env?:
   };
   return { child, exited, stop };
 }
+
+/**
+ * Polls `isUp` (a server with no watchable state) until it answers, failing at once with the log's
+ * tail when the process exits first, or when `timeoutMs` passes.
+ */
+export async function waitUntilServing(what: string, proc: Spawned, logFile: string, isUp: () => Promise<boolean>, timeoutMs: number, pollMs: number): Promise<void> {
+  const tail = (): string => fs.readFileSync(logFile, 'utf8').slice(-1000);
+  const deadline = Date.now() + timeoutMs;
+  while (!(await isUp())) {
+    if (proc.child.exitCode !== null) throw new Error(`${what} exited at start: ${tail()}`);
+    if (Date.now() > deadline) throw new Error(`${what} did not become ready within ${timeoutMs / 1000} s: ${tail()}`);
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}

@@ -5,7 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { spawnTracked, type Spawned } from './procs.js';
+import { spawnTracked, waitUntilServing, type Spawned } from './procs.js';
 import { freePort } from './controlPlane.js';
 
 export interface S3Server {
@@ -50,12 +50,7 @@ export async function startS3Server(opts: S3Options = {}): Promise<S3Server> {
 
   const start = async (): Promise<void> => {
     proc = spawnTracked(process.execPath, [bin, '-d', directory, '-a', address, '-p', String(port), '--silent'], logFile);
-    const deadline = Date.now() + 15_000;
-    while (!(await portOpen(port, address))) {
-      if (proc.child.exitCode !== null) throw new Error(`s3rver exited at start: ${fs.readFileSync(logFile, 'utf8').slice(-1000)}`);
-      if (Date.now() > deadline) throw new Error('s3rver did not listen within 15 s');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitUntilServing('s3rver', proc, logFile, () => portOpen(port, address), 15_000, 50);
   };
   const stop = async (): Promise<void> => {
     await proc?.stop(2000);
