@@ -28,11 +28,8 @@ import { systemClock, type TimerClock } from './util/clock.js';
 import { errorMessage } from './util/errors.js';
 import { authorityFor } from './auth/index.js';
 import { startAdmissionWebhook, startWebhookHealth, type AdmissionWebhook, type WebhookHealth } from './webhook/index.js';
-import type { ServerVersion } from './kube/index.js';
 import type { Writable } from 'node:stream';
 
-/** The minor version as a number ("22+" on some providers counts as 22). */
-const minorOf = (v: ServerVersion): number => Number.parseInt(v.minor, 10) || 0;
 
 export const SERVER_VERSION = '0.1.0';
 
@@ -104,8 +101,6 @@ export async function composeServer(config: ServerConfig, deps: ServerDeps): Pro
     }
   }
 
-  // Impersonate-Uid is known from Kubernetes 1.22 (auth/authority.ts).
-  const impersonateUid = await client.withOutageTimeout(0).version().then((v) => minorOf(v) >= 22, () => false);
   if (config.trustMode === 'cluster-admin') {
     logger.warn('trust mode cluster-admin: every backup and restore runs with the server\'s own rights, whoever created it; anyone who may create Backups, Restores or DownloadRequests in this namespace can read and write whatever the server can (use --trust-mode requester to give each run its creator\'s rights)');
   } else {
@@ -195,7 +190,8 @@ export async function composeServer(config: ServerConfig, deps: ServerDeps): Pro
     // Events are best effort: one that cannot be sent now is dropped, not held through an outage.
     events: createEventRecorder(client.withOutageTimeout(0), { onError: (err) => logger.debug(`could not record an event: ${errorMessage(err)}`) }),
     informer, shutdown: shutdown.signal, runs: createRunRegistry(),
-    authority: (obj) => authorityFor(config.trustMode, client, obj, { impersonateUid, sealKey: webhook?.sealKey }),
+    // Impersonate-Uid (Kubernetes 1.22+) always: the documented minimum is 1.37.
+    authority: (obj) => authorityFor(config.trustMode, client, obj, { impersonateUid: true, sealKey: webhook?.sealKey }),
     ...(webhookHealth !== undefined ? { webhookGate: webhookHealth } : {}),
   };
   const factories: ControllerFactory[] = [
