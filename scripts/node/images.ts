@@ -26,7 +26,7 @@ export function imagesDir(): string {
   return path.join(cacheBase(), 'images');
 }
 
-interface ImageConfig {
+export interface ImageConfig {
   Env?: string[];
   Entrypoint?: string[];
   Cmd?: string[];
@@ -84,7 +84,7 @@ function copyFile(from: string, to: string): void {
 }
 
 /** busybox-static as /bin/busybox plus one symlink per applet: a shell and the usual tools. */
-function addBusybox(rootfs: string): void {
+export function addBusybox(rootfs: string): void {
   copyFile('/bin/busybox', path.join(rootfs, 'bin/busybox'));
   const applets = run('/bin/busybox', ['--list-full']).split('\n').filter((a) => a !== '');
   for (const a of applets) {
@@ -95,7 +95,7 @@ function addBusybox(rootfs: string): void {
   }
 }
 
-function addEtc(rootfs: string): void {
+export function addEtc(rootfs: string): void {
   fs.mkdirSync(path.join(rootfs, 'etc'), { recursive: true });
   fs.writeFileSync(path.join(rootfs, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\nnode:x:1000:1000::/home/node:/bin/sh\nnonroot:x:65532:65532::/home/nonroot:/sbin/nologin\n');
   fs.writeFileSync(path.join(rootfs, 'etc/group'), 'root:x:0:\nnode:x:1000:\nnonroot:x:65532:\n');
@@ -105,7 +105,7 @@ function addEtc(rootfs: string): void {
 }
 
 /** Builds (when missing) an image tarball under the cache; `make` fills a fresh root directory. */
-function cachedImage(file: string, what: string, log: (l: string) => void, make: (rootfs: string) => { tags: string[]; config: ImageConfig }): string {
+export function cachedImage(file: string, what: string, log: (l: string) => void, make: (rootfs: string) => { tags: string[]; config: ImageConfig }): string {
   const out = path.join(imagesDir(), file);
   if (fs.existsSync(out)) return out;
   fs.mkdirSync(imagesDir(), { recursive: true });
