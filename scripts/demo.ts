@@ -1,8 +1,9 @@
-// `npm run demo [-- --s3] [-- --keep-cluster]`: the whole job on a machine with no cluster.
+// `npm run demo [-- --s3] [-- --keep-cluster] [-- --in-cluster]`: the whole job on a machine with no cluster.
 // Starts the local control plane (built and cached on the first run), `stowage server` with a
 // filesystem location (or, with --s3, a local S3-protocol server and the stowage.dev/aws store),
 // backs up a sample namespace, deletes it, restores it, checks every object is back, prints where
-// the tarball and logs live, stops everything it started and exits 0.
+// the tarball and logs live, stops everything it started and exits 0. --in-cluster tells the same
+// story through the chart on a real node instead (demoInCluster.ts).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -32,14 +33,28 @@ const WIDGETS = { group: 'demo.stowage.dev', version: 'v1', resource: 'widgets',
 
 const args = new Set(process.argv.slice(2));
 for (const a of args) {
-  if (!['--s3', '--keep-cluster', '--help', '-h'].includes(a)) {
-    process.stderr.write(`demo: unknown flag ${a} (use --s3 to store backups in a local S3 server)\n`);
+  if (!['--s3', '--keep-cluster', '--in-cluster', '--help', '-h'].includes(a)) {
+    process.stderr.write(`demo: unknown flag ${a} (use --s3 to store backups in a local S3 server, --in-cluster to run the chart on a real node)\n`);
     process.exit(2);
   }
 }
 if (args.has('--help') || args.has('-h')) {
-  process.stdout.write('usage: npm run demo [-- --s3]\n  --s3  store backups in a local S3-protocol server through the stowage.dev/aws plugin\n');
+  process.stdout.write([
+    'usage: npm run demo [-- --s3 | --in-cluster]',
+    '  --s3          store backups in a local S3-protocol server through the stowage.dev/aws plugin',
+    '  --in-cluster  install the chart with helm on a real node (root; the image is built from the Dockerfile)',
+    '',
+  ].join('\n'));
   process.exit(0);
+}
+if (args.has('--in-cluster')) {
+  if (args.size > 1) {
+    process.stderr.write('demo: --in-cluster takes no other flag\n');
+    process.exit(2);
+  }
+  // Loaded only here: plain `npm run demo` starts no node code at all.
+  const { inClusterDemo } = await import('./demoInCluster.js');
+  process.exit(await inClusterDemo());
 }
 const useS3 = args.has('--s3');
 const t0 = Date.now();

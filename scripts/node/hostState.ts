@@ -75,6 +75,21 @@ export function snapshotHost(): HostSnapshot {
   return { sysctls, ruleset: nftRuleset(), existingPaths: new Set(GLOBAL_PATHS.filter((p) => fs.existsSync(p))), links: links(), mounts: mountPoints() };
 }
 
+/** What differs between two snapshots, one line each (empty: the machine is as it was). */
+export function hostChanges(before: HostSnapshot, after: HostSnapshot): string[] {
+  const out: string[] = [];
+  for (const [name, value] of before.sysctls) {
+    if (after.sysctls.get(name) !== value) out.push(`sysctl ${name} is ${after.sysctls.get(name) ?? '(gone)'}, was ${value}`);
+  }
+  if (after.ruleset !== before.ruleset) out.push('the nft ruleset differs');
+  for (const l of after.links) if (!before.links.has(l)) out.push(`network link ${l} was added`);
+  for (const l of before.links) if (!after.links.has(l)) out.push(`network link ${l} is gone`);
+  for (const m of after.mounts) if (!before.mounts.has(m)) out.push(`mount ${m} was added`);
+  for (const p of after.existingPaths) if (!before.existingPaths.has(p)) out.push(`${p} was created`);
+  for (const p of before.existingPaths) if (!after.existingPaths.has(p)) out.push(`${p} is gone`);
+  return out;
+}
+
 /**
  * Puts the machine back as `before` found it. Returns what could not be restored (empty when all
  * was); the caller fails with that list rather than leaving the machine changed silently.

@@ -81,6 +81,6 @@ describe('npm run demo', () => {
   it('refuses unknown flags with a usage line', async () => {
     const r = await runDemo(['--s4']);
     expect(r.code).toBe(2);
-    expect(r.out.trim()).toBe('demo: unknown flag --s4 (use --s3 to store backups in a local S3 server)');
+    expect(r.out.trim()).toBe('demo: unknown flag --s4 (use --s3 to store backups in a local S3 server, --in-cluster to run the chart on a real node)');
   });
 });
