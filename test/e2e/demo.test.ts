@@ -78,6 +78,12 @@ describe('npm run demo', () => {
     fs.rmSync(demoDir(r.out), { recursive: true, force: true });
   }, 900_000);
 
+  it('refuses --in-cluster combined with another flag, before starting anything', async () => {
+    const r = await runDemo(['--in-cluster', '--s3']);
+    expect(r.code).toBe(2);
+    expect(r.out.trim()).toBe('demo: --in-cluster takes no other flag');
+  });
+
   it('refuses unknown flags with a usage line', async () => {
     const r = await runDemo(['--s4']);
     expect(r.code).toBe(2);
