@@ -155,7 +155,7 @@ export async function inClusterStory(env: StoryEnv): Promise<StoryResult> {
   const installArgs = ['install', 'stowage', path.relative(process.cwd(), path.join(ROOT, 'charts/stowage')) || '.', '--namespace', serverNs, '--create-namespace', '--wait', '--timeout', '10m'];
   const t = Date.now();
   const installed = helm(env.helmBin, kubeconfig, installArgs);
-  out.command(`helm ${installArgs.join(' ')}`, installed.stdout.split('\n').slice(0, 6).join('\n'));
+  out.command(`helm ${installArgs.join(' ')}`, installed.stdout);
   out.note(`installed and Ready in ${secs(Date.now() - t)}`);
   out.command(`kubectl -n ${serverNs} get pods`, k(['-n', serverNs, 'get', 'pods']));
 
