@@ -292,6 +292,8 @@ describe('the chart installed with helm', () => {
     log(`app image ${node?.app?.image}: ${((node?.app?.sizeBytes ?? 0) / 1024 ** 2).toFixed(1)} MiB (uncompressed docker-archive)`);
     helm(helmBin, cp.kubeconfigPath, ['install', 'stowage', CHART, '--namespace', ns, '--create-namespace', '--wait', '--timeout', '10m']);
     const server = await serverPods(ns);
+    // Two replicas are the default: one leads, the other stands by (the failover tests below).
+    expect(server.length).toBe(2);
     expect(server[0]?.spec?.containers[0]?.image).toBe('stowage:0.1.0');
 
     createCredentials(ns);
