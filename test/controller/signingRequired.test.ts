@@ -53,8 +53,11 @@ describe('a Stowage location signs, or opts out explicitly', () => {
       if (l.status.phase !== phase) throw new Error(`location ${name} is ${l.status.phase}, not ${phase}: ${l.status.message ?? ''}`);
       return l;
     }, 60_000);
-  const create = (name: string, spec: BackupStorageLocationSpec): Promise<unknown> =>
-    client.create(BSLS, ns, newBackupStorageLocation(name, ns, { ...spec, default: false }));
+  /** Creates the location with no spec.signing but what `extra` gives (the helpers' locations opt out explicitly). */
+  const create = (name: string, spec: BackupStorageLocationSpec, extra: Partial<BackupStorageLocationSpec> = {}): Promise<unknown> => {
+    const { signing: _, ...rest } = spec;
+    return client.create(BSLS, ns, newBackupStorageLocation(name, ns, { ...rest, default: false, ...extra }));
+  };
   const backup = async (name: string, location: string): Promise<Backup> => {
     await client.create(RESOURCES.Backup, ns, newBackup(name, ns, { includedNamespaces: [source], includedResources: ['configmaps'], storageLocation: location }));
     return waitFinished<Backup>(client, RESOURCES.Backup, ns, name, 90_000);
@@ -79,10 +82,10 @@ describe('a Stowage location signs, or opts out explicitly', () => {
     });
     const { bare, optout, legacy, veleroMarked, veleroFound } = locs;
     await create('bare', bare.spec);
-    await create('optout', { ...optout.spec, signing: { disabled: true } });
-    await create('legacy', { ...legacy.spec, signing: { disabled: true }, validationFrequency: '1s', backupSyncPeriod: '1s' });
-    await create('velero-marked', { ...veleroMarked.spec, velero: true, accessMode: 'ReadOnly' });
-    await create('velero-found', { ...veleroFound.spec, accessMode: 'ReadOnly' });
+    await create('optout', optout.spec, { signing: { disabled: true } });
+    await create('legacy', legacy.spec, { signing: { disabled: true }, validationFrequency: '1s', backupSyncPeriod: '1s' });
+    await create('velero-marked', veleroMarked.spec, { velero: true, accessMode: 'ReadOnly' });
+    await create('velero-found', veleroFound.spec, { accessMode: 'ReadOnly' });
   }, 180_000);
 
   afterAll(async () => {
