@@ -4,8 +4,8 @@
 // true is the explicit opt-out: Available, and the server log and `backup-location describe` name
 // it. A keyed location signs. A Velero location (spec.velero, or Velero's layout detected in the
 // bucket) needs no spec.signing: Velero signs nothing. A location made before signing was the
-// default (its spec.signing removed here) turns Unavailable without losing its Backups, and
-// `disabled: true` brings it and them back.
+// default (its spec.signing removed here) turns Unavailable, refusing a restore with that reason
+// but losing none of its Backups, and `disabled: true` brings it and them back.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -160,6 +160,10 @@ describe('a Stowage location signs, or opts out explicitly', () => {
     await client.patch(BSLS, ns, 'legacy', { spec: { signing: null } }, 'merge');
     const down = await validated('legacy', 'Unavailable');
     expect(down.status?.message).toBe(missingSigning(ns, 'legacy'));
+    await client.create(RESOURCES.Restore, ns, newRestore('old-refused', ns, { backupName: 'old', namespaceMapping: { [source]: `${source}-refused` } }));
+    const refused = await waitFinished<Restore>(client, RESOURCES.Restore, ns, 'old-refused', 90_000);
+    expect(refused.status?.phase).toBe('FailedValidation');
+    expect(refused.status?.validationErrors).toContain(`backup storage location "legacy" is Unavailable: ${missingSigning(ns, 'legacy')}`);
     // Validated (every 1s) twice more while Unavailable: sync (every 1s) had its turns, and the Backup stays.
     const since = Date.parse(down.status?.lastValidationTime ?? '');
     await waitUntil('two more validations', async () => {
