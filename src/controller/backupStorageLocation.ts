@@ -172,14 +172,16 @@ export function backupStorageLocationController(ctx: ControllerContext): Control
         setLocationAvailable(ctx.metrics, bsl.metadata.name, available);
         // Logs that could not be uploaded while the location was down go up now.
         if (available) await flushSpool(ctx, bsl);
+        // Velero's backups carry no Stowage signature: signing does not apply there.
+        const unsigned = available && layout?.layout !== 'Velero' ? unsignedNote(bsl) : undefined;
         if (changed) {
           const velero = layout?.layout === 'Velero' ? ` (Velero's layout, read only: ${layout.reason})` : '';
           ctx.logger.log(available ? 'info' : 'warn', `backup storage location ${bsl.metadata.name} is ${phase}${velero}${available ? '' : `: ${message}`}`, { location: bsl.metadata.name });
-          void ctx.events.event(bsl, available ? 'Normal' : 'Warning', phase, available ? 'location validated' : message);
+          // kubectl describe shows the opt-out too, beside the validation.
+          const note = available ? `location validated${unsigned !== undefined ? `; ${unsigned}` : ''}` : message;
+          void ctx.events.event(bsl, available ? 'Normal' : 'Warning', phase, note);
         }
-        // Velero's backups carry no Stowage signature: signing does not apply there.
-        const unsigned = available && (changed || specEdited) && layout?.layout !== 'Velero' ? unsignedNote(bsl) : undefined;
-        if (unsigned !== undefined) ctx.logger.warn(`backup storage location ${bsl.metadata.name}: ${unsigned}`, { location: bsl.metadata.name });
+        if (unsigned !== undefined && (changed || specEdited)) ctx.logger.warn(`backup storage location ${bsl.metadata.name}: ${unsigned}`, { location: bsl.metadata.name });
         return every > 0 ? { requeueAfter: every } : undefined;
       },
     },

@@ -1,11 +1,12 @@
 // Tamper-evident by default (issue 31, item 7), through `stowage server` and the real API server:
 // a Stowage location with no spec.signing is Unavailable, naming both fixes, in its status, an
 // Event and the server log, and a backup to it is refused with that reason. spec.signing.disabled:
-// true is the explicit opt-out: Available, and the server log and `backup-location describe` name
-// it. A keyed location signs. A Velero location (spec.velero, or Velero's layout detected in the
-// bucket) needs no spec.signing: Velero signs nothing. A location made before signing was the
-// default (its spec.signing removed here) turns Unavailable, refusing a restore with that reason
-// but losing none of its Backups, and `disabled: true` brings it and them back.
+// true is the explicit opt-out: Available, and the server log, its Available event and
+// `backup-location describe` name it. A keyed location signs. A Velero location (spec.velero, or
+// Velero's layout detected in the bucket) needs no spec.signing: Velero signs nothing. A location
+// made before signing was the default (its spec.signing removed here) turns Unavailable, refusing
+// a restore with that reason but losing none of its Backups, and `disabled: true` brings it and
+// them back.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -117,9 +118,14 @@ describe('a Stowage location signs, or opts out explicitly', () => {
     expect(described.stdout).toContain(`Message:`);
   });
 
-  it('takes spec.signing.disabled: true as the explicit opt-out: Available, and the server log and describe name it', { timeout: 120_000 }, async () => {
+  it('takes spec.signing.disabled: true as the explicit opt-out: Available, and the server log, its Available event and describe name it', { timeout: 120_000 }, async () => {
     await validated('optout', 'Available');
     await server.waitForOutput(/backup storage location optout: it is unsigned by choice \(spec\.signing\.disabled: true\): its backups are not tamper-evident/, 30_000);
+    const event = await waitUntil('the Available event of optout', async () => {
+      const evs = (await client.list<Event>(EVENTS, { namespace: ns })).items;
+      return evs.find((e) => e.involvedObject?.kind === 'BackupStorageLocation' && e.involvedObject.name === 'optout' && e.reason === 'Available');
+    }, 30_000);
+    expect(event).toMatchObject({ type: 'Normal', message: 'location validated; it is unsigned by choice (spec.signing.disabled: true): its backups are not tamper-evident' });
     const described = await cli('backup-location', 'describe', 'optout');
     expect(described.code, show(described)).toBe(0);
     expect(described.stdout).toMatch(/^Signing: +disabled \(spec\.signing\.disabled: true\): backups here are not tamper-evident$/m);
@@ -135,6 +141,11 @@ describe('a Stowage location signs, or opts out explicitly', () => {
   it('signs every backup of a keyed location', { timeout: 120_000 }, async () => {
     await validated('keyed', 'Available');
     expect(server.output()).not.toMatch(/backup storage location keyed: it is unsigned/);
+    const event = await waitUntil('the Available event of keyed', async () => {
+      const evs = (await client.list<Event>(EVENTS, { namespace: ns })).items;
+      return evs.find((e) => e.involvedObject?.kind === 'BackupStorageLocation' && e.involvedObject.name === 'keyed' && e.reason === 'Available');
+    }, 30_000);
+    expect(event.message).toBe('location validated');
     const b = await backup('signed', 'keyed');
     expect(b.status?.phase, JSON.stringify(b.status)).toBe('Completed');
     expect(b.status?.signature).toEqual({ algorithm: 'HMAC-SHA256', keyId: 'hmac' });
