@@ -67,6 +67,9 @@ const LOCATION_PREFIX = 'stowage';
 const ENCRYPTED_LOCATION = 'encrypted';
 const ENCRYPTED_PREFIX = 'stowage-encrypted';
 const KEY_SECRET = 'bench-kek';
+/** The HMAC key both locations sign with: signing is the default, so the figures include it. */
+const SIGNING_SECRET = 'bench-signing';
+const SIGNING = { keySecretRef: { name: SIGNING_SECRET, key: 'hmac' } };
 const CREDENTIAL_SECRET = 'bench-s3';
 const WATCH_RETRY_MS = 200;
 
@@ -239,12 +242,16 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       apiVersion: 'v1', kind: 'Secret', metadata: { name: CREDENTIAL_SECRET },
       stringData: { cloud: `[default]\naws_access_key_id=${s3ep.accessKeyId}\naws_secret_access_key=${s3ep.secretAccessKey}\n` },
     });
+    await createObject(client, CORE.secrets, serverNs, {
+      apiVersion: 'v1', kind: 'Secret', metadata: { name: SIGNING_SECRET }, data: { hmac: crypto.randomBytes(32).toString('base64') },
+    });
     await createObject(client, RESOURCES.BackupStorageLocation, serverNs, newBackupStorageLocation(LOCATION, serverNs, {
       provider: 'stowage.dev/aws',
       objectStorage: { bucket, prefix: LOCATION_PREFIX },
       config: { region: s3ep.region, s3Url: s3ep.endpoint, s3ForcePathStyle: 'true' },
       credential: { name: CREDENTIAL_SECRET, key: 'cloud' },
       default: true,
+      signing: SIGNING,
     }));
 
     await createObject(client, CORE.secrets, serverNs, {
@@ -256,6 +263,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       config: { region: s3ep.region, s3Url: s3ep.endpoint, s3ForcePathStyle: 'true' },
       credential: { name: CREDENTIAL_SECRET, key: 'cloud' },
       encryption: { keySecretRef: { name: KEY_SECRET, key: 'k1' } },
+      signing: SIGNING,
     }));
 
     const tarballBytes = async (backupName: string, prefixed = LOCATION_PREFIX): Promise<number> => {

@@ -5,6 +5,7 @@
 // the tarball and logs live, stops everything it started and exits 0. --in-cluster tells the same
 // story through the chart on a real node instead (demoInCluster.ts).
 import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,6 +27,7 @@ import { startS3Server, type S3Server } from './cluster/s3.js';
 const ROOT = path.resolve(import.meta.dirname, '..');
 const BIN = path.join(ROOT, 'dist/cli/bin.js');
 const SERVER_NS = 'stowage';
+const SIGNING_SECRET = 'stowage-signing';
 const DEMO_NS = 'demo';
 const BACKUP = 'demo-backup';
 const DEPLOYMENTS = { group: 'apps', version: 'v1', resource: 'deployments', namespaced: true };
@@ -223,9 +225,16 @@ async function main(): Promise<number> {
     const kubeconfig = cp.kubeconfigPath;
     client = createDynamicClient(loadKubeConfig(kubeconfig), { qps: 100, burst: 200 });
 
-    step('Installing the Stowage CRDs and a BackupStorageLocation');
+    step('Installing the Stowage CRDs and a signed BackupStorageLocation');
     await ensureCrds(client);
     await createOrKeep(client, CORE.namespaces, undefined, { metadata: { name: SERVER_NS } });
+    // Tamper-evident by default: the location signs every backup with an HMAC key kept in a Secret.
+    await createOrKeep(client, CORE.secrets, SERVER_NS, {
+      metadata: { name: SIGNING_SECRET },
+      stringData: { hmac: crypto.randomBytes(32).toString('base64') },
+    });
+    const signing = { keySecretRef: { name: SIGNING_SECRET, key: 'hmac' } };
+    note(`signing key in Secret ${SERVER_NS}/${SIGNING_SECRET} (an HMAC key, entry "hmac"): every backup is signed, and verified before it is restored`);
     let spec: BackupStorageLocationSpec;
     let where: (key: string) => string;
     if (useS3) {
@@ -241,12 +250,13 @@ async function main(): Promise<number> {
         credential: { name: 'cloud-credentials', key: 'cloud' },
         default: true,
         validationFrequency: '10s',
+        signing,
       };
       where = (key) => `s3://stowage/${key}`;
       note(`S3-protocol server at ${s3.endpoint}, bucket "stowage", credentials in Secret ${SERVER_NS}/cloud-credentials`);
     } else {
       const root = path.join(workDir, 'storage');
-      spec = { provider: 'stowage.dev/filesystem', objectStorage: { bucket: 'backups' }, config: { root }, default: true, validationFrequency: '10s' };
+      spec = { provider: 'stowage.dev/filesystem', objectStorage: { bucket: 'backups' }, config: { root }, default: true, validationFrequency: '10s', signing };
       where = (key) => path.join(root, 'backups', key);
       note(`filesystem location rooted at ${root}`);
     }
@@ -332,6 +342,7 @@ async function main(): Promise<number> {
         `    tarball:      ${where(`backups/${BACKUP}/${BACKUP}.tar.gz`)}`,
         `    backup log:   ${where(`backups/${BACKUP}/${BACKUP}-logs.gz`)}`,
         `    manifest:     ${where(`backups/${BACKUP}/${BACKUP}-manifest.json.gz`)}`,
+        `    signature:    ${where(`backups/${BACKUP}/${BACKUP}-signature.json`)} (${backup.status?.signature?.algorithm ?? 'none'}, key "${backup.status?.signature?.keyId ?? ''}")`,
         `    restore log:  ${where(`restores/${r}/restore-${r}-logs.gz`)}`,
         `    server log:   ${serverLog}`,
         ...(s3 !== undefined ? [`    (S3 server ${s3.endpoint} stops with the demo; its files stay under ${s3.directory})`] : []),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { newBackupStorageLocation } from '../apis/v1/index.js';
-import { encryptionSpecProblem, signingSpecProblem, unsignedNote } from './backupStorageLocation.js';
+import { encryptionSpecProblem, missingSigningProblem, signingSpecProblem, unsignedNote } from './backupStorageLocation.js';
 
 describe('location fields', () => {
   const base = { provider: 'stowage.dev/filesystem', objectStorage: { bucket: 'b' } };
@@ -22,10 +22,29 @@ describe('location fields', () => {
     expect(signingSpecProblem(bsl({ keySecretRef: { name: 's', key: 'hmac' }, disabled: true }))).toBe('spec.signing sets both keySecretRef and disabled: true: sign with the key, or opt out, not both');
   });
 
-  it('names an unsigned location in the server log: opted out, or saying nothing', () => {
+  it('names an opted-out location in the server log, and nothing else', () => {
     const bsl = (signing?: Record<string, unknown>) => newBackupStorageLocation('l', 'ns', { ...base, ...(signing !== undefined ? { signing } : {}) });
     expect(unsignedNote(bsl({ keySecretRef: { name: 's', key: 'hmac' } }))).toBeUndefined();
     expect(unsignedNote(bsl({ disabled: true }))).toBe('it is unsigned by choice (spec.signing.disabled: true): its backups are not tamper-evident');
-    expect(unsignedNote(bsl())).toBe('it is unsigned: it has no spec.signing, so its backups are not tamper-evident (set spec.signing.keySecretRef, or spec.signing.disabled: true to opt out explicitly)');
+    expect(unsignedNote(bsl())).toBeUndefined();
+  });
+
+  it('refuses a Stowage location with no spec.signing, naming both fixes; a Velero layout is exempt', () => {
+    const bsl = (extra: Record<string, unknown> = {}) => newBackupStorageLocation('vault', 'ns', { ...base, ...extra });
+    expect(missingSigningProblem(bsl(), 'Stowage', 'stowage')).toBe(
+      'spec.signing is missing, and a Stowage location signs its backups unless told otherwise: set spec.signing.keySecretRef to an entry of a Secret in namespace stowage ' +
+      'holding the signing key (a new one: kubectl -n stowage create secret generic vault-signing --from-literal=hmac="$(openssl rand -base64 48)", key hmac), ' +
+      'or spec.signing.disabled: true to opt out (its backups are then not tamper-evident; a location made before signing was the default keeps its unsigned backups restorable this way, docs/install.md "Upgrading")',
+    );
+    // A ReadOnly location reads what another cluster signed: a fresh key would verify none of it.
+    expect(missingSigningProblem(bsl({ accessMode: 'ReadOnly' }), 'Stowage', 'stowage')).toContain(
+      'set spec.signing.keySecretRef to an entry of a Secret in namespace stowage holding the key its backups were signed with (a copy of the Secret of the cluster that wrote them), or spec.signing.disabled: true',
+    );
+    // null is what a merge patch that removed the field can leave behind in a client's copy.
+    expect(missingSigningProblem(bsl({ signing: null }), 'Stowage', 'stowage')).toMatch(/^spec\.signing is missing/);
+    expect(missingSigningProblem(bsl(), 'Velero', 'stowage')).toBeUndefined();
+    expect(missingSigningProblem(bsl({ velero: true }), 'Velero', 'stowage')).toBeUndefined();
+    expect(missingSigningProblem(bsl({ signing: { disabled: true } }), 'Stowage', 'stowage')).toBeUndefined();
+    expect(missingSigningProblem(bsl({ signing: { keySecretRef: { name: 's', key: 'hmac' } } }), 'Stowage', 'stowage')).toBeUndefined();
   });
 });

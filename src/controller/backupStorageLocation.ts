@@ -1,6 +1,6 @@
 // Validates every BackupStorageLocation through its object-store plugin each validationFrequency
 // and records Available/Unavailable (with a scrubbed message) in status, events and metrics.
-import type { BackupStorageLocation } from '../apis/v1/index.js';
+import type { BackupStorageLocation, BackupStorageLocationLayout } from '../apis/v1/index.js';
 import { isNotFound } from '../kube/index.js';
 import { setLocationAvailable } from '../metrics/index.js';
 import { removeCredentialFiles } from '../plugin/host/index.js';
@@ -47,13 +47,27 @@ export function signingSpecProblem(bsl: BackupStorageLocation): string | undefin
 }
 
 /**
- * How an unsigned Stowage location is named in the server log, or undefined when it signs: an
- * explicit opt-out, or a location that says nothing (made before signing became the default).
+ * Why a location in `layout` cannot be used for want of spec.signing, or undefined. A Stowage
+ * location signs its backups unless it opts out explicitly; one with no spec.signing at all (made
+ * before signing was the default) is refused rather than run unsigned without anyone choosing so.
+ * Velero's layout is exempt: Velero's backups carry no Stowage signature.
  */
+export function missingSigningProblem(bsl: BackupStorageLocation, layout: BackupStorageLocationLayout, namespace: string): string | undefined {
+  if (layout === 'Velero' || (bsl.spec.signing !== undefined && bsl.spec.signing !== null)) return undefined;
+  const readOnly = bsl.spec.accessMode === 'ReadOnly';
+  const key = readOnly
+    ? 'holding the key its backups were signed with (a copy of the Secret of the cluster that wrote them)'
+    : `holding the signing key (a new one: kubectl -n ${namespace} create secret generic ${bsl.metadata.name}-signing --from-literal=hmac="$(openssl rand -base64 48)", key hmac)`;
+  return 'spec.signing is missing, and a Stowage location signs its backups unless told otherwise: ' +
+    `set spec.signing.keySecretRef to an entry of a Secret in namespace ${namespace} ${key}, ` +
+    'or spec.signing.disabled: true to opt out (its backups are then not tamper-evident; a location made before signing was the default ' +
+    'keeps its unsigned backups restorable this way, docs/install.md "Upgrading")';
+}
+
+/** How a Stowage location that opted out of signing is named in the server log, or undefined when it signs. */
 export function unsignedNote(bsl: BackupStorageLocation): string | undefined {
-  if (signs(bsl)) return undefined;
-  if (bsl.spec.signing?.disabled === true) return `it is unsigned by choice (spec.signing.disabled: true): its backups are not tamper-evident`;
-  return 'it is unsigned: it has no spec.signing, so its backups are not tamper-evident (set spec.signing.keySecretRef, or spec.signing.disabled: true to opt out explicitly)';
+  if (bsl.spec.signing?.disabled !== true) return undefined;
+  return 'it is unsigned by choice (spec.signing.disabled: true): its backups are not tamper-evident';
 }
 
 /** What one validation found: the phase, and whose layout the bucket holds when that could be told. */
@@ -101,6 +115,8 @@ export async function validateLocation(ctx: ControllerContext, bsl: BackupStorag
     if (layout.layout === 'Velero' && signs(bsl)) {
       return { available: false, layout, message: `the bucket holds Velero's backups (${layout.reason}), which carry no Stowage signature: remove spec.signing, or set spec.velero: false` };
     }
+    const unsigned = missingSigningProblem(bsl, layout.layout, ctx.namespace);
+    if (unsigned !== undefined) return { available: false, layout, message: unsigned };
     await backupStoreOn(objectStore, bsl, layout.layout === 'Velero').validate();
     await checkLocationKeys(ctx, handle, bsl);
     await checkLocationSigning(ctx, bsl);
@@ -156,14 +172,16 @@ export function backupStorageLocationController(ctx: ControllerContext): Control
         setLocationAvailable(ctx.metrics, bsl.metadata.name, available);
         // Logs that could not be uploaded while the location was down go up now.
         if (available) await flushSpool(ctx, bsl);
+        // Velero's backups carry no Stowage signature: signing does not apply there.
+        const unsigned = available && layout?.layout !== 'Velero' ? unsignedNote(bsl) : undefined;
         if (changed) {
           const velero = layout?.layout === 'Velero' ? ` (Velero's layout, read only: ${layout.reason})` : '';
           ctx.logger.log(available ? 'info' : 'warn', `backup storage location ${bsl.metadata.name} is ${phase}${velero}${available ? '' : `: ${message}`}`, { location: bsl.metadata.name });
-          void ctx.events.event(bsl, available ? 'Normal' : 'Warning', phase, available ? 'location validated' : message);
+          // kubectl describe shows the opt-out too, beside the validation.
+          const note = available ? `location validated${unsigned !== undefined ? `; ${unsigned}` : ''}` : message;
+          void ctx.events.event(bsl, available ? 'Normal' : 'Warning', phase, note);
         }
-        // Velero's backups carry no Stowage signature: signing does not apply there.
-        const unsigned = available && (changed || specEdited) && layout?.layout !== 'Velero' ? unsignedNote(bsl) : undefined;
-        if (unsigned !== undefined) ctx.logger.warn(`backup storage location ${bsl.metadata.name}: ${unsigned}`, { location: bsl.metadata.name });
+        if (unsigned !== undefined && (changed || specEdited)) ctx.logger.warn(`backup storage location ${bsl.metadata.name}: ${unsigned}`, { location: bsl.metadata.name });
         return every > 0 ? { requeueAfter: every } : undefined;
       },
     },

@@ -43,7 +43,7 @@ describe('stowage CLI against the apiserver (no server running)', () => {
     client = testClient(kubeconfig);
     await Promise.all([ensureBuilt(), ensureCrds(client)]);
     await ensureNamespace(client, ns);
-    await client.create(RESOURCES.BackupStorageLocation, ns, newBackupStorageLocation('primary', ns, { provider: 'stowage.dev/filesystem', objectStorage: { bucket: 'b' } }));
+    await client.create(RESOURCES.BackupStorageLocation, ns, newBackupStorageLocation('primary', ns, { provider: 'stowage.dev/filesystem', objectStorage: { bucket: 'b' }, signing: { disabled: true } }));
     opts = { kubeconfig, namespace: ns };
   });
 

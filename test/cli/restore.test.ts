@@ -1,12 +1,13 @@
 // `stowage restore` against a running server: a dry run that reports what would be created and
-// writes nothing, a real restore into a mapped namespace with --wait, then get, describe and logs.
+// writes nothing, a real restore into a mapped namespace with --wait, then get, describe and logs;
+// the location signs (the test key), so each restore verifies the backup's signature first.
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { Restore } from '../../src/apis/v1/index.js';
 import { CORE, isNotFound, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
+import { SIGNED, ensureNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
 import { ensureBuilt, runCli, show, type RunOptions } from './helpers.js';
 
 const QUOTAS = { group: '', version: 'v1', resource: 'resourcequotas', namespaced: true };
@@ -16,7 +17,7 @@ describe('stowage restore with a running server', () => {
   const app = uniqueName('cli-rsapp');
   const dryTarget = uniqueName('cli-dry');
   const copy = uniqueName('cli-copy');
-  const loc = filesystemLocation();
+  const loc = filesystemLocation('default', SIGNED);
   let client: DynamicClient;
   let server: RunningServer;
   let opts: RunOptions;

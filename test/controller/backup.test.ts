@@ -1,5 +1,6 @@
 // The Backup controller end to end: `stowage server` as a child process, a real apiserver, the
-// built-in filesystem object store behind the restartable plugin host.
+// built-in filesystem object store behind the restartable plugin host; the location signs, as
+// locations do by default, with the test key.
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
@@ -8,14 +9,14 @@ import { inject } from 'vitest';
 import { RESOURCES, newBackup, type Backup, type BackupSpec } from '../../src/apis/v1/index.js';
 import type { DynamicClient } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
+import { SIGNED, ensureNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
 
 const SECRET_VALUE = 'hunter2-do-not-log-me-9f8e7d';
 
 describe('backup controller', () => {
   const ns = uniqueName('stowage');
   const app = uniqueName('app');
-  const loc = filesystemLocation();
+  const loc = filesystemLocation('default', SIGNED);
   let client: DynamicClient;
   let server: RunningServer;
 
@@ -55,8 +56,9 @@ describe('backup controller', () => {
     expect(Date.parse(b.status?.expiration ?? '') - Date.parse(b.status?.startTimestamp ?? '')).toBe(720 * 3600 * 1000);
     const dir = path.join(loc.root, 'backups', 'backups', 'full');
     expect(fs.readdirSync(dir).sort()).toEqual([
-      'full-logs.gz', 'full-manifest.json.gz', 'full-resource-list.json.gz', 'full-results.gz', 'full.tar.gz', 'stowage-backup.json',
+      'full-logs.gz', 'full-manifest.json.gz', 'full-resource-list.json.gz', 'full-results.gz', 'full-signature.json', 'full.tar.gz', 'stowage-backup.json',
     ]);
+    expect(b.status?.signature).toEqual({ algorithm: 'HMAC-SHA256', keyId: 'hmac' });
     const log = zlib.gunzipSync(fs.readFileSync(path.join(dir, 'full-logs.gz'))).toString();
     expect(log).toContain('backup completed');
     expect(server.output()).toContain(`backup=${ns}/full`);

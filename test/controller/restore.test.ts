@@ -1,5 +1,6 @@
 // The Restore controller end to end through `stowage server`: back up, delete the namespace,
-// restore, and a dry run that predicts without creating.
+// restore, and a dry run that predicts without creating. The location signs with the test key (the
+// default for locations), so every restore here verifies the backup's signature first.
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
@@ -8,7 +9,7 @@ import { inject } from 'vitest';
 import { RESOURCES, newBackup, newRestore, type Backup, type Restore, type RestoreSpec } from '../../src/apis/v1/index.js';
 import { isNotFound, type DynamicClient } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
+import { SIGNED, ensureNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
 
 const CM = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
 const SECRET = { group: '', version: 'v1', resource: 'secrets', namespaced: true };
@@ -18,7 +19,7 @@ const NS = { group: '', version: 'v1', resource: 'namespaces', namespaced: false
 describe('restore controller', () => {
   const ns = uniqueName('stowage');
   const app = uniqueName('shop');
-  const loc = filesystemLocation();
+  const loc = filesystemLocation('default', SIGNED);
   let client: DynamicClient;
   let server: RunningServer;
 

@@ -92,7 +92,7 @@ describe('signed manifests', () => {
     hmacLoc.spec.backupSyncPeriod = '2s';
     server = await startServer({ kubeconfigPath: kubeconfig, namespace: ns, location: hmacLoc });
     await client.create(BSLS, ns, newBackupStorageLocation('ed', ns, { ...edLoc.spec, default: false, signing: { keySecretRef: { name: 'signing', key: 'ed' } } }));
-    await client.create(BSLS, ns, newBackupStorageLocation('plain', ns, { ...plainLoc.spec, default: false, backupSyncPeriod: '2s' }));
+    await client.create(BSLS, ns, newBackupStorageLocation('plain', ns, { ...plainLoc.spec, default: false, backupSyncPeriod: '2s', signing: { disabled: true } }));
     for (const l of ['hmac', 'ed', 'plain']) await locationAvailable(client, ns, l);
   }, 180_000);
 
@@ -212,7 +212,7 @@ describe('signed manifests', () => {
     }, 60_000, 250);
     expect(synced.status?.signature).toBeUndefined();
     // "plain" now signs: the label it synced unverified steers nothing.
-    await client.patch(BSLS, ns, 'plain', { spec: { signing: { keySecretRef: { name: 'signing', key: 'hmac' } } } }, 'merge');
+    await client.patch(BSLS, ns, 'plain', { spec: { signing: { disabled: null, keySecretRef: { name: 'signing', key: 'hmac' } } } }, 'merge');
     await locationAvailable(client, ns, 'plain');
     const target = uniqueName('sig-sched');
     const r = await restore('r-nightly', { scheduleName: 'nightly' }, target);

@@ -351,6 +351,16 @@ describe('charts/stowage', () => {
     expect(all.some((o) => o.object.kind === 'VolumeSnapshotLocation')).toBe(false);
   });
 
+  it('refuses a location with no signing when the chart makes no key, and renders the explicit opt-out', async () => {
+    const location = ['configuration.backupStorageLocation[0].name=vault', 'configuration.backupStorageLocation[0].provider=stowage.dev/aws', 'configuration.backupStorageLocation[0].bucket=b'];
+    await expect(render({ releaseName: 'stowage', namespace: 'stowage', set: ['signingKey.create=false', ...location] })).rejects.toThrow(
+      /execution error at \(stowage\/templates\/backupstoragelocation.yaml:\d+:\d+\): configuration.backupStorageLocation\[vault\] has no signing, and signingKey.create is false: give it signing.keySecretRef \{name, key\} \(a Secret entry holding its signing key\), or signing: \{disabled: true\} to opt out/,
+    );
+    const objs = await render({ releaseName: 'stowage', namespace: 'stowage', set: ['signingKey.create=false', ...location, 'configuration.backupStorageLocation[0].signing.disabled=true'] });
+    expect((find(objs, 'BackupStorageLocation', 'vault') as KubeObject & { spec: { signing: Json } }).spec.signing).toEqual({ disabled: true });
+    expect(objs.some((o) => o.object.kind === 'Secret' && (o.object.metadata?.name ?? '').endsWith('-signing'))).toBe(false);
+  });
+
   it('fails with a clear message when a location lacks its bucket', async () => {
     await expect(
       render({ releaseName: 'stowage', namespace: 'stowage', set: ['configuration.backupStorageLocation[0].provider=stowage.dev/aws'] }),

@@ -1,7 +1,8 @@
 // The real-world corpus round trip (issue 17, part 6): apply test/fixtures/corpus (apps, data tier,
 // operators, multi-version CRDs, bound volumes) to the real apiserver, back its namespaces up through
-// `stowage server` into the real S3 server, delete the namespaces and every cluster-scoped corpus
-// object, restore, and compare every object with the snapshot taken before the backup.
+// `stowage server` into the real S3 server (a location that signs, as locations do by default), delete
+// the namespaces and every cluster-scoped corpus object, restore, and compare every object with the
+// snapshot taken before the backup.
 //
 // The backup names only the corpus namespaces and leaves cluster resources at the default (auto),
 // so the ClusterRoles, ClusterRoleBindings, PVs, StorageClass, PriorityClasses, RuntimeClass and
@@ -24,7 +25,7 @@ import { loadCorpus } from '../fixtures/corpus/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { diffObjects, normalise, shown, type FieldDiff } from '../support/objectDiff.js';
 import { testS3 } from '../support/s3ObjectStore.js';
-import { createS3CredentialsSecret, ensureNamespace, s3LocationSpec, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+import { SIGNED, createS3CredentialsSecret, ensureNamespace, s3LocationSpec, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 import { resourceAt, servedResources, type ServedResource } from '../support/servedResources.js';
 
 const corpus = loadCorpus(crypto.randomBytes(3).toString('hex'));
@@ -384,7 +385,7 @@ describe('real-world corpus: backup, delete, restore', () => {
     direct.close();
     await ensureNamespace(client, stowageNs);
     await createS3CredentialsSecret(client, stowageNs, 'cloud-credentials', s3);
-    server = await startServer({ kubeconfigPath: kc, namespace: stowageNs, location: { name: 'default', spec: s3LocationSpec(s3, { bucket, prefix: 'corpus', secret: 'cloud-credentials' }) } });
+    server = await startServer({ kubeconfigPath: kc, namespace: stowageNs, location: { name: 'default', spec: s3LocationSpec(s3, { bucket, prefix: 'corpus', secret: 'cloud-credentials', signing: SIGNED }) } });
     let t = Date.now();
     await client.create(RESOURCES.Backup, stowageNs, newBackup('corpus', stowageNs, { includedNamespaces: NAMESPACES }));
     const backup = await waitFinished<Backup>(client, RESOURCES.Backup, stowageNs, 'corpus', 120_000);

@@ -34,6 +34,7 @@ function expectWholeRun(out: string): void {
     '$ stowage backup create demo-backup --include-namespaces demo --wait',
     'Backup completed with status: Completed.',
     '$ stowage backup describe demo-backup',
+    'signing key in Secret stowage/stowage-signing (an HMAC key, entry "hmac")',
     'Backup "demo-backup" is intact',
     'namespace demo is gone',
     '$ stowage restore create --from-backup demo-backup --wait',
@@ -41,6 +42,9 @@ function expectWholeRun(out: string): void {
     'stowage server exited with code 0',
   ]) expect(out, marker).toContain(marker);
   expect(out).toMatch(/^Completed: (\d+)\/\1 items backed up \(100%\)$/m);
+  // The location signs: describe shows the backup's signature, and the summary where it is.
+  expect(out).toMatch(/^Signature: +HMAC-SHA256, key "hmac"$/m);
+  expect(out).toMatch(/^ {4}signature: +\S+demo-backup-signature\.json \(HMAC-SHA256, key "hmac"\)$/m);
   expect(out).toMatch(/ info +starting backup stowage\/demo-backup/);
   for (const obj of ['ConfigMap demo/app-config', 'Secret demo/app-secret', 'Deployment demo/web', 'Service demo/web', 'Widget demo/gizmo']) {
     expect(out).toMatch(new RegExp(`^ {4}ok +${obj}$`, 'm'));

@@ -25,7 +25,7 @@ import { createInformer, startController, type Controller, type Informer } from 
 import { fixedClock } from '../../src/util/clock.js';
 import { authorityFor } from '../../src/auth/index.js';
 import { waitUntil } from '../support/kube.js';
-import { BIN, ensureNamespace, testClient } from '../support/server.js';
+import { BIN, TEST_SIGNING_SECRET, createTestSigningSecret, ensureNamespace, testClient } from '../support/server.js';
 
 export type ControllerFactory = (ctx: ControllerContext) => ControllerDefinition;
 
@@ -64,6 +64,7 @@ export async function startLifecycle(opts: LifecycleOptions): Promise<Lifecycle>
   await ensureCrds(client);
   await ensureNamespace(client, opts.namespace);
   if (opts.location !== undefined) {
+    if (opts.location.spec.signing?.keySecretRef?.name === TEST_SIGNING_SECRET) await createTestSigningSecret(client, opts.namespace);
     await client.create(RESOURCES.BackupStorageLocation, opts.namespace, newBackupStorageLocation(opts.location.name, opts.namespace, opts.location.spec));
   }
   const scratchDir = fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-lifecycle-'));

@@ -1,5 +1,6 @@
 // Schedules end to end: the schedule controller with the backup and location controllers,
-// in-process against the real apiserver and a filesystem location, with a test clock for the ticks.
+// in-process against the real apiserver and a filesystem location that signs (the test key), with
+// a test clock for the ticks.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { LABEL_SCHEDULE_NAME, RESOURCES, newSchedule, type Backup, type Schedule, type ScheduleSpec } from '../../src/apis/v1/index.js';
@@ -7,7 +8,7 @@ import { backupController } from '../../src/controller/backup.js';
 import { backupStorageLocationController } from '../../src/controller/backupStorageLocation.js';
 import { scheduleController } from '../../src/controller/schedule.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation } from '../support/server.js';
+import { SIGNED, ensureNamespace, filesystemLocation } from '../support/server.js';
 import { filesUnder, startLifecycle, type Lifecycle } from './harness.js';
 
 const SCHEDULES = RESOURCES.Schedule;
@@ -30,7 +31,7 @@ const getSchedule = (lc: Lifecycle, name: string): Promise<Schedule> => lc.clien
 
 describe('schedule controller with the backup controller', () => {
   const app = uniqueName('sched-app');
-  const loc = filesystemLocation();
+  const loc = filesystemLocation('default', SIGNED);
   let lc: Lifecycle;
 
   beforeAll(async () => {
@@ -64,7 +65,7 @@ describe('schedule controller with the backup controller', () => {
     expect(b.metadata.labels?.[LABEL_SCHEDULE_NAME]).toBe('every5');
     // The template, plus the location the backup controller resolved (the default one).
     expect(b.spec).toEqual({ includedNamespaces: [app], ttl: '2h0m0s', storageLocation: loc.name });
-    expect(filesUnder(`${loc.root}/backups/backups/every5-20240101000500`)).toContain('stowage-backup.json');
+    expect(filesUnder(`${loc.root}/backups/backups/every5-20240101000500`)).toEqual(expect.arrayContaining(['stowage-backup.json', 'every5-20240101000500-signature.json']));
     const after = await waitUntil('status.lastBackup', async () => {
       const cur = await getSchedule(lc, 'every5');
       return cur.status?.lastBackup !== undefined ? cur : undefined;

@@ -1,12 +1,15 @@
 // Starts `stowage server` (the built CLI) as a child process against the test control plane,
 // with its own namespace and, optionally, a BackupStorageLocation. Output is captured for assertions.
 import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { RESOURCES, newBackupStorageLocation, type Backup, type BackupStorageLocationSpec, type Restore } from '../../src/apis/v1/index.js';
+import {
+  RESOURCES, newBackupStorageLocation, type Backup, type BackupStorageLocationSigning, type BackupStorageLocationSpec, type Restore,
+} from '../../src/apis/v1/index.js';
 import type { S3Server } from '../../scripts/cluster/s3.js';
-import { createDynamicClient, ensureCrds, isAlreadyExists, loadKubeConfig, type DynamicClient } from '../../src/kube/index.js';
+import { CORE, createDynamicClient, ensureCrds, isAlreadyExists, loadKubeConfig, type DynamicClient } from '../../src/kube/index.js';
 import { waitUntil } from './kube.js';
 import { serviceAccountKubeconfig } from './serverIdentity.js';
 import { prepareWebhook, removeWebhook, waitForWebhook, webhookConfigurationNameFor } from './webhook.js';
@@ -65,16 +68,37 @@ export async function ensureNamespace(client: DynamicClient, name: string): Prom
   }
 }
 
-/** A stowage.dev/aws location on a test S3 server, reading its credentials from `secret` (key `cloud`). */
+/**
+ * The Secret (entry `hmac`) holding the HMAC key that SIGNED test locations sign with: prepareServer
+ * makes it for a location that names it, createTestSigningSecret for any other. One fixed key, so
+ * servers of different namespaces reading one bucket verify each other's backups.
+ */
+export const TEST_SIGNING_SECRET = 'stowage-test-signing';
+const TEST_SIGNING_KEY = crypto.createHash('sha256').update('stowage test signing key').digest();
+/** Signing with the test key. */
+export const SIGNED: BackupStorageLocationSigning = { keySecretRef: { name: TEST_SIGNING_SECRET, key: 'hmac' } };
+/** The explicit opt-out (a location must sign or say it does not): for tests about something else, where signing is noise. */
+export const UNSIGNED: BackupStorageLocationSigning = { disabled: true };
+
+export async function createTestSigningSecret(client: DynamicClient, namespace: string): Promise<void> {
+  try {
+    await client.create(CORE.secrets, namespace, { metadata: { name: TEST_SIGNING_SECRET }, data: { hmac: TEST_SIGNING_KEY.toString('base64') } });
+  } catch (err) {
+    if (!isAlreadyExists(err)) throw err;
+  }
+}
+
+/** A stowage.dev/aws location on a test S3 server, reading its credentials from `secret` (key `cloud`); unsigned unless `signing` says otherwise. */
 export function s3LocationSpec(
   s3: Pick<S3Server, 'region' | 'endpoint'>,
-  o: { bucket: string; prefix: string; secret: string; validationFrequency?: string },
+  o: { bucket: string; prefix: string; secret: string; validationFrequency?: string; signing?: BackupStorageLocationSigning },
 ): BackupStorageLocationSpec {
   return {
     provider: 'stowage.dev/aws', objectStorage: { bucket: o.bucket, prefix: o.prefix }, default: true,
     ...(o.validationFrequency !== undefined ? { validationFrequency: o.validationFrequency } : {}),
     config: { region: s3.region, s3Url: s3.endpoint, s3ForcePathStyle: 'true' },
     credential: { name: o.secret, key: 'cloud' },
+    signing: o.signing ?? UNSIGNED,
   };
 }
 
@@ -96,10 +120,10 @@ export async function waitFinished<T extends Backup | Restore>(
   }, timeoutMs, 200);
 }
 
-/** A filesystem location rooted at a fresh temp dir (the bucket is a directory below it). */
-export function filesystemLocation(name = 'default'): { name: string; spec: BackupStorageLocationSpec; root: string } {
+/** A filesystem location rooted at a fresh temp dir (the bucket is a directory below it); unsigned unless `signing` says otherwise. */
+export function filesystemLocation(name = 'default', signing: BackupStorageLocationSigning = UNSIGNED): { name: string; spec: BackupStorageLocationSpec; root: string } {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-fs-'));
-  return { name, root, spec: { provider: 'stowage.dev/filesystem', objectStorage: { bucket: 'backups' }, config: { root }, default: true, validationFrequency: '10s' } };
+  return { name, root, spec: { provider: 'stowage.dev/filesystem', objectStorage: { bucket: 'backups' }, config: { root }, default: true, validationFrequency: '10s', signing } };
 }
 
 /** What a server of the test control plane starts from: its own client, scratch directory and command-line arguments. */
@@ -121,6 +145,7 @@ export async function prepareServer(opts: ServerOptions): Promise<PreparedServer
   await ensureCrds(client);
   await ensureNamespace(client, opts.namespace);
   if (opts.location !== undefined) {
+    if (opts.location.spec.signing?.keySecretRef?.name === TEST_SIGNING_SECRET) await createTestSigningSecret(client, opts.namespace);
     await client.create(RESOURCES.BackupStorageLocation, opts.namespace, newBackupStorageLocation(opts.location.name, opts.namespace, opts.location.spec));
   }
   const scratchDir = opts.scratchDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'stowage-scratch-'));

@@ -299,7 +299,7 @@ const bslSpec = s.named(
           } satisfies Schema,
           disabled: s.bool({ description: 'true: this location signs nothing and checks no signature, by choice (backups here are not tamper-evident). Exactly one of keySecretRef and disabled: true.' }),
         }, {
-          description: 'Sign every backup\'s manifest (keySecretRef); a backup here without a valid signature is neither synced nor restorable. Or opt out explicitly with disabled: true.',
+          description: 'Sign every backup\'s manifest (keySecretRef); a backup here without a valid signature is neither synced nor restorable. Or opt out explicitly with disabled: true. Required: a location in Stowage\'s layout without it is Unavailable (Velero\'s layout needs none; Velero signs nothing).',
         }),
       ),
       validationFrequency: s.string({ description: 'Go duration between validations; default "1m".' }),

@@ -308,7 +308,7 @@ export type KeyManagerRef = {
   config?: Record<string, string>;
 };
 
-/** Sign every backup's manifest (keySecretRef); a backup here without a valid signature is neither synced nor restorable. Or opt out explicitly with disabled: true. */
+/** Sign every backup's manifest (keySecretRef); a backup here without a valid signature is neither synced nor restorable. Or opt out explicitly with disabled: true. Required: a location in Stowage's layout without it is Unavailable (Velero's layout needs none; Velero signs nothing). */
 export type BackupStorageLocationSigning = {
   /** Secret entry holding the signing key: an HMAC key (32+ bytes), an Ed25519 private key (PKCS#8 PEM), or only an Ed25519 public key (PEM) to verify backups made elsewhere. */
   keySecretRef?: SecretKeySelector;

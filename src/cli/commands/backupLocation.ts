@@ -253,19 +253,28 @@ function bucketPrefix(spec: BackupStorageLocationSpec): string {
   return p === '' ? spec.objectStorage.bucket : `${spec.objectStorage.bucket}/${p}`;
 }
 
-/** on (a key), disabled (the explicit opt-out), or off (no spec.signing: a location made before signing was the default). */
-export function signingWord(spec: BackupStorageLocationSpec): string {
-  if (spec.signing?.keySecretRef !== undefined) return 'on';
-  return spec.signing?.disabled === true ? 'disabled' : 'off';
+/** Whether the location is (or is said to be) in Velero's layout, where signing does not apply: Velero signs nothing. */
+function veleroLayout(l: Pick<BackupStorageLocation, 'spec' | 'status'>): boolean {
+  return l.spec.velero === true || (l.spec.velero !== false && l.status?.layout === 'Velero');
+}
+
+/**
+ * on (a key), disabled (the explicit opt-out), off (Velero's layout), or missing (no spec.signing
+ * on a Stowage location: the server keeps it Unavailable until it signs or opts out).
+ */
+export function signingWord(l: Pick<BackupStorageLocation, 'spec' | 'status'>): string {
+  if (l.spec.signing?.keySecretRef !== undefined) return 'on';
+  if (l.spec.signing?.disabled === true) return 'disabled';
+  return veleroLayout(l) ? 'off' : 'missing';
 }
 
 /** Describe's Signing line. */
-function signingText(spec: BackupStorageLocationSpec): string {
-  const r = spec.signing?.keySecretRef;
+function signingText(l: Pick<BackupStorageLocation, 'spec' | 'status'>): string {
+  const r = l.spec.signing?.keySecretRef;
   if (r !== undefined) return `Secret ${r.name}, key ${r.key}`;
-  if (spec.signing?.disabled === true) return 'disabled (spec.signing.disabled: true): backups here are not tamper-evident';
-  if (spec.velero === true) return 'off (Velero signs nothing)';
-  return 'off (no spec.signing): backups here are not tamper-evident; sign with --signing-key-secret, or opt out explicitly with --signing=false';
+  if (l.spec.signing?.disabled === true) return 'disabled (spec.signing.disabled: true): backups here are not tamper-evident';
+  if (veleroLayout(l)) return 'off (Velero\'s layout: Velero signs nothing)';
+  return 'missing (no spec.signing): the location is Unavailable until it signs (--signing-key-secret) or opts out (--signing=false)';
 }
 
 /** off, on, or required (on, and unencrypted backups are refused). */
@@ -285,7 +294,7 @@ export function locationRows(items: readonly BackupStorageLocation[]): string[][
     l.spec.accessMode ?? 'ReadWrite',
     String(l.spec.default === true),
     encryptionWord(l.spec),
-    signingWord(l.spec),
+    signingWord(l),
   ]);
 }
 
@@ -332,7 +341,7 @@ export function describeLocationText(l: BackupStorageLocation): string {
   const keys = e?.keySecretRef !== undefined ? ref(e.keySecretRef)
     : e?.keyManager !== undefined ? `KeyManager ${e.keyManager.provider}${e.keyManager.config !== undefined ? ` (config ${mapOrNone(e.keyManager.config)})` : ''}`
       : undefined;
-  const signing: [string, string] = ['Signing', signingText(spec)];
+  const signing: [string, string] = ['Signing', signingText(l)];
   s += '\n' + (keys === undefined ? formatFields([['Encryption', 'off'], signing]) : 'Encryption:\n' + formatFields([
     ['Keys', keys],
     ['Required', e?.required === true ? 'yes: unencrypted backups are not synced or restored' : 'no'],

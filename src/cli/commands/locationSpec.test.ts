@@ -107,7 +107,7 @@ describe('backup-location output', () => {
     const bare = newBackupStorageLocation('plain', 'stowage', { provider: 'stowage.dev/filesystem', objectStorage: { bucket: 'x' } });
     expect(locationRows([loc, bare])).toEqual([
       ['vault', 'stowage.dev/aws', 'b/site', 'Unavailable', '2025-01-02 03:04:05 UTC', 'ReadWrite', 'true', 'required', 'on'],
-      ['plain', 'stowage.dev/filesystem', 'x', 'Unknown', '<none>', 'ReadWrite', 'false', 'off', 'off'],
+      ['plain', 'stowage.dev/filesystem', 'x', 'Unknown', '<none>', 'ReadWrite', 'false', 'off', 'missing'],
     ]);
     expect(encryptionWord({ provider: 'p', objectStorage: { bucket: 'b' }, encryption: { keyManager: { provider: 'k' } } })).toBe('on');
     expect(encryptionWord({ provider: 'p', objectStorage: { bucket: 'b' }, encryption: { required: false } })).toBe('off');
@@ -149,14 +149,26 @@ describe('signing by default', () => {
     );
   });
 
-  it('names signing on, disabled (the opt-out) or off (no spec.signing) in get and describe', () => {
-    const spec = (signing?: BackupStorageLocationSpec['signing']): BackupStorageLocationSpec => ({ provider: 'p', objectStorage: { bucket: 'b' }, ...(signing !== undefined ? { signing } : {}) });
-    expect(signingWord(spec({ keySecretRef: { name: 's', key: 'k' } }))).toBe('on');
-    expect(signingWord(spec({ disabled: true }))).toBe('disabled');
-    expect(signingWord(spec())).toBe('off');
-    expect(describeLocationText(newBackupStorageLocation('l', 'ns', spec({ disabled: true }))))
+  it('names signing on, disabled (the opt-out), off (Velero\'s layout) or missing (no spec.signing) in get and describe', () => {
+    const spec = (signing?: BackupStorageLocationSpec['signing'], velero?: boolean): BackupStorageLocationSpec =>
+      ({ provider: 'p', objectStorage: { bucket: 'b' }, ...(signing !== undefined ? { signing } : {}), ...(velero !== undefined ? { velero } : {}) });
+    const loc = (s: BackupStorageLocationSpec, layout?: 'Stowage' | 'Velero') => {
+      const l = newBackupStorageLocation('l', 'ns', s);
+      if (layout !== undefined) l.status = { phase: 'Available', layout };
+      return l;
+    };
+    expect(signingWord(loc(spec({ keySecretRef: { name: 's', key: 'k' } })))).toBe('on');
+    expect(signingWord(loc(spec({ disabled: true })))).toBe('disabled');
+    expect(signingWord(loc(spec()))).toBe('missing');
+    expect(signingWord(loc(spec(), 'Stowage'))).toBe('missing');
+    expect(signingWord(loc(spec(undefined, true)))).toBe('off');
+    expect(signingWord(loc(spec(), 'Velero'))).toBe('off');
+    // spec.velero: false overrules a layout recorded before the edit.
+    expect(signingWord(loc(spec(undefined, false), 'Velero'))).toBe('missing');
+    expect(describeLocationText(loc(spec({ disabled: true }))))
       .toMatch(/^Signing: +disabled \(spec\.signing\.disabled: true\): backups here are not tamper-evident$/m);
-    expect(describeLocationText(newBackupStorageLocation('l', 'ns', spec())))
-      .toMatch(/^Signing: +off \(no spec\.signing\): backups here are not tamper-evident; sign with --signing-key-secret, or opt out explicitly with --signing=false$/m);
+    expect(describeLocationText(loc(spec())))
+      .toMatch(/^Signing: +missing \(no spec\.signing\): the location is Unavailable until it signs \(--signing-key-secret\) or opts out \(--signing=false\)$/m);
+    expect(describeLocationText(loc(spec(), 'Velero'))).toMatch(/^Signing: +off \(Velero's layout: Velero signs nothing\)$/m);
   });
 });
