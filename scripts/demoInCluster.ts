@@ -177,6 +177,8 @@ spec:
   objectStorage: {bucket: ${env.bucket}, prefix: ${serverNs}}
   config: {region: ${env.s3.region}, s3Url: "${env.s3.endpoint}", s3ForcePathStyle: "true"}
   credential: {name: stowage-credentials, key: cloud}
+  # Signed with the key the chart made at install (tamper-evident by default).
+  signing: {keySecretRef: {name: stowage-signing, key: hmac}}
   default: true
 `;
   k(['apply', '-f', '-'], bsl);

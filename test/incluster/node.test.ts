@@ -191,7 +191,8 @@ async function backupEnds(namespace: string, name: string, plural: 'backups' | '
   }, 300_000, 500);
 }
 
-function applyLocation(namespace: string, prefix: string): void {
+/** The chart's default location shape; it signs with the install's key (the chart's signing Secret, key hmac) unless given another. */
+function applyLocation(namespace: string, prefix: string, signingSecret = 'stowage-signing'): void {
   kubectlOk(['apply', '-f', '-'], `
 apiVersion: stowage.dev/v1
 kind: BackupStorageLocation
@@ -201,6 +202,7 @@ spec:
   objectStorage: {bucket: ${BUCKET}, prefix: ${prefix}}
   config: {region: ${s3.region}, s3Url: "${s3.endpoint}", s3ForcePathStyle: "true"}
   credential: {name: stowage-credentials, key: cloud}
+  signing: {keySecretRef: {name: ${signingSecret}, key: hmac}}
   backupSyncPeriod: 2s
   default: true
 `);
@@ -544,11 +546,17 @@ spec:
     await waitUntil('the server pods gone', async () => ((await core.listNamespacedPod({ namespace: ns, labelSelector: 'app.kubernetes.io/name=stowage' })).items.length === 0 ? true : undefined), 180_000, 500);
     expect(bucketKeys(ns)).toEqual(keys);
 
-    // A fresh namespace knows nothing of them: the location's sync brings them back.
+    // The install's signing key outlives the uninstall (helm.sh/resource-policy: keep): the backups it signed stay verifiable.
+    const key = kubectlOk(['-n', ns, 'get', 'secret', 'stowage-signing', '-o', 'jsonpath={.data.hmac}']);
+    expect(key).not.toBe('');
+
+    // A fresh namespace knows nothing of them: the location's sync brings them back, verified with
+    // the old key copied over as docs/install.md says (the new install's own key signed none of them).
     const again = uniqueName('stowage');
     helm(helmBin, cp.kubeconfigPath, ['install', 'stowage', CHART, '--namespace', again, '--create-namespace', '--wait', '--timeout', '10m']);
     createCredentials(again);
-    applyLocation(again, ns);
+    kubectlOk(['-n', again, 'create', 'secret', 'generic', 'stowage-signing-before', `--from-literal=hmac=${Buffer.from(key, 'base64').toString('utf8')}`]);
+    applyLocation(again, ns, 'stowage-signing-before');
     for (const name of ['b1', 'b2']) {
       const synced = await waitUntil(`Backup ${name} synced into ${again}`, async () => getRun(again, name), 180_000, 500);
       expect(synced.status?.phase).toBe('Completed');
