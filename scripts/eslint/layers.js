@@ -8,6 +8,8 @@ export const ALLOWED = {
   'plugin/api': [],
   gen: [],
   util: ['apis'],
+  // What a run takes: filters, label selectors, names, globs, scoped resources, overlap, validation.
+  selection: ['apis', 'util'],
   config: ['apis', 'util'],
   logging: ['apis', 'util', 'config'],
   // The server's own RBAC rules per trust mode (rendered into deploy/ and the chart).
@@ -29,9 +31,9 @@ export const ALLOWED = {
   'plugin/host': ['plugin/grpc', 'plugin/api', 'util', 'logging', 'config', 'metrics', 'encryption'],
   'plugin/builtin': ['plugin/sdk', 'plugin/api', 'util', 'apis', 'archive'],
   persistence: ['apis', 'util', 'plugin/api', 'archive', 'logging', 'encryption', 'signing'],
-  backup: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'auth', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'encryption', 'signing'],
-  restore: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'auth', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'encryption', 'signing'],
-  controller: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'backup', 'restore', 'encryption', 'signing'],
+  backup: ['apis', 'util', 'selection', 'config', 'logging', 'metrics', 'kube', 'auth', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'encryption', 'signing'],
+  restore: ['apis', 'util', 'selection', 'config', 'logging', 'metrics', 'kube', 'auth', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'encryption', 'signing'],
+  controller: ['apis', 'util', 'selection', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'backup', 'restore', 'encryption', 'signing'],
   cli: ['*'],
   main: ['*'],
 };

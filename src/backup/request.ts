@@ -3,10 +3,10 @@
 import type { Backup } from '../apis/v1/index.js';
 import { addResult, emptyResults, type ResourceRecord, type RunResults } from '../persistence/results.js';
 import { servedVersions, type ApiResource } from '../kube/index.js';
-import { includesClusterScoped, namespaceFilter, type NamespaceFilter, type ResourceFilter } from '../util/filters.js';
-import { labelSelectorToString } from '../util/labels.js';
-import { nameFilter, type NameFilter } from '../util/names.js';
-import { refusesClusterScoped, specResourceFilter } from '../util/scopedResources.js';
+import { includesClusterScoped, namespaceFilter, type NamespaceFilter, type ResourceFilter } from '../selection/filters.js';
+import { labelSelectorToString } from '../selection/labels.js';
+import { nameFilter, type NameFilter } from '../selection/names.js';
+import { refusesClusterScoped, specResourceFilter } from '../selection/scopedResources.js';
 
 /** Items carrying this label (value "true") are left out of every backup. */
 export const LABEL_EXCLUDE_FROM_BACKUP = 'stowage.dev/exclude-from-backup';
@@ -26,7 +26,7 @@ export interface BackupProgress {
 export interface BackupRequest {
   readonly backup: Backup;
   readonly namespaces: NamespaceFilter;
-  /** includedResources/excludedResources, or Velero's scope-specific lists (util/scopedResources.ts). */
+  /** includedResources/excludedResources, or Velero's scope-specific lists (selection/scopedResources.ts). */
   readonly resources: ResourceFilter;
   /**
    * The spec's includeClusterResources (null/undefined: "related only" unless all namespaces);
@@ -35,7 +35,7 @@ export interface BackupRequest {
   readonly includeClusterResources: boolean | null | undefined;
   /** List cluster-scoped resources in full (those the resource filter takes: see listsInFull). */
   readonly listClusterScoped: boolean;
-  /** includedNames/excludedNames (util/names.ts). */
+  /** includedNames/excludedNames (selection/names.ts). */
   readonly names: NameFilter;
   /** Label selectors in string form, one LIST each (orLabelSelectors); [''] when there is none. */
   readonly selectors: readonly string[];

@@ -17,7 +17,7 @@ import { backupItem, collectUnit, dependencyRights, FatalBackupError, MAX_PER_NA
 import { listsInFull, newBackupRequest, recordOf, recordProblem, recordResourceError, type BackupProgress, type BackupRequest } from './request.js';
 import type { Access } from './rights.js';
 import { discoverResources, type BackupScope } from './scope.js';
-import { selectionLogFields } from '../util/selection.js';
+import { selectionLogFields } from '../selection/validate.js';
 import { mayIncludeGroup, selectResources, unservedIncludes, type ResourceSelection } from './resources.js';
 import { collectOtherVersions } from './versions.js';
 

@@ -18,7 +18,7 @@ import { backupKeys, normalizePrefix, unstorableKeys } from '../persistence/layo
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
-import { backupSpecErrors } from '../util/specValidation.js';
+import { backupSpecErrors } from '../selection/specErrors.js';
 import { encryptionStatus, newBackupKey } from './keys.js';
 import { backupSigner, backupSigningKey, signatureStatus, signingValidation } from './signatures.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';

@@ -20,7 +20,7 @@ import {
 } from '../restore/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
-import { restoreSpecErrors } from '../util/specValidation.js';
+import { restoreSpecErrors } from '../selection/specErrors.js';
 import { keyedForBackup, unencryptedRefusal } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { noManifestWarning, noteNoManifest, veleroRestoreStatus } from './veleroRestore.js';

@@ -13,8 +13,8 @@
 // Resource filters and label selectors are not looked at: two runs of one namespace queue whatever
 // kinds or labels they pick. A whole-cluster run overlaps every other run of its kind.
 import type { BackupSpec, RestoreSpec } from '../apis/v1/index.js';
-import { includesClusterScoped, namespaceFilter } from '../util/filters.js';
-import { namespaceOverlap, overlaps, type NamespaceLists, type NamespaceSet } from '../util/namespaceOverlap.js';
+import { includesClusterScoped, namespaceFilter } from '../selection/filters.js';
+import { namespaceOverlap, overlaps, type NamespaceLists, type NamespaceSet } from '../selection/overlap.js';
 
 export interface RunScope {
   namespaces: NamespaceSet;

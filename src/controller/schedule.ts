@@ -33,7 +33,7 @@ import { isAlreadyExists, isConflict, isNotFound } from '../kube/index.js';
 import type { Result } from '../runtime/index.js';
 import { MAX_SCHEDULE_NAME_LENGTH, parseCron, parseScheduledBackupName, scheduledBackupName, validateCron } from '../util/cron.js';
 import { validateTtl } from '../util/duration.js';
-import { validateSelection } from '../util/selection.js';
+import { validateSelection } from '../selection/validate.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { stamp } from './runs.js';
 

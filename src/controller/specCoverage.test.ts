@@ -17,7 +17,7 @@ import type { KubeObject } from '../kube/index.js';
 import { newRestoreRequest } from '../restore/index.js';
 import type { Informer } from '../runtime/index.js';
 import { fixedClock } from '../util/clock.js';
-import { SPEC_LIST_CAPS } from '../util/filters.js';
+import { SPEC_LIST_CAPS } from '../selection/filters.js';
 import { validateBackup } from './backup.js';
 import type { ControllerContext } from './context.js';
 import { validateRestore } from './restore.js';
@@ -29,7 +29,7 @@ type Row = { refused: true } | { honouredBy: readonly string[] };
 const refused: Row = { refused: true };
 const by = (...files: string[]): Row => ({ honouredBy: files });
 
-const SELECTOR = 'src/util/labels.test.ts';
+const SELECTOR = 'src/selection/labels.test.ts';
 /** A label selector's fields, under `at` (labelSelector, orLabelSelectors[]). */
 function selectorRows(at: string): Record<string, Row> {
   return {
@@ -42,8 +42,8 @@ function selectorRows(at: string): Record<string, Row> {
 }
 
 // Item selection (issue 21): the scope-specific resource lists and name patterns, on Backup and Restore alike.
-const SCOPED = 'src/util/scopedResources.test.ts';
-const NAMES = 'src/util/names.test.ts';
+const SCOPED = 'src/selection/scopedResources.test.ts';
+const NAMES = 'src/selection/names.test.ts';
 const SELECTION = 'test/controller/selection.test.ts';
 const SELECTION_ROWS: Record<string, Row> = {
   'spec.includedClusterScopedResources': by(SELECTION, SCOPED),
@@ -56,7 +56,7 @@ const SELECTION_ROWS: Record<string, Row> = {
 
 const BACKUP_ROWS: Record<string, Row> = {
   'spec.includedNamespaces': by('test/controller/backup.test.ts', 'src/backup/request.test.ts'),
-  'spec.excludedNamespaces': by('src/backup/request.test.ts', 'src/util/filters.test.ts'),
+  'spec.excludedNamespaces': by('src/backup/request.test.ts', 'src/selection/filters.test.ts'),
   'spec.includedResources': by('test/backup/backup.test.ts', 'src/backup/request.test.ts'),
   'spec.excludedResources': by('test/backup/backup.test.ts', 'src/backup/request.test.ts'),
   'spec.includeClusterResources': by('test/backup/backup.test.ts', 'src/backup/request.test.ts'),

@@ -11,10 +11,10 @@ import {
   type NamespaceFilter,
   type ResourceFilter,
   type ResourceLike,
-} from '../util/filters.js';
-import { isEmptyLabelSelector } from '../util/labels.js';
-import { nameFilter, type NameFilter } from '../util/names.js';
-import { refusesClusterScoped, specResourceFilter } from '../util/scopedResources.js';
+} from '../selection/filters.js';
+import { isEmptyLabelSelector } from '../selection/labels.js';
+import { nameFilter, type NameFilter } from '../selection/names.js';
+import { refusesClusterScoped, specResourceFilter } from '../selection/scopedResources.js';
 
 /** What happened to one item (for a dry run: what would happen). */
 export type ItemAction = 'created' | 'updated' | 'skipped' | 'failed';
@@ -40,9 +40,9 @@ export interface RestoreRequest {
   readonly backup: Backup;
   readonly dryRun: boolean;
   readonly namespaces: NamespaceFilter;
-  /** includedResources/excludedResources, or Velero's scope-specific lists (util/scopedResources.ts). */
+  /** includedResources/excludedResources, or Velero's scope-specific lists (selection/scopedResources.ts). */
   readonly resources: ResourceFilter;
-  /** includedNames/excludedNames (util/names.ts), matched against the names in the backup. */
+  /** includedNames/excludedNames (selection/names.ts), matched against the names in the backup. */
   readonly names: NameFilter;
   /** Whether cluster-scoped items are restored in full (with the scope-specific lists: those the resource filter takes). */
   readonly includeClusterScoped: boolean;

@@ -2,7 +2,7 @@
 import type { ObjectMeta } from '../../apis/v1/index.js';
 import { REQUESTER_ANNOTATION, SEAL_ANNOTATION, describeRequester, requesterOf } from '../../auth/index.js';
 import { CORE, type KubeObject } from '../../kube/index.js';
-import { labelSelectorToString } from '../../util/labels.js';
+import { labelSelectorToString } from '../../selection/labels.js';
 import type { FilterSpec } from './flags.js';
 import type { CliContext } from './kubeContext.js';
 import { age, formatFields, formatTable, listOrNone, mapOrNone } from './output.js';

@@ -4,8 +4,8 @@ import { Option, type Command } from 'commander';
 import type { LabelSelector } from '../../apis/v1/index.js';
 import { parseDuration } from '../../util/duration.js';
 import { errorMessage } from '../../util/errors.js';
-import { SPEC_LIST_CAPS as CAPS } from '../../util/filters.js';
-import { LabelSelectorParseError, parseLabelSelector } from '../../util/labels.js';
+import { SPEC_LIST_CAPS as CAPS } from '../../selection/filters.js';
+import { LabelSelectorParseError, parseLabelSelector } from '../../selection/labels.js';
 import { UsageError } from './errors.js';
 
 /** Comma-separated and repeatable: `--x a,b --x c` -> [a, b, c]. */

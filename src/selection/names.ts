@@ -2,7 +2,7 @@
 //
 // An entry is a name pattern, optionally scoped to one resource:
 //   app-config                       exactly that name
-//   app-*  /  app-[0-9]  /  {a,b}    a glob (util/globs.ts)
+//   app-*  /  app-[0-9]  /  {a,b}    a glob (selection/globs.ts)
 //   regex:^app-[0-9]+$               a regular expression (JavaScript syntax, unanchored: use ^ and $)
 //   configmaps/app-*                 only for configmaps (any form resource filters take:
 //   deployments.apps/web             plural, plural.group, kind, short name)
@@ -129,7 +129,7 @@ export function nameFilter(includes: readonly string[] | null | undefined, exclu
   };
 }
 
-/** The fields name selection reads (structural, as for util/filters.ts). */
+/** The fields name selection reads (structural, as for selection/filters.ts). */
 export interface NameFilterSpec {
   includedNames?: string[] | null;
   excludedNames?: string[] | null;

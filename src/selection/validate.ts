@@ -1,6 +1,6 @@
 // Validation of everything that selects a run's items: namespaces, resources in either style,
-// labels (util/filters.ts), the scope-specific resource lists (util/scopedResources.ts) and names
-// (util/names.ts). Backup, Restore and Schedule validation call this one function.
+// labels (selection/filters.ts), the scope-specific resource lists (selection/scopedResources.ts) and names
+// (selection/names.ts). Backup, Restore and Schedule validation call this one function.
 import { usesScopedFilters, validateFilters, validateListCaps, type FilterSpec, type ValidateFiltersOptions } from './filters.js';
 import { validateNameFilters } from './names.js';
 import { validateScopedFilters } from './scopedResources.js';

@@ -50,7 +50,7 @@ function makeIncludesExcludes<T>(
 
 // ---- namespaces -------------------------------------------------------------------------------
 
-/** Whether a namespace matches a glob: see util/globs.ts (`*`, `?`, `[abc]`, `{a,b}`). */
+/** Whether a namespace matches a glob: see selection/globs.ts (`*`, `?`, `[abc]`, `{a,b}`). */
 export { globMatches };
 
 export interface NamespaceFilter extends IncludesExcludes<string> {
@@ -105,7 +105,7 @@ export interface ResourceLike {
   kind?: string;
   singularName?: string;
   shortNames?: readonly string[];
-  /** Known from discovery or the archive; only the scope-specific filters need it (else util/filters.ts guesses from built-in names). */
+  /** Known from discovery or the archive; only the scope-specific filters need it (else selection/filters.ts guesses from built-in names). */
   namespaced?: boolean;
 }
 
@@ -401,7 +401,7 @@ export function validateFilters(spec: FilterSpec, opts: ValidateFiltersOptions =
   const allCluster = allKnown && clusterNamed.length === namedRes.length;
   const allNamespaced = allKnown && clusterNamed.length === 0;
 
-  // The scope-specific lists decide on cluster-scoped resources themselves (util/scopedResources.ts).
+  // The scope-specific lists decide on cluster-scoped resources themselves (selection/scopedResources.ts).
   if (excNs.includes('*') && icr !== true && !usesScopedFilters(spec))
     problems.push(
       `excludedNamespaces contains "*" and includeClusterResources is ${icr === false ? 'false' : 'not set'}, so nothing would be selected (set includeClusterResources: true to back up only cluster-scoped resources)`,

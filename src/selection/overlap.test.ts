@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { globCovers, globsIntersect, namespaceOverlap, overlaps, type NamespaceSet } from './namespaceOverlap.js';
+import { globCovers, globsIntersect, namespaceOverlap, overlaps, type NamespaceSet } from './overlap.js';
 
 const f = (includes: string[], excludes: string[] = []): NamespaceSet => ({ all: [{ includes, excludes }] });
 

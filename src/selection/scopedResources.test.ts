@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { namespaceFilter, resourceFilter, type ResourceLike } from './filters.js';
 import { includedResourceEntries, refusesClusterScoped, scopedResourceFilter, specResourceFilter, validateScopedFilters } from './scopedResources.js';
-import { validateSelection } from './selection.js';
+import { validateSelection } from './validate.js';
 
 const configmaps: ResourceLike = { resource: 'configmaps', group: '', kind: 'ConfigMap', namespaced: true };
 const secrets: ResourceLike = { resource: 'secrets', group: '', kind: 'Secret', namespaced: true };
