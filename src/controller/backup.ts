@@ -18,6 +18,7 @@ import { backupKeys, normalizePrefix, unstorableKeys } from '../persistence/layo
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
+import { compileSelection, type Selection } from '../selection/compile.js';
 import { backupSpecErrors } from '../selection/specErrors.js';
 import { encryptionStatus, newBackupKey } from './keys.js';
 import { backupSigner, backupSigningKey, signatureStatus, signingValidation } from './signatures.js';
@@ -78,7 +79,9 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
     ctx.client.patchStatus<Backup>(BACKUPS, b.metadata.namespace, b.metadata.name,
       resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status });
 
-  function execute(b: Backup, location: BackupStorageLocation, authority: Authority, scope: Pick<BackupDeps, 'scope' | 'scopeFailure'>, signal: AbortSignal): Promise<void> {
+  function execute(
+    b: Backup, selection: Selection, location: BackupStorageLocation, authority: Authority, scope: Pick<BackupDeps, 'scope' | 'scopeFailure'>, signal: AbortSignal,
+  ): Promise<void> {
     const name = b.metadata.name;
     const schedule = scheduleOf(b);
     let expiration = '';
@@ -108,7 +111,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
           actions: env.handle.backupItemActions().map((a) => ({ name: a.name, action: a })),
           pageSize: ctx.config.clientPageSize, signal: env.signal, startTime: env.started,
           onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsBackedUp: p.itemsBackedUp }),
-        }, { ...b, status: { ...b.status, phase: 'InProgress', startTimestamp: stamp(env.started), expiration } });
+        }, { ...b, status: { ...b.status, phase: 'InProgress', startTimestamp: stamp(env.started), expiration } }, selection);
       },
       // The tarball is in (the engine uploaded it). A Failed backup gets no other artifact, only its log.
       async commit(store, o, status, endLog) {
@@ -215,14 +218,16 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         try {
           // Trust mode requester: what of the scope the requester may read, settled before the run starts.
           let scope: Pick<BackupDeps, 'scope' | 'scopeFailure'> = {};
+          // Compiled once: the scope check and the run's request take the same selection.
+          const selection = compileSelection(b.spec);
           if (authority.mode === 'requester') {
             const planned = await planBackupScope({
               client: authority.client, serverClient: ctx.client, reviewer: authority.reviewer, pageSize: ctx.config.clientPageSize,
-            }, b);
+            }, b, selection);
             if ('validationErrors' in planned) return await failed(planned.validationErrors);
             scope = 'scope' in planned ? { scope: planned.scope } : { scopeFailure: planned.failure };
           }
-          await execute(b, v.location, authority, scope, rc.signal);
+          await execute(b, selection, v.location, authority, scope, rc.signal);
         } finally {
           slot.release();
         }

@@ -16,7 +16,7 @@ import { recordRestoreOutcome } from '../metrics/index.js';
 import { normalizePrefix, restoreKeys, unstorableKeys } from '../persistence/layout.js';
 import { backupUseRefusal, type Authority, type HeldResources } from '../auth/index.js';
 import {
-  checkTargetNamespaces, inStowageForm, newRestoreRequest, resolveRestoreItemActions, runRestore, sourcesOfResourceList, targetsOfResourceList, type RestoreResult, type TargetNamespace,
+  checkTargetNamespaces, inStowageForm, newRestoreRequest, resolveRestoreItemActions, runRestore, sourcesOfResourceList, targetsOfResourceList, type RestoreRequest, type RestoreResult, type TargetNamespace,
 } from '../restore/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
@@ -107,12 +107,12 @@ const SOURCE_HOLDER = 'what it would restore';
  * by the engine from its plan, still before any write.
  */
 export async function restoreRights(
-  ctx: ControllerContext, r: Restore, backup: Backup, location: BackupStorageLocation, authority: Authority,
+  ctx: ControllerContext, req: RestoreRequest, location: BackupStorageLocation, authority: Authority,
 ): Promise<Rights | { errors: string[] }> {
+  const { restore: r, backup } = req;
   if (authority.mode === 'cluster-admin') return { authority, logLine: `acting with ${authority.describe}` };
   const reviewer = authority.reviewer;
   const acting = `acting with the rights of ${authority.describe} (trust mode requester): every read and write of the cluster is made as them`;
-  const req = newRestoreRequest(r, backup, { priorities: ctx.config.restoreResourcePriorities });
   let targets: TargetNamespace[] | undefined;
   let sources: HeldResources | undefined;
   let why = "the backup's resource list is not in Stowage's form";
@@ -166,7 +166,8 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
   const refuse = (r: Restore, errors: string[]): Promise<void> =>
     failValidation(ctx, 'restore', RESTORES, r, errors, () => recordRestoreOutcome(ctx.metrics, { schedule: '', phase: 'FailedValidation' }));
 
-  function execute(r: Restore, backup: Backup, location: BackupStorageLocation, rights: Rights, transforms: RestoreTransforms, signal: AbortSignal): Promise<void> {
+  function execute(req: RestoreRequest, location: BackupStorageLocation, rights: Rights, transforms: RestoreTransforms, signal: AbortSignal): Promise<void> {
+    const { restore: r, backup } = req;
     const name = r.metadata.name;
     const schedule = backup.metadata.labels?.[LABEL_SCHEDULE_NAME] ?? '';
     const dryRun = r.spec.dryRun === true;
@@ -187,7 +188,6 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         env.log.info(rights.logLine);
         if (transforms.logLine !== undefined) env.log.info(transforms.logLine);
         const actions = await resolveRestoreItemActions(env.handle.restoreItemActions().map((a) => ({ name: a.name, action: a })));
-        const req = newRestoreRequest(r, backup, { priorities: ctx.config.restoreResourcePriorities });
         if (velero) env.log.warn(noManifestWarning(backup.metadata.name));
         const result = await runRestore({
           // The requester's impersonating client in trust mode "requester": the API server's RBAC and admission decide each item.
@@ -290,12 +290,14 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         const slot = await takeSlot(ctx, slots, 'restore', RESTORES, r, key, restoreScope(r.spec, v.backup.spec));
         if (slot === undefined) return; // queued: woken when what it waits for ends
         try {
-          const rights = await restoreRights(ctx, r, v.backup, v.location, authority);
+          // Built once: the rights check and the run read the same request.
+          const req = newRestoreRequest(r, v.backup, { priorities: ctx.config.restoreResourcePriorities });
+          const rights = await restoreRights(ctx, req, v.location, authority);
           if ('errors' in rights || 'errors' in transforms) {
             await refuse(r, [...('errors' in rights ? rights.errors : []), ...transformErrors]);
             return;
           }
-          await execute(r, v.backup, v.location, rights, transforms, rc.signal);
+          await execute(req, v.location, rights, transforms, rc.signal);
         } finally {
           slot.release();
         }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { LabelSelectorOperator } from '../apis/v1/index.js';
 import {
   builtinScopeOf,
   globMatches,
@@ -202,7 +203,9 @@ describe('validateFilters', () => {
         labelSelector: { matchExpressions: [{ key: 'a', operator: 'In', values: [] }] },
       }),
     ).toEqual(['labelSelector.matchExpressions[0]: operator In needs at least one value']);
-    expect(validateFilters({ orLabelSelectors: [{}, { matchExpressions: [{ key: 'a', operator: 'Nope' }] }] })).toEqual([
+    // The type forbids it; a spec read from the cluster is still checked.
+    const nope = 'Nope' as LabelSelectorOperator;
+    expect(validateFilters({ orLabelSelectors: [{}, { matchExpressions: [{ key: 'a', operator: nope }] }] })).toEqual([
       'orLabelSelectors[1].matchExpressions[0]: unknown operator "Nope" (use In, NotIn, Exists or DoesNotExist)',
     ]);
   });

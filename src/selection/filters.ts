@@ -2,11 +2,8 @@
 // Semantics: an empty include list or "*" includes everything; excludes always win.
 
 import { globMatches, globProblem, isGlob } from './globs.js';
-import {
-  isEmptyLabelSelector,
-  validateLabelSelector,
-  type UncheckedLabelSelector,
-} from './labels.js';
+import { isEmptyLabelSelector, validateLabelSelector } from './labels.js';
+import type { ScopedResourceFields, SelectionSpec } from './spec.js';
 
 export interface IncludesExcludes<T> {
   readonly includes: readonly string[];
@@ -171,14 +168,6 @@ export function usesScopedFilters(spec: ScopedResourceFields): boolean {
     .some((l) => (l ?? []).length > 0);
 }
 
-/** Velero's scope-specific resource lists. */
-export interface ScopedResourceFields {
-  includedClusterScopedResources?: string[] | null;
-  excludedClusterScopedResources?: string[] | null;
-  includedNamespaceScopedResources?: string[] | null;
-  excludedNamespaceScopedResources?: string[] | null;
-}
-
 /**
  * Whether cluster-scoped resources are selected. `true`/`false` decide; when unset they are
  * included only if the namespace filter includes everything (all namespaces, none excluded).
@@ -193,21 +182,6 @@ export function includesClusterScoped(
 }
 
 // ---- validation -------------------------------------------------------------------------------
-
-/** The filter fields shared by BackupSpec and RestoreSpec (structural, so util stays decoupled). */
-export interface FilterSpec extends ScopedResourceFields {
-  includedNamespaces?: string[] | null;
-  excludedNamespaces?: string[] | null;
-  includedResources?: string[] | null;
-  excludedResources?: string[] | null;
-  includeClusterResources?: boolean | null;
-  labelSelector?: UncheckedLabelSelector | null;
-  orLabelSelectors?: UncheckedLabelSelector[] | null;
-  includedNames?: string[] | null;
-  excludedNames?: string[] | null;
-  /** A Restore's: which resources get their status restored (resource lists, capped like the filters). */
-  restoreStatus?: { includedResources?: string[] | null; excludedResources?: string[] | null } | null;
-}
 
 /**
  * The longest lists a Backup, Restore or Schedule spec may carry, checked before anything else.
@@ -246,7 +220,7 @@ function overCap(field: string, length: number, cap: number, hint: string): stri
 }
 
 /** The lists of a spec longer than SPEC_LIST_CAPS allows, each naming the field, its length and the cap. */
-export function validateListCaps(spec: FilterSpec): string[] {
+export function validateListCaps(spec: SelectionSpec): string[] {
   const problems: string[] = [];
   const check = (field: string, list: readonly unknown[] | null | undefined, cap: number, hint: string): void => {
     if ((list ?? []).length > cap) problems.push(overCap(field, (list ?? []).length, cap, hint));
@@ -331,7 +305,7 @@ const quoteList = (xs: readonly string[]): string => xs.map((x) => `"${x}"`).joi
  * Every problem with a spec's filters, each a complete sentence naming the fields involved.
  * Empty when the filters are consistent.
  */
-export function validateFilters(spec: FilterSpec, opts: ValidateFiltersOptions = {}): string[] {
+export function validateFilters(spec: SelectionSpec, opts: ValidateFiltersOptions = {}): string[] {
   const scopeOf = opts.scopeOf ?? builtinScopeOf;
   // An over-long list is reported alone: the checks below compare entries pairwise, and one
   // message per bad entry of 5,000 would not fit in the status either.
@@ -426,7 +400,7 @@ export function validateFilters(spec: FilterSpec, opts: ValidateFiltersOptions =
  */
 export function validateNamespaceMapping(
   mapping: Record<string, string> | null | undefined,
-  filters: Pick<FilterSpec, 'includedNamespaces' | 'excludedNamespaces'> = {},
+  filters: Pick<SelectionSpec, 'includedNamespaces' | 'excludedNamespaces'> = {},
 ): string[] {
   const entries = Object.keys(mapping ?? {}).length;
   if (entries > SPEC_LIST_CAPS.namespaceMapping)

@@ -1,19 +1,8 @@
 // Kubernetes label selectors: matching, the string form used in `?labelSelector=`, parsing the
 // CLI's `--selector` text, and validation with precise messages.
 
-export type LabelSelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
-
-export interface LabelSelectorRequirement {
-  key: string;
-  operator: LabelSelectorOperator;
-  values?: string[];
-}
-
-/** Structurally the same as metav1.LabelSelector and apis/v1's LabelSelector. */
-export interface LabelSelector {
-  matchLabels?: Record<string, string>;
-  matchExpressions?: LabelSelectorRequirement[];
-}
+export type { LabelSelector, LabelSelectorOperator, LabelSelectorRequirement } from '../apis/v1/index.js';
+import type { LabelSelector, LabelSelectorRequirement } from '../apis/v1/index.js';
 
 export type Labels = Readonly<Record<string, string>> | undefined | null;
 

@@ -17,6 +17,7 @@
 import { globMatches, globProblem, isGlob } from './globs.js';
 // The resource part takes what resource filter entries take.
 import { groupResourceString, RESOURCE_ENTRY_RE, resourceEntryMatches, type ResourceLike } from './filters.js';
+import type { SelectionSpec } from './spec.js';
 
 export const REGEX_PREFIX = 'regex:';
 
@@ -129,14 +130,9 @@ export function nameFilter(includes: readonly string[] | null | undefined, exclu
   };
 }
 
-/** The fields name selection reads (structural, as for selection/filters.ts). */
-export interface NameFilterSpec {
-  includedNames?: string[] | null;
-  excludedNames?: string[] | null;
-}
 
 /** Every entry of includedNames/excludedNames that does not parse, each naming the field, index, entry and why. */
-export function validateNameFilters(spec: NameFilterSpec): string[] {
+export function validateNameFilters(spec: Pick<SelectionSpec, 'includedNames' | 'excludedNames'>): string[] {
   const problems: string[] = [];
   for (const field of ['includedNames', 'excludedNames'] as const) {
     (spec[field] ?? []).forEach((v, i) => {

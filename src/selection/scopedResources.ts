@@ -21,13 +21,12 @@ import {
   resourceEntryMatches,
   resourceFilter,
   usesScopedFilters,
-  type FilterSpec,
   type IncludesExcludes,
   type ResourceFilter,
   type ResourceLike,
   type ResourceScope,
-  type ScopedResourceFields,
 } from './filters.js';
+import type { ScopedResourceFields, SelectionSpec } from './spec.js';
 
 const NAMESPACE_ENTRIES = new Set(['namespaces', 'namespace', 'ns']);
 
@@ -73,20 +72,20 @@ export function scopedResourceFilter(spec: ScopedResourceFields, namespaces: Inc
 
 /** The resource filter of a Backup or Restore spec, in whichever style it is written. */
 export function specResourceFilter(
-  spec: Pick<FilterSpec, 'includedResources' | 'excludedResources'> & ScopedResourceFields,
+  spec: Pick<SelectionSpec, 'includedResources' | 'excludedResources'> & ScopedResourceFields,
   namespaces: IncludesExcludes<string>,
 ): ResourceFilter {
   return usesScopedFilters(spec) ? scopedResourceFilter(spec, namespaces) : resourceFilter(spec.includedResources, spec.excludedResources);
 }
 
 /** Whether no cluster-scoped item may be taken at all, not even as a dependency (includeClusterResources: false, or its scoped equivalent). */
-export function refusesClusterScoped(spec: Pick<FilterSpec, 'includeClusterResources'> & ScopedResourceFields): boolean {
+export function refusesClusterScoped(spec: Pick<SelectionSpec, 'includeClusterResources'> & ScopedResourceFields): boolean {
   if (!usesScopedFilters(spec)) return spec.includeClusterResources === false;
   return normaliseList(spec.excludedClusterScopedResources, true).includes('*');
 }
 
 /** The resource entries a spec includes by name, in either style (for messages about resources the cluster does not serve). */
-export function includedResourceEntries(spec: Pick<FilterSpec, 'includedResources'> & ScopedResourceFields): string[] {
+export function includedResourceEntries(spec: Pick<SelectionSpec, 'includedResources'> & ScopedResourceFields): string[] {
   return [...(spec.includedResources ?? []), ...(spec.includedNamespaceScopedResources ?? []), ...(spec.includedClusterScopedResources ?? [])]
     .filter((e) => e.trim() !== '*');
 }
@@ -99,7 +98,7 @@ const quote = (xs: readonly string[]): string => xs.map((x) => `"${x}"`).join(',
  * Problems with the scope-specific lists, each a sentence naming the fields (empty when unset or
  * consistent). `scopeOf` tells an entry's scope (discovery when known, else built-in names).
  */
-export function validateScopedFilters(spec: FilterSpec, scopeOf: (entry: string) => ResourceScope | undefined = builtinScopeOf): string[] {
+export function validateScopedFilters(spec: SelectionSpec, scopeOf: (entry: string) => ResourceScope | undefined = builtinScopeOf): string[] {
   if (!usesScopedFilters(spec)) return [];
   const problems: string[] = [];
   const old: string[] = (['includedResources', 'excludedResources'] as const).filter((f) => (spec[f] ?? []).length > 0);
