@@ -31,9 +31,11 @@ export const ALLOWED = {
   'plugin/host': ['plugin/grpc', 'plugin/api', 'util', 'logging', 'config', 'metrics', 'encryption'],
   'plugin/builtin': ['plugin/sdk', 'plugin/api', 'util', 'apis', 'archive'],
   persistence: ['apis', 'util', 'plugin/api', 'archive', 'logging', 'encryption', 'signing'],
+  // When and how long: cron, retention, schedule plans, GC plans (pure; the reconcilers act on them).
+  schedule: ['apis', 'util', 'selection', 'auth', 'persistence'],
   backup: ['apis', 'util', 'selection', 'config', 'logging', 'metrics', 'kube', 'auth', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'encryption', 'signing'],
   restore: ['apis', 'util', 'selection', 'config', 'logging', 'metrics', 'kube', 'auth', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'encryption', 'signing'],
-  controller: ['apis', 'util', 'selection', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'backup', 'restore', 'encryption', 'signing'],
+  controller: ['apis', 'util', 'selection', 'schedule', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'backup', 'restore', 'encryption', 'signing'],
   cli: ['*'],
   main: ['*'],
 };

@@ -37,7 +37,7 @@ import { labelSelectorMatches, parseLabelSelector } from '../selection/labels.js
 import { isVeleroImport, VELERO_DELETE_NOTE } from '../persistence/veleroBackup.js';
 import { keyedForBackup } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
-import { hasStoredData, locationBlocksDeletion } from './gc.js';
+import { hasStoredData, locationBlocksDeletion } from '../schedule/gc.js';
 import { backupRefusal } from './backupRights.js';
 import { openBackupStore, resolveLocation } from './locations.js';
 import { spillDirOf } from './restore.js';

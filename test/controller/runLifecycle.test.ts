@@ -10,7 +10,7 @@ import {
   RESOURCES, newBackup, newDownloadRequest, newRestore, newSchedule, type Backup, type BackupSpec, type DownloadRequest, type Restore, type RestoreSpec,
 } from '../../src/apis/v1/index.js';
 import { createLinkKey, sealContext } from '../../src/auth/index.js';
-import { backupFromSchedule } from '../../src/controller/schedule.js';
+import { backupFromSchedule } from '../../src/schedule/plan.js';
 import type { DynamicClient } from '../../src/kube/index.js';
 import { runCli } from '../cli/helpers.js';
 import { uniqueName, waitUntil } from '../support/kube.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { REQUESTER_ANNOTATION } from '../auth/index.js';
 import { LABEL_SCHEDULE_NAME, newSchedule, type Schedule, type ScheduleSpec, type ScheduleStatus } from '../apis/v1/index.js';
-import { backupFromSchedule, planSchedule, validateSchedule, type ScheduleBackup } from './schedule.js';
+import { backupFromSchedule, planSchedule, validateSchedule, type ScheduleBackup } from './plan.js';
 
 const CREATED = '2024-01-01T00:00:30Z';
 

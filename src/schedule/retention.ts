@@ -19,7 +19,7 @@
 // A backup's time is its startTimestamp, else completionTimestamp, else creationTimestamp.
 
 import type { BackupPhase } from '../apis/v1/index.js';
-import { tryParseDuration } from './duration.js';
+import { tryParseDuration } from '../util/duration.js';
 
 export interface RetentionBackup {
   name: string;

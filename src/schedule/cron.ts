@@ -14,7 +14,7 @@
 // time the server starts (robfig/cron counts from when it starts; that would make ticks drift
 // across restarts and make prev() meaningless).
 
-import { tryParseDuration } from './duration.js';
+import { tryParseDuration } from '../util/duration.js';
 
 export class CronError extends Error {
   constructor(message: string) {
