@@ -17,7 +17,7 @@
 //   no stowage-backup.json for them, so "not in the bucket" says nothing; GC expires them by TTL.
 //   New, InProgress and Deleting backups are never touched.
 // ReadOnly locations are synced too: sync writes nothing to storage.
-// A Velero location (locations.ts isVeleroLocation) is synced from Velero's velero-backup.json files
+// A Velero location (storage/open.ts isVeleroLocation) is synced from Velero's velero-backup.json files
 // instead: its finished backups become read-only Backups labelled imported-from=velero
 // (persistence/veleroBackup.ts), and are removed the same way when Velero's file goes.
 import {
@@ -42,8 +42,8 @@ import type { Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
-import { readStoredBackup, unencryptedRefusal } from './keys.js';
-import { openBackupStore } from './locations.js';
+import { readStoredBackup, unencryptedRefusal } from '../storage/keys.js';
+import { openBackupStore } from '../storage/open.js';
 import { statementMismatch, verifyStoredSignature } from './signatures.js';
 import type { SignedStatement } from '../signing/index.js';
 import { stamp } from './runs.js';

@@ -113,5 +113,5 @@ export function createRunRegistry(): RunRegistry {
   };
 }
 
-/** What opening a location's store needs from the controller context. */
-export type StoreContext = Pick<ControllerContext, 'client' | 'namespace' | 'scratchDir'>;
+/** What opening a location's store needs (storage/context.ts): the controller context has it. */
+export type { StoreContext } from '../storage/context.js';

@@ -35,11 +35,12 @@ import { safeErrorMessage } from '../util/errors.js';
 import { namespaceFilter, resourceFilter } from '../selection/filters.js';
 import { labelSelectorMatches, parseLabelSelector } from '../selection/labels.js';
 import { isVeleroImport, VELERO_DELETE_NOTE } from '../persistence/veleroBackup.js';
-import { keyedForBackup } from './keys.js';
+import { keyedForBackup } from '../storage/keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { hasStoredData, locationBlocksDeletion } from '../schedule/gc.js';
 import { backupRefusal } from './backupRights.js';
-import { openBackupStore, resolveLocation } from './locations.js';
+import { resolveLocation } from './locations.js';
+import { openBackupStore } from '../storage/open.js';
 import { spillDirOf } from './restore.js';
 
 const DBRS = RESOURCES.DeleteBackupRequest;

@@ -21,8 +21,8 @@ import { normalizePrefix } from '../persistence/layout.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext } from './context.js';
 import { abortIfCanceledNow, cancelOf } from './cancel.js';
-import { encrypts } from './keys.js';
-import { openBackupStore } from './locations.js';
+import { encrypts } from '../storage/keys.js';
+import { openBackupStore } from '../storage/open.js';
 import { openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
 import type { RunCallOptions } from '../plugin/host/index.js';
 

@@ -21,11 +21,12 @@ import {
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { restoreSpecErrors } from '../selection/specErrors.js';
-import { keyedForBackup, unencryptedRefusal } from './keys.js';
+import { keyedForBackup, unencryptedRefusal } from '../storage/keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { noManifestWarning, noteNoManifest, veleroRestoreStatus } from './veleroRestore.js';
 import type { BackupStore } from '../persistence/backupStore.js';
-import { isVeleroLocation, locationProblem, readStoredResourceList, resolveLocation, waitForLocation, writeRefusal, type LocationProblem } from './locations.js';
+import { locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
+import { isVeleroLocation, readStoredResourceList, writeRefusal } from '../storage/open.js';
 import { cancelBeforeStart, cancelRequested, cancelWatch } from './cancel.js';
 import { failValidation, runLifecycle } from './lifecycle.js';
 import { resolveBackupOf } from './resolveBackup.js';

@@ -23,7 +23,8 @@ import { isConflict, isNotFound } from '../kube/index.js';
 import type { Result } from '../runtime/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
-import { isReadOnly, isVeleroLocation, openBackupStore, resolveLocation } from './locations.js';
+import { resolveLocation } from './locations.js';
+import { isReadOnly, isVeleroLocation, openBackupStore } from '../storage/open.js';
 
 const RESTORES = RESOURCES.Restore;
 

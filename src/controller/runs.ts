@@ -9,7 +9,7 @@ import type { BackupStorageLocation } from '../apis/v1/index.js';
 import { createRunLogger, isRefused, runOfKey, type RunKind, type RunLog } from '../logging/index.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import type { ActiveRun, ControllerContext } from './context.js';
-import { openObjectStore, writeRefusal } from './locations.js';
+import { openObjectStore, writeRefusal } from '../storage/open.js';
 
 export function stamp(d: Date): string {
   return d.toISOString().replace(/\.\d+Z$/, 'Z');

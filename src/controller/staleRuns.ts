@@ -31,8 +31,9 @@ import type { Result } from '../runtime/index.js';
 import { formatDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext } from './context.js';
-import { encrypts, keyedForBackup } from './keys.js';
-import { backupStoreOn, BSL_RESOURCE, openObjectStore, resolveLocation, writeRefusal } from './locations.js';
+import { encrypts, keyedForBackup } from '../storage/keys.js';
+import { BSL_RESOURCE, resolveLocation } from './locations.js';
+import { backupStoreOn, openObjectStore, writeRefusal } from '../storage/open.js';
 import { stamp, uploadRunLog } from './runs.js';
 import { resolveBackupOf } from './resolveBackup.js';
 
