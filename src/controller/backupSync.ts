@@ -43,7 +43,7 @@ import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { readStoredBackup, unencryptedRefusal } from '../storage/keys.js';
-import { openBackupStore } from '../storage/open.js';
+import { withBackupStore } from '../storage/open.js';
 import { statementMismatch, verifyStoredSignature } from './signatures.js';
 import type { SignedStatement } from '../signing/index.js';
 import { stamp } from './runs.js';
@@ -182,9 +182,7 @@ export async function syncLocation(ctx: ControllerContext, bsl: BackupStorageLoc
   // Snapshot the cluster before listing the bucket (see planSync).
   const clusterBackups = ctx.informer<Backup>('Backup').list().filter((b) => (b.metadata.namespace ?? '') === namespace);
   const result: SyncResult = { imported: [], removed: [], kept: [], failed: [] };
-  const handle = ctx.plugins.handle({ kind: 'controller', namespace, name: `backup-sync/${locationName}` });
-  try {
-    const store = await openBackupStore(ctx, handle, bsl);
+  await withBackupStore(ctx, bsl, { kind: 'controller', namespace, name: `backup-sync/${locationName}` }, async ({ handle, store }) => {
     const names = await store.listBackupNames();
     const plan = planSync(names, clusterBackups, bsl, ctx.config.defaultBackupStorageLocation);
     for (const name of plan.toImport) {
@@ -227,9 +225,7 @@ export async function syncLocation(ctx: ControllerContext, bsl: BackupStorageLoc
         if (!isNotFound(err)) result.failed.push({ name: b.metadata.name, reason: `removing its Backup resource failed: ${safeErrorMessage(err)}` });
       }
     }
-  } finally {
-    handle.release();
-  }
+  });
   return result;
 }
 

@@ -28,19 +28,18 @@ import {
 } from '../apis/v1/index.js';
 import { createSpillFile, loadSpilled, spillArchive, type ItemIdentity, type SpillFile, type SpilledItem } from '../archive/index.js';
 import { isConflict, isNotFound as isKubeNotFound } from '../kube/index.js';
-import { isNotFound as isStoreNotFound } from '../persistence/backupStore.js';
+import { isNotFound as isStoreNotFound, type BackupStore } from '../persistence/backupStore.js';
 import type { DeleteItemAction, KubeObject } from '../plugin/api/index.js';
 import type { Result } from '../runtime/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { namespaceFilter, resourceFilter } from '../selection/filters.js';
 import { labelSelectorMatches, parseLabelSelector } from '../selection/labels.js';
 import { isVeleroImport, VELERO_DELETE_NOTE } from '../persistence/veleroBackup.js';
-import { keyedForBackup } from '../storage/keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { hasStoredData, locationBlocksDeletion } from '../schedule/gc.js';
 import { backupRefusal } from './backupRights.js';
 import { resolveLocation } from './locations.js';
-import { openBackupStore } from '../storage/open.js';
+import { withBackupStore } from '../storage/open.js';
 import { spillDirOf } from './restore.js';
 
 const DBRS = RESOURCES.DeleteBackupRequest;
@@ -132,7 +131,7 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
    * backup), then runs the DeleteItemActions on its items. Returns every error.
    */
   async function runActionsOnTarball(
-    store: Awaited<ReturnType<typeof openBackupStore>>, actions: readonly NamedDeleteItemAction[], backup: Backup, bucket: string,
+    store: BackupStore, actions: readonly NamedDeleteItemAction[], backup: Backup, bucket: string,
   ): Promise<string[]> {
     const name = backup.metadata.name;
     let spill: SpillFile | undefined;
@@ -167,14 +166,12 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
       const location = resolveLocation(ctx, backup.spec.storageLocation);
       if (location === undefined) return [`backup storage location "${backup.spec.storageLocation ?? ''}" disappeared during the deletion`];
       const bucket = `bucket "${location.spec.objectStorage.bucket}" of location "${location.metadata.name}"`;
-      const handle = ctx.plugins.handle({ kind: 'controller', namespace, name: `deletebackuprequest/${d.metadata.name}` });
-      try {
-        const store = await openBackupStore(ctx, handle, location);
+      const failed = await withBackupStore(ctx, location, { kind: 'controller', namespace, name: `deletebackuprequest/${d.metadata.name}` }, async ({ handle, store, keyedFor }) => {
         const actions = handle.deleteItemActions().map((a) => ({ name: a.name, action: a }));
         if (actions.length > 0) {
           let keyed: typeof store;
           try {
-            keyed = await keyedForBackup(ctx, handle, location, store, backup);
+            keyed = await keyedFor(backup);
           } catch (err) {
             return [`the backup's tarball cannot be read for the DeleteItemAction plugins: ${safeErrorMessage(err)}`];
           }
@@ -186,11 +183,9 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
         } catch (err) {
           return [`deleting the backup's objects from ${bucket} failed: ${safeErrorMessage(err)}`];
         }
-      } catch (err) {
-        return [`opening ${bucket} failed: ${safeErrorMessage(err)}`];
-      } finally {
-        handle.release();
-      }
+        return undefined;
+      }).catch((err: unknown) => [`opening ${bucket} failed: ${safeErrorMessage(err)}`]);
+      if (failed !== undefined) return failed;
     }
 
     const errors: string[] = [];

@@ -39,16 +39,14 @@ import { downloadKey, normalizePrefix } from '../persistence/layout.js';
 import { downloadArtifact } from '../persistence/sealing.js';
 import { isVeleroImport } from '../persistence/veleroBackup.js';
 import { veleroMissingArtifact } from '../persistence/veleroStore.js';
-import type { ObjectStore } from '../plugin/api/index.js';
-import type { PluginHandle } from '../plugin/host/index.js';
 import type { Result } from '../runtime/index.js';
 import { parseListenAddress } from '../util/address.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ActiveRun, type ControllerContext, type ControllerDefinition } from './context.js';
 import { backupRefusal } from './backupRights.js';
-import { encrypts, keyedForBackup } from '../storage/keys.js';
+import { encrypts } from '../storage/keys.js';
 import { resolveLocation } from './locations.js';
-import { backupStoreOn, isVeleroLocation, openObjectStore } from '../storage/open.js';
+import { isVeleroLocation, withBackupStore, type OpenedLocation } from '../storage/open.js';
 import { resolveBackupOf } from './resolveBackup.js';
 import { signs, verifyStoredSignature } from './signatures.js';
 import { SignatureError } from '../signing/index.js';
@@ -278,9 +276,7 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     }
     // The store holds ciphertext: this server decrypts it as it serves it, and no store URL is signed.
     if (backup.status?.encryption !== undefined || encrypts(bsl)) return ownURL({ ...object, sealedBy: { namespace, name: backup.metadata.name } }, exp);
-    const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: 'download-request' });
-    try {
-      const store = await openObjectStore(ctx, handle, bsl);
+    const signedURL = await withBackupStore(ctx, bsl, { kind: 'controller', namespace: ctx.namespace, name: 'download-request' }, async ({ objectStore: store }) => {
       try {
         const signed = keys.length > 1 && !(await store.objectExists(bucket, key)) ? (keys[1] ?? key) : key;
         const url = await store.createSignedURL(bucket, signed, Math.max(1, Math.ceil((exp - ctx.clock.now().getTime()) / 1000)));
@@ -288,19 +284,17 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
       } catch (err) {
         ctx.logger.debug(`location ${bsl.metadata.name} cannot sign URLs (${errorMessage(err)}); serving the download itself`);
       }
-    } finally {
-      handle.release();
-    }
-    return ownURL(object, exp);
+      return undefined;
+    });
+    return signedURL ?? ownURL(object, exp);
   }
 
   /** The object's bytes decrypted (and authenticated as they are read) with its backup's key. */
   async function opened(
-    t: DownloadToken & { kind: StoredDownloadTargetKind }, by: { namespace: string; name: string }, bsl: BackupStorageLocation, objectStore: ObjectStore, handle: PluginHandle, body: AsyncIterable<Uint8Array>,
+    t: DownloadToken & { kind: StoredDownloadTargetKind }, by: { namespace: string; name: string }, location: OpenedLocation, body: AsyncIterable<Uint8Array>,
   ): Promise<AsyncIterable<Uint8Array>> {
     const backup = await ctx.client.get<Backup>(RESOURCES.Backup, by.namespace, by.name);
-    const keyed = await keyedForBackup(ctx, handle, bsl, backupStoreOn(objectStore, bsl), backup);
-    return keyed.open(downloadArtifact(t.kind, t.name), body);
+    return (await location.keyedFor(backup)).open(downloadArtifact(t.kind, t.name), body);
   }
 
   async function serveObject(t: DownloadToken & { kind: StoredDownloadTargetKind }, res: http.ServerResponse): Promise<void> {
@@ -316,9 +310,8 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
       text(res, 410, `backup storage location "${t.loc}" has moved to another bucket or prefix since this link was made; run the command again`);
       return;
     }
-    const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: 'download' });
-    try {
-      const store = await openObjectStore(ctx, handle, bsl);
+    await withBackupStore(ctx, bsl, { kind: 'controller', namespace: ctx.namespace, name: 'download' }, async (location) => {
+      const store = location.objectStore;
       let it: AsyncIterator<Uint8Array>;
       let next: IteratorResult<Uint8Array>;
       try {
@@ -327,7 +320,7 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
           if (older === undefined || !isStoreNotFound(err)) throw err;
           return store.getObject(t.bucket, older);
         });
-        if (t.sealedBy !== undefined) body = await opened(t, t.sealedBy, bsl, store, handle, body);
+        if (t.sealedBy !== undefined) body = await opened(t, t.sealedBy, location, body);
         // The first bytes are read before the status line, so a key or a first chunk that fails is a 500 that says why.
         it = body[Symbol.asyncIterator]();
         next = await it.next();
@@ -348,9 +341,7 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
         next = await it.next();
       }
       res.end();
-    } finally {
-      handle.release();
-    }
+    });
   }
 
   async function serveLive(run: ActiveRun, follow: boolean, res: http.ServerResponse): Promise<void> {
@@ -434,16 +425,14 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     if (target.kind !== 'BackupContents' && target.kind !== 'BackupManifest' && target.kind !== 'BackupResourceList') return undefined;
     const bsl = location(backup.spec.storageLocation);
     if (!signs(bsl)) return undefined;
-    const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: 'download-request' });
     try {
-      const store = await keyedForBackup(ctx, handle, bsl, backupStoreOn(await openObjectStore(ctx, handle, bsl), bsl), backup);
-      await verifyStoredSignature(ctx, bsl, store, backup.metadata.name);
+      await withBackupStore(ctx, bsl, { kind: 'controller', namespace: ctx.namespace, name: 'download-request' }, async (o) => {
+        await verifyStoredSignature(ctx, bsl, await o.keyedFor(backup), backup.metadata.name);
+      });
       return undefined;
     } catch (err) {
       if (err instanceof SignatureError) return `the signature of backup "${backup.metadata.name}" does not hold: ${err.message}`;
       throw err;
-    } finally {
-      handle.release();
     }
   }
 

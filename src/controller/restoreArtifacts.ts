@@ -24,7 +24,7 @@ import type { Result } from '../runtime/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { resolveLocation } from './locations.js';
-import { isReadOnly, isVeleroLocation, openBackupStore } from '../storage/open.js';
+import { isReadOnly, isVeleroLocation, withBackupStore } from '../storage/open.js';
 
 const RESTORES = RESOURCES.Restore;
 
@@ -75,13 +75,7 @@ export function restoreArtifactsController(ctx: ControllerContext): ControllerDe
 
   async function deleteArtifacts(r: Restore, location: BackupStorageLocation): Promise<void> {
     const ns = r.metadata.namespace ?? ctx.namespace;
-    const handle = ctx.plugins.handle({ kind: 'controller', namespace: ns, name: `restore-artifacts/${r.metadata.name}` });
-    try {
-      const store = await openBackupStore(ctx, handle, location);
-      await store.deleteRestore(r.metadata.name);
-    } finally {
-      handle.release();
-    }
+    await withBackupStore(ctx, location, { kind: 'controller', namespace: ns, name: `restore-artifacts/${r.metadata.name}` }, ({ store }) => store.deleteRestore(r.metadata.name));
   }
 
   async function reconcile(key: string): Promise<Result> {

@@ -9,7 +9,7 @@ import type { BackupStorageLocation } from '../apis/v1/index.js';
 import { createRunLogger, isRefused, runOfKey, type RunKind, type RunLog } from '../logging/index.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import type { ActiveRun, ControllerContext } from './context.js';
-import { openObjectStore, writeRefusal } from '../storage/open.js';
+import { withBackupStore, writeRefusal } from '../storage/open.js';
 
 export function stamp(d: Date): string {
   return d.toISOString().replace(/\.\d+Z$/, 'Z');
@@ -98,24 +98,22 @@ export async function flushSpool(ctx: ControllerContext, bsl: BackupStorageLocat
     ctx.logger.warn(`${pending.length} spooled run log(s) for location ${bsl.metadata.name} are not uploaded: ${refusal}`);
     return;
   }
-  const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: `log-spool/${bsl.metadata.name}` });
   try {
-    const store = await openObjectStore(ctx, handle, bsl);
-    const bucket = bsl.spec.objectStorage.bucket;
-    const result = await ctx.spool.flush(async (file, target) => {
-      if (target.location !== bsl.metadata.name) throw new Error(`waiting for location ${target.location}`);
-      if (target.action !== 'delete') return store.putObject(bucket, target.key, fs.createReadStream(file));
-      if (target.unlessKey !== undefined && await store.objectExists(bucket, target.unlessKey)) return;
-      await store.deleteObject(bucket, target.key);
+    await withBackupStore(ctx, bsl, { kind: 'controller', namespace: ctx.namespace, name: `log-spool/${bsl.metadata.name}` }, async ({ objectStore: store }) => {
+      const bucket = bsl.spec.objectStorage.bucket;
+      const result = await ctx.spool.flush(async (file, target) => {
+        if (target.location !== bsl.metadata.name) throw new Error(`waiting for location ${target.location}`);
+        if (target.action !== 'delete') return store.putObject(bucket, target.key, fs.createReadStream(file));
+        if (target.unlessKey !== undefined && await store.objectExists(bucket, target.unlessKey)) return;
+        await store.deleteObject(bucket, target.key);
+      });
+      const deleted = result.uploaded.filter((s) => s.target.action === 'delete').length;
+      const uploaded = result.uploaded.length - deleted;
+      if (uploaded > 0) ctx.logger.info(`uploaded ${uploaded} spooled run log(s) to location ${bsl.metadata.name}`);
+      if (deleted > 0) ctx.logger.info(`deleted ${deleted} spooled object(s) of canceled runs from location ${bsl.metadata.name}`);
     });
-    const deleted = result.uploaded.filter((s) => s.target.action === 'delete').length;
-    const uploaded = result.uploaded.length - deleted;
-    if (uploaded > 0) ctx.logger.info(`uploaded ${uploaded} spooled run log(s) to location ${bsl.metadata.name}`);
-    if (deleted > 0) ctx.logger.info(`deleted ${deleted} spooled object(s) of canceled runs from location ${bsl.metadata.name}`);
   } catch (err) {
     ctx.logger.warn(`spooled run logs for location ${bsl.metadata.name} not uploaded yet: ${errorMessage(err)}`);
-  } finally {
-    handle.release();
   }
 }
 

@@ -131,21 +131,36 @@ export function backupStoreOn(objectStore: ObjectStore, bsl: BackupStorageLocati
   return velero ? createVeleroStore(opts) : createBackupStore(opts);
 }
 
+/** A location's store opened by withBackupStore, with the plugin handle it was opened through. */
+export interface OpenedLocation {
+  readonly handle: PluginHandle;
+  /** The location's object store (refusing every write where Stowage writes nothing). */
+  readonly objectStore: ObjectStore;
+  /** Its BackupStore, not keyed: what needs no backup's key (listing, deleting, markers). */
+  readonly store: BackupStore;
+  /** The store keyed for `backup` (keys.ts keyedForBackup): what reads a backup's sealed artifacts. */
+  keyedFor(backup: Pick<Backup, 'metadata' | 'status'>): Promise<BackupStore>;
+}
+
 /**
- * The resource list backup `backupName` stored in `bsl` (undefined when it holds none), read
- * through a plugin handle of its own that is released at once: for checks made before or outside
- * a run (a restore's validation, a download's rights), which have no run handle.
+ * Opens `bsl`'s store through a plugin handle of its own, hands it to `use`, and releases the
+ * handle when `use` is done, whatever happened: for work made before or outside a run (syncs,
+ * downloads, deletions, a restore's validation), which has no run handle.
  */
-export async function readStoredResourceList(
-  ctx: StorageContext, bsl: BackupStorageLocation,
-  backup: Pick<Backup, 'metadata' | 'status'>, run: RunIdentity,
-): Promise<ResourceList | undefined> {
+export async function withBackupStore<T>(ctx: StorageContext, bsl: BackupStorageLocation, run: RunIdentity, use: (opened: OpenedLocation) => Promise<T>): Promise<T> {
   const handle = ctx.plugins.handle(run, ctx.logger);
   try {
-    const store = await keyedForBackup(ctx, handle, bsl, await openBackupStore(ctx, handle, bsl), backup);
-    return await store.getResourceList(backup.metadata.name ?? '');
+    const objectStore = await openObjectStore(ctx, handle, bsl);
+    const store = backupStoreOn(objectStore, bsl);
+    return await use({ handle, objectStore, store, keyedFor: (backup) => keyedForBackup(ctx, handle, bsl, store, backup) });
   } finally {
     handle.release();
   }
 }
 
+/** The resource list backup `backup` stored in `bsl` (undefined when it holds none). */
+export function readStoredResourceList(
+  ctx: StorageContext, bsl: BackupStorageLocation, backup: Pick<Backup, 'metadata' | 'status'>, run: RunIdentity,
+): Promise<ResourceList | undefined> {
+  return withBackupStore(ctx, bsl, run, async (o) => (await o.keyedFor(backup)).getResourceList(backup.metadata.name ?? ''));
+}
