@@ -1,6 +1,6 @@
 // runBackup: one backup run, from discovery to the uploaded tarball. The controller passes every
 // dependency in, then writes the other artifacts (BackupStore.completeBackup) and the log, and logs
-// the run's end line (controller/lifecycle.ts): the engine does not, as the run can still fail after it.
+// the run's end line (controller/run/lifecycle.ts): the engine does not, as the run can still fail after it.
 import type winston from 'winston';
 import type { Backup } from '../apis/v1/index.js';
 import { createTarballWriter, FORMAT_VERSION, manifestFromDigest, type ArchiveDigest, type BackupManifest } from '../archive/index.js';

@@ -14,7 +14,7 @@ import { checkLocationSigning, signs } from './signatures.js';
 import { BSL_RESOURCE, validatedCurrentSpec } from './locations.js';
 import { backupStoreOn, openObjectStore } from '../storage/open.js';
 import { detectLayout, type DetectedLayout } from '../persistence/veleroStore.js';
-import { flushSpool, stamp } from './runs.js';
+import { flushSpool, stamp } from './run/runs.js';
 
 function frequencyMs(ctx: ControllerContext, bsl: BackupStorageLocation): number {
   const f = bsl.spec.validationFrequency;

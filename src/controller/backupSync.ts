@@ -46,7 +46,7 @@ import { readStoredBackup, unencryptedRefusal } from '../storage/keys.js';
 import { withBackupStore } from '../storage/open.js';
 import { statementMismatch, verifyStoredSignature } from './signatures.js';
 import type { SignedStatement } from '../signing/index.js';
-import { stamp } from './runs.js';
+import { stamp } from './run/runs.js';
 
 const BACKUPS = RESOURCES.Backup;
 const BSLS = RESOURCES.BackupStorageLocation;

@@ -27,7 +27,7 @@ import {
   type Restore,
 } from '../apis/v1/index.js';
 import { createSpillFile, loadSpilled, spillArchive, type ItemIdentity, type SpillFile, type SpilledItem } from '../archive/index.js';
-import { isConflict, isNotFound as isKubeNotFound } from '../kube/index.js';
+import { isNotFound as isKubeNotFound } from '../kube/index.js';
 import { isNotFound as isStoreNotFound, type BackupStore } from '../persistence/backupStore.js';
 import type { DeleteItemAction, KubeObject } from '../plugin/api/index.js';
 import type { Result } from '../runtime/index.js';
@@ -41,6 +41,7 @@ import { backupRefusal } from './backupRights.js';
 import { resolveLocation } from './locations.js';
 import { withBackupStore } from '../storage/open.js';
 import { spillDirOf } from './restore.js';
+import { statusPatch, unlessChanged } from './run/patch.js';
 
 const DBRS = RESOURCES.DeleteBackupRequest;
 const BACKUPS = RESOURCES.Backup;
@@ -121,7 +122,7 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
 
   const patchStatus = (d: DeleteBackupRequest, status: Partial<Record<keyof DeleteBackupRequestStatus, unknown>>, resourceVersion?: string): Promise<DeleteBackupRequest> =>
     ctx.client.patchStatus<DeleteBackupRequest>(DBRS, d.metadata.namespace, d.metadata.name,
-      resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status });
+      statusPatch(status, resourceVersion));
 
   const setBackupPhase = (b: Backup, phase: BackupPhase): Promise<unknown> =>
     ctx.client.patchStatus(BACKUPS, b.metadata.namespace, b.metadata.name, { status: { phase } });
@@ -241,12 +242,8 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
   async function process(d: DeleteBackupRequest): Promise<void> {
     const { namespace = ctx.namespace } = d.metadata;
     const backupName = d.spec.backupName;
-    try {
-      await patchStatus(d, { phase: 'InProgress', errors: null }, d.metadata.resourceVersion);
-    } catch (err) {
-      if (isKubeNotFound(err) || isConflict(err)) return; // changed under us: the next event brings it back
-      throw err;
-    }
+    // Changed under us: the next event brings it back.
+    if (!(await unlessChanged(patchStatus(d, { phase: 'InProgress', errors: null }, d.metadata.resourceVersion)))) return;
     const seen: { backup?: Backup } = {};
     const errors = await attempt(d, seen);
     const imported = seen.backup !== undefined && isVeleroImport(seen.backup);

@@ -50,7 +50,7 @@ import { isVeleroLocation, withBackupStore, type OpenedLocation } from '../stora
 import { resolveBackupOf } from './resolveBackup.js';
 import { signs, verifyStoredSignature } from './signatures.js';
 import { SignatureError } from '../signing/index.js';
-import { stamp } from './runs.js';
+import { stamp } from './run/runs.js';
 
 const DRS = RESOURCES.DownloadRequest;
 export const DOWNLOAD_PATH = '/download/';

@@ -1,5 +1,5 @@
 // The Restore controller: validates a Restore (every reason listed; its backup by resolveBackup),
-// then runs it through the shared run lifecycle (lifecycle.ts) with the restore engine, reading the
+// then runs it through the shared run lifecycle (run/lifecycle.ts) with the restore engine, reading the
 // backup through its location: the restore's results (with every item's outcome, which is what a
 // dry run reports), resource list and log under restores/<r>/, and phase, progress, summary,
 // counts and events. A backup in a Velero location (veleroRestore.ts) is restored without a manifest,
@@ -27,15 +27,16 @@ import { noManifestWarning, noteNoManifest, veleroRestoreStatus } from './velero
 import type { BackupStore } from '../persistence/backupStore.js';
 import { locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { isVeleroLocation, readStoredResourceList, writeRefusal } from '../storage/open.js';
-import { cancelBeforeStart, cancelRequested, cancelWatch } from './cancel.js';
-import { failValidation, runLifecycle } from './lifecycle.js';
+import { cancelBeforeStart, cancelRequested, cancelWatch } from './run/cancel.js';
+import { failValidation, runLifecycle } from './run/lifecycle.js';
 import { resolveBackupOf } from './resolveBackup.js';
 import { loadRestoreTransforms, type RestoreTransforms } from './restoreTransforms.js';
-import { restoreScope } from './runScope.js';
-import { createRunSlots, takeSlot } from './runSlots.js';
-import { createWebhookHold } from './webhookHold.js';
+import { restoreScope } from './run/scope.js';
+import { createRunSlots, takeSlot } from './run/slots.js';
+import { createWebhookHold } from './run/webhookHold.js';
 import { scheduleMismatch, verifyStoredSignature } from './signatures.js';
-import { failStaleRun } from './staleRuns.js';
+import { failStaleRun } from './run/staleRuns.js';
+import { statusPatch } from './run/patch.js';
 
 const RESTORES = RESOURCES.Restore;
 /**
@@ -152,9 +153,9 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
   // Validation reads backups and locations from the shared caches.
   const backups = ctx.informer<Backup>('Backup');
   const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation');
-  // Trust mode requester: no run starts while the admission webhook is not in effect (webhookHold.ts).
+  // Trust mode requester: no run starts while the admission webhook is not in effect (run/webhookHold.ts).
   const hold = createWebhookHold(ctx, 'restore', RESTORES);
-  // Restores writing to disjoint namespaces run at once, up to --concurrent-restores (runSlots.ts).
+  // Restores writing to disjoint namespaces run at once, up to --concurrent-restores (run/slots.ts).
   const slots = createRunSlots({
     kind: 'restore', limit: Math.max(1, ctx.config.concurrentRestores), flag: '--concurrent-restores',
     stillWaiting: (key) => (informer.get(key)?.status?.phase ?? 'New') === 'New',
@@ -162,7 +163,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
 
   const patchStatus = (r: Restore, status: Partial<Record<keyof RestoreStatus, unknown>>, resourceVersion?: string): Promise<Restore> =>
     ctx.client.patchStatus<Restore>(RESTORES, r.metadata.namespace, r.metadata.name,
-      resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status });
+      statusPatch(status, resourceVersion));
 
   const refuse = (r: Restore, errors: string[]): Promise<void> =>
     failValidation(ctx, 'restore', RESTORES, r, errors, () => recordRestoreOutcome(ctx.metrics, { schedule: '', phase: 'FailedValidation' }));

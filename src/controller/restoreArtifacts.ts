@@ -19,12 +19,12 @@ import {
   type BackupStorageLocation,
   type Restore,
 } from '../apis/v1/index.js';
-import { isConflict, isNotFound } from '../kube/index.js';
 import type { Result } from '../runtime/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { resolveLocation } from './locations.js';
 import { isReadOnly, isVeleroLocation, withBackupStore } from '../storage/open.js';
+import { changedMeanwhile } from './run/patch.js';
 
 const RESTORES = RESOURCES.Restore;
 
@@ -68,7 +68,7 @@ export function restoreArtifactsController(ctx: ControllerContext): ControllerDe
         metadata: { resourceVersion: r.metadata.resourceVersion, finalizers: finalizers.length > 0 ? finalizers : null },
       }, 'merge');
     } catch (err) {
-      if (isConflict(err) || isNotFound(err)) return;
+      if (changedMeanwhile(err)) return;
       throw err;
     }
   }

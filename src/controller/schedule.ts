@@ -29,7 +29,7 @@ import { isAlreadyExists, isConflict, isNotFound } from '../kube/index.js';
 import type { Result } from '../runtime/index.js';
 import { backupFromSchedule, planSchedule } from '../schedule/plan.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
-import { stamp } from './runs.js';
+import { stamp } from './run/runs.js';
 
 // ---- controller ----------------------------------------------------------------------------------
 

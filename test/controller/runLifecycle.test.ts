@@ -1,4 +1,4 @@
-// The run lifecycle (controller/lifecycle.ts) end to end, against `stowage server` as a child
+// The run lifecycle (controller/run/lifecycle.ts) end to end, against `stowage server` as a child
 // process and a real apiserver: one set of counts everywhere, a full run-log disk that ends the run
 // Failed (not InProgress) without stopping the server, and restores from a schedule whose name is
 // over 63 characters, which record the backup they picked.

@@ -5,11 +5,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { BackupStorageLocation } from '../apis/v1/index.js';
-import { createRunLogger, isRefused, runOfKey, type RunKind, type RunLog } from '../logging/index.js';
-import { errorMessage, safeErrorMessage } from '../util/errors.js';
-import type { ActiveRun, ControllerContext } from './context.js';
-import { withBackupStore, writeRefusal } from '../storage/open.js';
+import type { BackupStorageLocation } from '../../apis/v1/index.js';
+import { createRunLogger, isRefused, runOfKey, type RunKind, type RunLog } from '../../logging/index.js';
+import { errorMessage, safeErrorMessage } from '../../util/errors.js';
+import type { ActiveRun, ControllerContext } from '../context.js';
+import { withBackupStore, writeRefusal } from '../../storage/open.js';
 
 export function stamp(d: Date): string {
   return d.toISOString().replace(/\.\d+Z$/, 'Z');

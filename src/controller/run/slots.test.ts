@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { backupScope } from './runScope.js';
-import { createRunSlots, planSlots, type SlotRequest } from './runSlots.js';
+import { backupScope } from './scope.js';
+import { createRunSlots, planSlots, type SlotRequest } from './slots.js';
 
 const req = (name: string, created: string, ...ns: string[]): SlotRequest => ({ key: `stowage/${name}`, name, created, scope: backupScope({ includedNamespaces: ns }) });
 

@@ -1,11 +1,11 @@
 // Runs held while the admission webhook is not in effect (webhook/health.ts): a validated run that
 // would start stays New, `status.waitingFor` names the reason and a Warning event says so. The held
 // keys are remembered and queued again when the webhook is back (no polling of each run).
-import type { ResourceRef } from '../kube/index.js';
-import { isConflict, isNotFound } from '../kube/index.js';
-import type { RunKind } from '../logging/index.js';
-import type { ControllerContext } from './context.js';
+import type { ResourceRef } from '../../kube/index.js';
+import type { RunKind } from '../../logging/index.js';
+import type { ControllerContext } from '../context.js';
 import type { RunObject } from './lifecycle.js';
+import { patchStatusIfCurrent } from './patch.js';
 
 export interface WebhookHold {
   /** True when `obj` is held (its status and event recorded); false when it may start. */
@@ -34,16 +34,7 @@ export function createWebhookHold(ctx: ControllerContext, kind: RunKind, resourc
       held.add(key);
       const waitingFor = `${reason}; this ${kind} starts once it is in effect again`;
       if (obj.status?.waitingFor === waitingFor) return true;
-      const namespace = obj.metadata.namespace ?? ctx.namespace;
-      try {
-        await ctx.client.patchStatus(resource, namespace, obj.metadata.name, {
-          metadata: { resourceVersion: obj.metadata.resourceVersion }, status: { waitingFor },
-        });
-      } catch (err) {
-        // Changed or deleted meanwhile: its next event decides again.
-        if (isConflict(err) || isNotFound(err)) return true;
-        throw err;
-      }
+      if (!(await patchStatusIfCurrent(ctx, resource, obj, { waitingFor }))) return true;
       void ctx.events.event(obj, 'Warning', 'WebhookNotInEffect', waitingFor);
       return true;
     },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newBackup, type Backup, type BackupStatus } from '../apis/v1/index.js';
+import { newBackup, type Backup, type BackupStatus } from '../../apis/v1/index.js';
 import { judgeMarker } from './staleRuns.js';
 
 const STARTED = '2026-12-02T01:00:00Z';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { BackupSpec, RestoreSpec } from '../apis/v1/index.js';
-import { backupScope, restoreScope, scopeOverlap } from './runScope.js';
+import type { BackupSpec, RestoreSpec } from '../../apis/v1/index.js';
+import { backupScope, restoreScope, scopeOverlap } from './scope.js';
 
 const b = (spec: BackupSpec) => backupScope(spec);
 

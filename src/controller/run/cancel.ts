@@ -5,12 +5,13 @@
 //
 // The informer event is the trigger: a running run's key is busy in the work queue until the run
 // ends, so the reconcile cannot see the change in time; the watch below acts on the event itself.
-import { ANNOTATION_CANCELED_BY, type StowageKind } from '../apis/v1/index.js';
-import { isConflict, isNotFound, type KubeObject, type ResourceRef } from '../kube/index.js';
-import type { RunKind } from '../logging/index.js';
-import type { Informer, WatchSource } from '../runtime/index.js';
-import type { ControllerContext } from './context.js';
+import { ANNOTATION_CANCELED_BY, type StowageKind } from '../../apis/v1/index.js';
+import type { KubeObject, ResourceRef } from '../../kube/index.js';
+import type { RunKind } from '../../logging/index.js';
+import type { Informer, WatchSource } from '../../runtime/index.js';
+import type { ControllerContext } from '../context.js';
 import { stamp } from './runs.js';
+import { patchStatusIfCurrent } from './patch.js';
 
 type Cancelable = KubeObject & { metadata?: { name?: string; namespace?: string; annotations?: Record<string, string> }; spec?: { cancel?: boolean } };
 
@@ -73,15 +74,8 @@ export function cancelWatch(ctx: ControllerContext, kind: RunKind, informer: Inf
  */
 export async function cancelBeforeStart(ctx: ControllerContext, kind: RunKind, resource: ResourceRef, obj: Cancelable & { metadata: { name: string; resourceVersion?: string } }, record: () => void): Promise<void> {
   const reason = `${new RunCanceled(canceledBy(obj)).message} before it started`;
-  try {
-    await ctx.client.patchStatus(resource, obj.metadata.namespace ?? ctx.namespace, obj.metadata.name, {
-      metadata: { resourceVersion: obj.metadata.resourceVersion },
-      status: { phase: 'Canceled', failureReason: reason, completionTimestamp: stamp(ctx.clock.now()), waitingFor: null },
-    });
-  } catch (err) {
-    if (isConflict(err) || isNotFound(err)) return;
-    throw err;
-  }
+  const status = { phase: 'Canceled', failureReason: reason, completionTimestamp: stamp(ctx.clock.now()), waitingFor: null };
+  if (!(await patchStatusIfCurrent(ctx, resource, obj, status))) return;
   void ctx.events.event(obj, 'Warning', 'Canceled', reason);
   ctx.logger.info(`${kind} ${obj.metadata.namespace ?? ctx.namespace}/${obj.metadata.name} Canceled: ${reason}`);
   record();

@@ -5,11 +5,11 @@ import os from 'node:os';
 import path from 'node:path';
 import winston from 'winston';
 import { afterEach, describe, expect, it } from 'vitest';
-import { decryptBuffer, newDataKey } from '../encryption/index.js';
-import { LogSpool } from '../logging/index.js';
-import type { ControllerContext } from './context.js';
+import { decryptBuffer, newDataKey } from '../../encryption/index.js';
+import { LogSpool } from '../../logging/index.js';
+import type { ControllerContext } from '../context.js';
 import { uploadRunLog } from './runs.js';
-import { sealBody } from '../persistence/sealing.js';
+import { sealBody } from '../../persistence/sealing.js';
 
 const dirs: string[] = [];
 afterEach(() => {

@@ -1,5 +1,5 @@
 // Admission of backups (or restores) to run at the same time. A validated run starts when it
-// overlaps no running run (runScope.ts), none queued before it, and fewer than the limit
+// overlaps no running run (scope.ts), none queued before it, and fewer than the limit
 // (--concurrent-backups / --concurrent-restores) run or are about to. Otherwise it stays New, and
 // `status.waitingFor` and a Queued event say what it waits for.
 //
@@ -10,11 +10,11 @@
 // with no await in between). When a run ends, or a waiting run goes away, the waiting keys are
 // queued again in creation order (no polling). The registry is in memory: only the leader runs
 // controllers, and a new leader rebuilds it from the New runs its informers list.
-import type { KubeObject, ResourceRef } from '../kube/index.js';
-import { isConflict, isNotFound } from '../kube/index.js';
-import type { RunKind } from '../logging/index.js';
-import type { ControllerContext } from './context.js';
-import { scopeOverlap, type RunScope } from './runScope.js';
+import type { KubeObject, ResourceRef } from '../../kube/index.js';
+import type { RunKind } from '../../logging/index.js';
+import type { ControllerContext } from '../context.js';
+import { scopeOverlap, type RunScope } from './scope.js';
+import { patchStatusIfCurrent } from './patch.js';
 
 export interface SlotRequest {
   key: string;
@@ -146,15 +146,7 @@ export async function takeSlot(
   if ('release' in got) return got;
   if (obj.status?.waitingFor === got.waitingFor) return undefined;
   const namespace = obj.metadata.namespace ?? ctx.namespace;
-  try {
-    await ctx.client.patchStatus(resource, namespace, obj.metadata.name, {
-      metadata: { resourceVersion: obj.metadata.resourceVersion }, status: { waitingFor: got.waitingFor },
-    });
-  } catch (err) {
-    // Changed or deleted meanwhile: its next event decides again.
-    if (isConflict(err) || isNotFound(err)) return undefined;
-    throw err;
-  }
+  if (!(await patchStatusIfCurrent(ctx, resource, obj, { waitingFor: got.waitingFor }))) return undefined;
   void ctx.events.event(obj, 'Normal', 'Queued', got.waitingFor);
   ctx.logger.info(`${kind} ${namespace}/${obj.metadata.name} is queued: ${got.waitingFor}`);
   return undefined;

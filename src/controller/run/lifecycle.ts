@@ -12,19 +12,20 @@
 // a run that was deleted meanwhile ends quietly.
 import fs from 'node:fs';
 import type winston from 'winston';
-import type { BackupStorageLocation } from '../apis/v1/index.js';
-import { isConflict, isNotFound, type KubeObject, type ResourceRef } from '../kube/index.js';
-import type { RunKind, RunLog } from '../logging/index.js';
-import type { BackupStore } from '../persistence/backupStore.js';
-import type { ArtifactKey, ArtifactRef } from '../persistence/sealing.js';
-import { normalizePrefix } from '../persistence/layout.js';
-import { errorMessage, safeErrorMessage } from '../util/errors.js';
-import type { ControllerContext } from './context.js';
+import type { BackupStorageLocation } from '../../apis/v1/index.js';
+import { isConflict, isNotFound, type KubeObject, type ResourceRef } from '../../kube/index.js';
+import type { RunKind, RunLog } from '../../logging/index.js';
+import type { BackupStore } from '../../persistence/backupStore.js';
+import type { ArtifactKey, ArtifactRef } from '../../persistence/sealing.js';
+import { normalizePrefix } from '../../persistence/layout.js';
+import { errorMessage, safeErrorMessage } from '../../util/errors.js';
+import type { ControllerContext } from '../context.js';
 import { abortIfCanceledNow, cancelOf } from './cancel.js';
-import { encrypts } from '../storage/keys.js';
-import { openBackupStore } from '../storage/open.js';
+import { encrypts } from '../../storage/keys.js';
+import { openBackupStore } from '../../storage/open.js';
 import { openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
-import type { RunCallOptions } from '../plugin/host/index.js';
+import type { RunCallOptions } from '../../plugin/host/index.js';
+import { changedMeanwhile, patchStatusIfCurrent } from './patch.js';
 
 export type RunPhase = 'Completed' | 'PartiallyFailed' | 'Failed' | 'Canceled';
 export type RunObject = KubeObject & { metadata: { name: string; namespace?: string; resourceVersion?: string } };
@@ -138,15 +139,8 @@ export async function patchWhileInProgress(
 export async function failValidation(
   ctx: ControllerContext, kind: RunKind, resource: ResourceRef, obj: RunObject, errors: string[], record: () => void,
 ): Promise<void> {
-  try {
-    await ctx.client.patchStatus(resource, obj.metadata.namespace ?? ctx.namespace, obj.metadata.name, {
-      metadata: { resourceVersion: obj.metadata.resourceVersion },
-      status: { phase: 'FailedValidation', validationErrors: errors, completionTimestamp: stamp(ctx.clock.now()), waitingFor: null },
-    });
-  } catch (err) {
-    if (isConflict(err) || isNotFound(err)) return;
-    throw err;
-  }
+  const status = { phase: 'FailedValidation', validationErrors: errors, completionTimestamp: stamp(ctx.clock.now()), waitingFor: null };
+  if (!(await patchStatusIfCurrent(ctx, resource, obj, status))) return;
   void ctx.events.event(obj, 'Warning', 'FailedValidation', errors.join('; '));
   ctx.logger.warn(`${kind} ${obj.metadata.namespace ?? ctx.namespace}/${obj.metadata.name} failed validation: ${errors.join('; ')}`);
   record();
@@ -166,7 +160,7 @@ async function start<R extends EngineResult>(ctx: ControllerContext, def: RunDef
     });
     return { rv: patched.metadata.resourceVersion };
   } catch (err) {
-    if (isConflict(err) || isNotFound(err)) return undefined;
+    if (changedMeanwhile(err)) return undefined;
     throw err;
   }
 }

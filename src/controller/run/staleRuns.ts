@@ -17,25 +17,26 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {
   LABEL_SCHEDULE_NAME, RESOURCES, type Backup, type BackupStatus, type BackupStorageLocation, type Restore,
-} from '../apis/v1/index.js';
-import { isConflict, isNotFound, type KubeObject } from '../kube/index.js';
-import { renderJson, runLogFileName, type RunKind } from '../logging/index.js';
-import { hasLocalRunLog, removeLocalRunLog, salvageLocalRunLog, salvageRunLog } from '../logging/salvage.js';
-import { recordBackupOutcome } from '../metrics/index.js';
-import type { BackupStore } from '../persistence/backupStore.js';
-import { backupKeys, restoreKeys } from '../persistence/layout.js';
-import { isVeleroStore } from '../persistence/veleroStore.js';
-import { KeyUnavailableError, type ObjectStore } from '../plugin/api/index.js';
-import type { PluginHandle } from '../plugin/host/index.js';
-import type { Result } from '../runtime/index.js';
-import { formatDuration } from '../util/duration.js';
-import { safeErrorMessage } from '../util/errors.js';
-import type { ControllerContext } from './context.js';
-import { encrypts, keyedForBackup } from '../storage/keys.js';
-import { BSL_RESOURCE, resolveLocation } from './locations.js';
-import { backupStoreOn, openObjectStore, writeRefusal } from '../storage/open.js';
+} from '../../apis/v1/index.js';
+import { isNotFound, type KubeObject } from '../../kube/index.js';
+import { renderJson, runLogFileName, type RunKind } from '../../logging/index.js';
+import { hasLocalRunLog, removeLocalRunLog, salvageLocalRunLog, salvageRunLog } from '../../logging/salvage.js';
+import { recordBackupOutcome } from '../../metrics/index.js';
+import type { BackupStore } from '../../persistence/backupStore.js';
+import { backupKeys, restoreKeys } from '../../persistence/layout.js';
+import { isVeleroStore } from '../../persistence/veleroStore.js';
+import { KeyUnavailableError, type ObjectStore } from '../../plugin/api/index.js';
+import type { PluginHandle } from '../../plugin/host/index.js';
+import type { Result } from '../../runtime/index.js';
+import { formatDuration } from '../../util/duration.js';
+import { safeErrorMessage } from '../../util/errors.js';
+import type { ControllerContext } from '../context.js';
+import { encrypts, keyedForBackup } from '../../storage/keys.js';
+import { BSL_RESOURCE, resolveLocation } from '../locations.js';
+import { backupStoreOn, openObjectStore, writeRefusal } from '../../storage/open.js';
 import { stamp, uploadRunLog } from './runs.js';
-import { resolveBackupOf } from './resolveBackup.js';
+import { resolveBackupOf } from '../resolveBackup.js';
+import { unlessChanged } from './patch.js';
 
 type StaleObject = KubeObject & { metadata: { name: string; namespace?: string; resourceVersion?: string } };
 type PatchStatus = (status: Record<string, unknown>, resourceVersion: string | undefined) => Promise<unknown>;
@@ -302,10 +303,8 @@ async function* noBytes(): AsyncIterable<Uint8Array> {
 }
 
 async function patchOrLose(s: Stale, status: Record<string, unknown>): Promise<boolean> {
-  return s.patch(status, s.obj.metadata.resourceVersion).then(() => true, (err: unknown) => {
-    if (!isConflict(err) && !isNotFound(err)) throw err;
-    return false; // changed under us (finished here, or deleted): the next event decides again
-  });
+  // Changed under us (finished here, or deleted): the next event decides again.
+  return unlessChanged(s.patch(status, s.obj.metadata.resourceVersion));
 }
 
 /** Stale backups whose location failed to read: since when (elapsed-time clock) and how often. */

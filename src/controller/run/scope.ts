@@ -1,5 +1,5 @@
 // What part of the cluster a backup or restore touches, for deciding which runs may go at the same
-// time (runSlots.ts). Two runs overlap when they may share a namespace, or both take cluster-scoped
+// time (slots.ts). Two runs overlap when they may share a namespace, or both take cluster-scoped
 // resources in full:
 // - a backup's namespaces are its included/excluded namespaces (globs, empty = all); it takes
 //   cluster-scoped resources in full when includeClusterResources is true, or unset with every
@@ -12,9 +12,9 @@
 //   namespace backup holds) are created only when missing, and do not count.
 // Resource filters and label selectors are not looked at: two runs of one namespace queue whatever
 // kinds or labels they pick. A whole-cluster run overlaps every other run of its kind.
-import type { BackupSpec, RestoreSpec } from '../apis/v1/index.js';
-import { includesClusterScoped, namespaceFilter } from '../selection/filters.js';
-import { namespaceOverlap, overlaps, type NamespaceLists, type NamespaceSet } from '../selection/overlap.js';
+import type { BackupSpec, RestoreSpec } from '../../apis/v1/index.js';
+import { includesClusterScoped, namespaceFilter } from '../../selection/filters.js';
+import { namespaceOverlap, overlaps, type NamespaceLists, type NamespaceSet } from '../../selection/overlap.js';
 
 export interface RunScope {
   namespaces: NamespaceSet;
