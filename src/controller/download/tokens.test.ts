@@ -1,8 +1,5 @@
-// Unit tests for the download endpoint's tokens and addresses, and the ServerStatusRequest helpers.
-// The controllers themselves run against the real apiserver in test/cli/.
 import { describe, expect, it } from 'vitest';
-import { EXPIRED_LINK, baseURLFor, createTokenSigner, downloadServerOptions, type DownloadToken } from './downloadRequest.js';
-import { expiresAt, pluginInfos } from './serverStatusRequest.js';
+import { EXPIRED_LINK, createTokenSigner, type DownloadToken } from './tokens.js';
 
 describe('download tokens', () => {
   const signer = createTokenSigner(Buffer.alloc(32, 7));
@@ -47,42 +44,5 @@ describe('download tokens', () => {
     const serverLog: DownloadToken = { exp: 2_000, kind: 'ServerLog', name: 'stowage', loc: '', bucket: '', key: '' };
     expect(signer.verify(signer.sign(serverLog), 0)).toEqual(serverLog);
     expect(signer.verify(signer.sign({ ...serverLog, kind: 'BackupLog' }), 0)).toEqual({ error: 'malformed download token', status: 403 });
-  });
-});
-
-describe('download endpoint address', () => {
-  it('advertises the bound host, the pod IP for a wildcard bind, or the configured URL', () => {
-    expect(baseURLFor('127.0.0.1', 4000, undefined, undefined)).toBe('http://127.0.0.1:4000');
-    expect(baseURLFor('', 8086, undefined, '10.1.2.3')).toBe('http://10.1.2.3:8086');
-    expect(baseURLFor('::', 8086, undefined, 'fd00::5')).toBe('http://[fd00::5]:8086');
-    expect(baseURLFor('0.0.0.0', 8086, undefined, undefined)).toBe('http://127.0.0.1:8086');
-    expect(baseURLFor('', 8086, 'https://stowage.example/', '10.1.2.3')).toBe('https://stowage.example');
-  });
-
-  it('listens on loopback outside a cluster and on :8086 in a pod, unless told otherwise', () => {
-    const unset = { downloadAddress: '', downloadUrl: '' };
-    expect(downloadServerOptions(unset, {})).toEqual({ address: '127.0.0.1:0' });
-    expect(downloadServerOptions(unset, { KUBERNETES_SERVICE_HOST: '10.0.0.1' })).toEqual({ address: ':8086' });
-    expect(downloadServerOptions({ downloadAddress: ':9000', downloadUrl: 'http://x' }, { KUBERNETES_SERVICE_HOST: '10.0.0.1' })).toEqual({ address: ':9000', publicURL: 'http://x' });
-  });
-});
-
-describe('server status', () => {
-  it('lists plugins sorted by kind, then name', () => {
-    expect(pluginInfos([
-      { name: 'b/x', kind: 'ObjectStore' },
-      { name: 'a/y', kind: 'ObjectStore' },
-      { name: 'z/z', kind: 'BackupItemAction' },
-    ])).toEqual([
-      { name: 'z/z', kind: 'BackupItemAction' },
-      { name: 'a/y', kind: 'ObjectStore' },
-      { name: 'b/x', kind: 'ObjectStore' },
-    ]);
-  });
-
-  it('expires a processed request a minute after it was processed', () => {
-    const req = { apiVersion: 'stowage.dev/v1', kind: 'ServerStatusRequest', metadata: { name: 'r' }, status: { phase: 'Processed', processedTimestamp: '2025-01-01T00:00:00Z' } } as const;
-    expect(expiresAt(req)).toBe(Date.parse('2025-01-01T00:01:00Z'));
-    expect(expiresAt({ ...req, status: {} })).toBe(0);
   });
 });
