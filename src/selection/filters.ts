@@ -306,14 +306,34 @@ const quoteList = (xs: readonly string[]): string => xs.map((x) => `"${x}"`).joi
  * Empty when the filters are consistent.
  */
 export function validateFilters(spec: SelectionSpec, opts: ValidateFiltersOptions = {}): string[] {
-  const scopeOf = opts.scopeOf ?? builtinScopeOf;
   // An over-long list is reported alone: the checks below compare entries pairwise, and one
   // message per bad entry of 5,000 would not fit in the status either.
   const capped = validateListCaps(spec);
   if (capped.length > 0) return capped;
-  const problems: string[] = [];
+  const lists: FilterLists = {
+    incNs: normaliseList(spec.includedNamespaces, false),
+    excNs: normaliseList(spec.excludedNamespaces, false),
+    incRes: normaliseList(spec.includedResources, true),
+    excRes: normaliseList(spec.excludedResources, true),
+  };
+  return [
+    ...entryProblems(spec),
+    ...includeExcludeProblems(lists),
+    ...selectorProblems(spec),
+    ...clusterScopeProblems(spec, lists, opts.scopeOf ?? builtinScopeOf),
+  ];
+}
 
-  // Entry syntax.
+interface FilterLists {
+  incNs: string[];
+  excNs: string[];
+  incRes: string[];
+  excRes: string[];
+}
+
+/** Entry syntax of the namespace and resource lists. */
+function entryProblems(spec: SelectionSpec): string[] {
+  const problems: string[] = [];
   for (const field of ['includedNamespaces', 'excludedNamespaces'] as const) {
     (spec[field] ?? []).forEach((v, i) => {
       const why = namespaceEntryProblem(v);
@@ -326,13 +346,12 @@ export function validateFilters(spec: SelectionSpec, opts: ValidateFiltersOption
         problems.push(`${field}[${i}] "${v}" is not a resource name (use a plural or plural.group, e.g. "deployments.apps", or "*")`);
     });
   }
+  return problems;
+}
 
-  const incNs = normaliseList(spec.includedNamespaces, false);
-  const excNs = normaliseList(spec.excludedNamespaces, false);
-  const incRes = normaliseList(spec.includedResources, true);
-  const excRes = normaliseList(spec.excludedResources, true);
-
-  // "*" mixed with names, and the same entry on both sides.
+/** "*" mixed with names, and the same entry on both sides. */
+function includeExcludeProblems({ incNs, excNs, incRes, excRes }: FilterLists): string[] {
+  const problems: string[] = [];
   const pairChecks = [
     { inc: incNs, exc: excNs, incField: 'includedNamespaces', excField: 'excludedNamespaces', noun: 'namespace' },
     { inc: incRes, exc: excRes, incField: 'includedResources', excField: 'excludedResources', noun: 'resource' },
@@ -355,19 +374,24 @@ export function validateFilters(spec: SelectionSpec, opts: ValidateFiltersOption
   }
   if (excRes.includes('*') && incRes.length === 0)
     problems.push('excludedResources contains "*", which excludes every resource, so nothing would be selected');
+  return problems;
+}
 
-  // Selectors.
-  const hasLabel = !isEmptyLabelSelector(spec.labelSelector);
+function selectorProblems(spec: SelectionSpec): string[] {
+  const problems: string[] = [];
   const ors = spec.orLabelSelectors ?? [];
-  if (hasLabel && ors.length > 0)
+  if (!isEmptyLabelSelector(spec.labelSelector) && ors.length > 0)
     problems.push('labelSelector and orLabelSelectors cannot both be set; use labelSelector alone or put it into orLabelSelectors');
   problems.push(...validateLabelSelector(spec.labelSelector, 'labelSelector'));
   ors.forEach((s, i) => problems.push(...validateLabelSelector(s, `orLabelSelectors[${i}]`)));
+  return problems;
+}
 
-  // Namespace filters against includeClusterResources.
+/** The namespace filters and named resources against includeClusterResources. */
+function clusterScopeProblems(spec: SelectionSpec, { incNs, excNs, incRes }: FilterLists, scopeOf: (entry: string) => ResourceScope | undefined): string[] {
+  const problems: string[] = [];
   const icr = spec.includeClusterResources;
-  const nsFilter = namespaceFilter(incNs, excNs);
-  const clusterIncluded = includesClusterScoped(icr, nsFilter);
+  const clusterIncluded = includesClusterScoped(icr, namespaceFilter(incNs, excNs));
   const namedRes = incRes.filter((r) => r !== '*');
   const scopes = namedRes.map((r) => ({ r, scope: scopeOf(r) }));
   const clusterNamed = scopes.filter((s) => s.scope === 'Cluster').map((s) => s.r);
@@ -390,7 +414,6 @@ export function validateFilters(spec: SelectionSpec, opts: ValidateFiltersOption
   }
   if (excNs.includes('*') && icr === true && allNamespaced)
     problems.push(`includedResources (${quoteList(namedRes)}) are all namespaced, but excludedNamespaces "*" excludes every namespace`);
-
   return problems;
 }
 
