@@ -151,78 +151,64 @@ export function planRetention(
 ): RetentionPlan {
   const entries: Entry[] = backups.map((backup) => ({ backup, time: backupTime(backup)?.getTime() ?? 0 }));
   entries.sort(newestFirst);
-  const usePolicy = hasKeepPolicy(policy);
+  const usePolicy = hasKeepPolicy(policy) && policy !== undefined;
+  const keptBy = usePolicy ? policyKeeps(entries, policy) : new Map<RetentionBackup, string[]>();
   const policyText = policy === undefined ? 'none' : describeKeepPolicy(policy);
-
-  // Reasons each successful backup is kept by policy, e.g. ["keepLast #1", "keepDaily 2024-01-03"].
-  const keptBy = new Map<RetentionBackup, string[]>();
-  if (usePolicy && policy !== undefined) {
-    const good = entries.filter((e) => isSuccessful(e.backup.phase));
-    const add = (e: Entry, why: string): void => {
-      const list = keptBy.get(e.backup) ?? [];
-      list.push(why);
-      keptBy.set(e.backup, list);
-    };
-    good.slice(0, Math.max(0, policy.keepLast ?? 0)).forEach((e, i) => add(e, `keepLast #${i + 1}`));
-    for (const rule of KEEP_RULES) {
-      const n = policy[rule] ?? 0;
-      if (n <= 0) continue;
-      const seen = new Set<string>();
-      for (const e of good) {
-        if (seen.size >= n) break;
-        const key = periodKey(rule, new Date(e.time));
-        if (seen.has(key)) continue;
-        seen.add(key);
-        add(e, `${rule} ${key}`);
-      }
-    }
-  }
-
   const protectedEntry = options.protectLastSuccessful ? lastSuccessful(entries) : undefined;
   const keep: RetentionVerdict[] = [];
   const del: RetentionVerdict[] = [];
   for (const e of entries) {
     const b = e.backup;
-    const expiry = b.expiration === undefined ? Number.NaN : Date.parse(b.expiration);
-    const expired = !Number.isNaN(expiry) && expiry <= now.getTime();
-    const expiredText = expired ? `expired at ${new Date(expiry).toISOString()} (ttl)` : '';
-
-    if (isRunning(b.phase)) {
-      keep.push({ name: b.name, reason: `still running (phase ${b.phase ?? 'unset'})` });
-      continue;
-    }
-    if (b.phase === 'Deleting') {
-      keep.push({ name: b.name, reason: 'already being deleted' });
-      continue;
-    }
-
-    let deleteReason: string | undefined;
-    let keepReason: string;
-    if (isSuccessful(b.phase) && usePolicy) {
-      const why = keptBy.get(b);
-      if (why === undefined) {
-        deleteReason = `not kept by the schedule's policy (${policyText})`;
-        keepReason = '';
-      } else {
-        keepReason = `kept by policy: ${why.join(', ')}${expired ? `; ttl ignored (${expiredText})` : ''}`;
-      }
-    } else if (expired) {
-      deleteReason = expiredText;
-      keepReason = '';
-    } else {
-      keepReason = Number.isNaN(expiry) ? 'has no expiration' : `expires at ${new Date(expiry).toISOString()}`;
-    }
-
-    if (deleteReason !== undefined && e === protectedEntry) {
-      keep.push({ name: b.name, reason: `last successful backup of the schedule, never deleted (would be: ${deleteReason})` });
-    } else if (deleteReason !== undefined) {
-      del.push({ name: b.name, reason: deleteReason });
-    } else {
-      keep.push({ name: b.name, reason: keepReason });
-    }
+    const v = verdictOf(b, usePolicy ? keptBy.get(b) ?? null : undefined, policyText, now);
+    if ('keep' in v) keep.push({ name: b.name, reason: v.keep });
+    else if (e === protectedEntry) keep.push({ name: b.name, reason: `last successful backup of the schedule, never deleted (would be: ${v.delete})` });
+    else del.push({ name: b.name, reason: v.delete });
   }
   del.reverse();
   return { delete: del, keep };
+}
+
+/** Reasons each successful backup is kept by the policy, e.g. ["keepLast #1", "keepDaily 2024-01-03"]. */
+function policyKeeps(entries: readonly Entry[], policy: KeepPolicy): Map<RetentionBackup, string[]> {
+  const keptBy = new Map<RetentionBackup, string[]>();
+  const good = entries.filter((e) => isSuccessful(e.backup.phase));
+  const add = (e: Entry, why: string): void => {
+    const list = keptBy.get(e.backup) ?? [];
+    list.push(why);
+    keptBy.set(e.backup, list);
+  };
+  good.slice(0, Math.max(0, policy.keepLast ?? 0)).forEach((e, i) => add(e, `keepLast #${i + 1}`));
+  for (const rule of KEEP_RULES) {
+    const n = policy[rule] ?? 0;
+    if (n <= 0) continue;
+    const seen = new Set<string>();
+    for (const e of good) {
+      if (seen.size >= n) break;
+      const key = periodKey(rule, new Date(e.time));
+      if (seen.has(key)) continue;
+      seen.add(key);
+      add(e, `${rule} ${key}`);
+    }
+  }
+  return keptBy;
+}
+
+/**
+ * Whether one backup is kept or deleted, and why. `keptBy`: the policy's reasons to keep it (null:
+ * none), or undefined when no policy applies to the group.
+ */
+function verdictOf(b: RetentionBackup, keptBy: string[] | null | undefined, policyText: string, now: Date): { keep: string } | { delete: string } {
+  if (isRunning(b.phase)) return { keep: `still running (phase ${b.phase ?? 'unset'})` };
+  if (b.phase === 'Deleting') return { keep: 'already being deleted' };
+  const expiry = b.expiration === undefined ? Number.NaN : Date.parse(b.expiration);
+  const expired = !Number.isNaN(expiry) && expiry <= now.getTime();
+  const expiredText = expired ? `expired at ${new Date(expiry).toISOString()} (ttl)` : '';
+  if (isSuccessful(b.phase) && keptBy !== undefined) {
+    if (keptBy === null) return { delete: `not kept by the schedule's policy (${policyText})` };
+    return { keep: `kept by policy: ${keptBy.join(', ')}${expired ? `; ttl ignored (${expiredText})` : ''}` };
+  }
+  if (expired) return { delete: expiredText };
+  return { keep: Number.isNaN(expiry) ? 'has no expiration' : `expires at ${new Date(expiry).toISOString()}` };
 }
 
 /**
