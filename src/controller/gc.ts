@@ -7,23 +7,13 @@
 // has a pending request (New/InProgress) gets no second one, and one imported from a Velero
 // location is never collected (Velero expires it); one whose earlier request ended with
 // errors gets a new request on the next run, which is how failed deletions are retried.
-import {
-  LABEL_BACKUP_UID,
-  RESOURCES,
-  newDeleteBackupRequest,
-  type Backup,
-  type BackupStorageLocation,
-  type DeleteBackupRequest,
-  type Schedule,
-} from '../apis/v1/index.js';
+import { LABEL_BACKUP_UID, RESOURCES, newDeleteBackupRequest, type Backup, type BackupStorageLocation, type DeleteBackupRequest, type Schedule } from '../apis/v1/index.js';
 import type { Result } from '../runtime/index.js';
 import { errorMessage } from '../util/errors.js';
 import { planGc, type GcDecision } from '../schedule/gc.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
 
 const DBRS = RESOURCES.DeleteBackupRequest;
-
-// ---- controller ----------------------------------------------------------------------------------
 
 /** The single key the sweep runs under; any watched change enqueues it, the sweep itself is rate-limited. */
 export const GC_KEY = 'garbage-collection';

@@ -17,21 +17,12 @@
 //   up at once (once, whatever number of ticks were missed).
 // status.lastSkipped thus records every tick not fired on purpose (running backup, paused with
 // skipImmediately, the immediate backup skipped), as Velero's LastSkipped does.
-import {
-  LABEL_SCHEDULE_NAME,
-  RESOURCES,
-  labelValue,
-  type Backup,
-  type Schedule,
-  type ScheduleStatus,
-} from '../apis/v1/index.js';
+import { LABEL_SCHEDULE_NAME, RESOURCES, labelValue, type Backup, type Schedule, type ScheduleStatus } from '../apis/v1/index.js';
 import { isAlreadyExists, isConflict, isNotFound } from '../kube/index.js';
 import type { Result } from '../runtime/index.js';
 import { backupFromSchedule, planSchedule } from '../schedule/plan.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { stamp } from './run/runs.js';
-
-// ---- controller ----------------------------------------------------------------------------------
 
 const SCHEDULES = RESOURCES.Schedule;
 const BACKUPS = RESOURCES.Backup;

@@ -2,19 +2,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { BackupStorageLocation } from '../apis/v1/index.js';
+import { newBackupStorageLocation, type BackupStorageLocation } from '../apis/v1/index.js';
 import type { ObjectStore } from '../plugin/api/index.js';
 import { LocationWriteRefusedError, objectStoreConfig, refuseWrites, writeRefusal } from './open.js';
 
-
-function bsl(generation: number, status?: { phase: 'Available' | 'Unavailable'; observedGeneration: number; message?: string }): BackupStorageLocation {
-  return {
-    apiVersion: 'stowage.dev/v1', kind: 'BackupStorageLocation',
-    metadata: { name: 'default', namespace: 'stowage', generation },
-    spec: { provider: 'aws', objectStorage: { bucket: 'b' } },
-    ...(status !== undefined ? { status } : {}),
-  } as BackupStorageLocation;
-}
+const location = newBackupStorageLocation('default', 'stowage', { provider: 'aws', objectStorage: { bucket: 'b' } });
 
 describe('objectStoreConfig', () => {
   const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
@@ -59,7 +51,7 @@ async function* nothing(): AsyncGenerator<Uint8Array> {}
 
 describe('writeRefusal and refuseWrites', () => {
   const with_ = (spec: Partial<BackupStorageLocation['spec']>, status?: BackupStorageLocation['status']): BackupStorageLocation =>
-    ({ ...bsl(1), spec: { ...bsl(1).spec, ...spec }, ...(status !== undefined ? { status } : {}) }) as BackupStorageLocation;
+    ({ ...location, spec: { ...location.spec, ...spec }, ...(status !== undefined ? { status } : {}) }) as BackupStorageLocation;
 
   it('names why Stowage writes nothing into a ReadOnly or Velero location, and nothing for its own', () => {
     expect(writeRefusal(with_({}))).toBeUndefined();
