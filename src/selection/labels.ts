@@ -91,101 +91,137 @@ export class LabelSelectorParseError extends Error {
  * matchExpressions. Throws LabelSelectorParseError naming the position.
  */
 export function parseLabelSelector(text: string): LabelSelector {
-  const src = text;
-  let i = 0;
-  const fail = (reason: string, at = i): never => {
-    throw new LabelSelectorParseError(`label selector "${src}": ${reason} at position ${at + 1}`);
-  };
-  const skipSpace = (): void => {
-    while (i < src.length && /\s/.test(src[i] ?? '')) i++;
-  };
-  const isWordChar = (c: string | undefined): boolean => c !== undefined && /[A-Za-z0-9_.\-/]/.test(c);
-  const word = (what: string): string => {
-    skipSpace();
-    const start = i;
-    while (isWordChar(src[i])) i++;
-    if (i === start) fail(`expected ${what}${i < src.length ? `, found "${src[i]}"` : ', found the end'}`, start);
-    return src.slice(start, i);
-  };
-  const value = (): string => {
-    skipSpace();
-    const start = i;
-    while (isWordChar(src[i])) i++;
-    return src.slice(start, i);
-  };
-
-  const matchLabels: Record<string, string> = {};
-  const matchExpressions: LabelSelectorRequirement[] = [];
-  skipSpace();
-  if (i >= src.length) return {};
+  const sc = scanner(text);
+  const parsed: Parsed = { matchLabels: {}, matchExpressions: [] };
+  sc.skipSpace();
+  if (sc.i >= text.length) return {};
   for (;;) {
-    skipSpace();
-    if (src[i] === '!') {
-      i++;
-      const key = word('a label key after "!"');
-      checkKey(key, fail);
-      matchExpressions.push({ key, operator: 'DoesNotExist' });
-    } else {
-      const keyStart = i;
-      const key = word('a label key');
-      checkKey(key, fail, keyStart);
-      skipSpace();
-      const c = src[i];
-      if (c === '=' || (c === '!' && src[i + 1] === '=')) {
-        const negate = c === '!';
-        i += negate ? 2 : src[i + 1] === '=' ? 2 : 1;
-        const valStart = i;
-        const v = value();
-        checkValue(v, fail, valStart);
-        if (negate) matchExpressions.push({ key, operator: 'NotIn', values: [v] });
-        else if (Object.hasOwn(matchLabels, key)) matchExpressions.push({ key, operator: 'In', values: [v] });
-        else matchLabels[key] = v;
-      } else if (c !== undefined && c !== ',' && isWordChar(c)) {
-        const opStart = i;
-        const op = word('an operator');
-        if (op !== 'in' && op !== 'notin') {
-          // `bad key!=v`: a key with a space in it, not an operator; say what is wrong with that key.
-          const after = i;
-          skipSpace();
-          if (src[i] === '=' || (src[i] === '!' && src[i + 1] === '=')) checkKey(src.slice(keyStart, after), fail, keyStart);
-          fail(`unknown operator "${op}" (use =, ==, !=, in, notin)`, opStart);
-        }
-        skipSpace();
-        if (src[i] !== '(') fail(`expected "(" after "${op}"`);
-        i++;
-        const values: string[] = [];
-        for (;;) {
-          skipSpace();
-          const valStart = i;
-          const v = value();
-          if (v !== '') checkValue(v, fail, valStart);
-          values.push(v);
-          skipSpace();
-          if (src[i] === ',') {
-            i++;
-            continue;
-          }
-          if (src[i] === ')') {
-            i++;
-            break;
-          }
-          fail(`expected "," or ")" in the values of "${key}"`);
-        }
-        if (values.length === 1 && values[0] === '') fail(`"${op}" needs at least one value`, opStart);
-        matchExpressions.push({ key, operator: op === 'in' ? 'In' : 'NotIn', values });
-      } else {
-        matchExpressions.push({ key, operator: 'Exists' });
-      }
-    }
-    skipSpace();
-    if (i >= src.length) break;
-    if (src[i] !== ',') fail(`expected "," between requirements, found "${src[i]}"`);
-    i++;
+    requirement(sc, parsed);
+    sc.skipSpace();
+    if (sc.i >= text.length) break;
+    if (text[sc.i] !== ',') sc.fail(`expected "," between requirements, found "${text[sc.i]}"`);
+    sc.i++;
   }
   const out: LabelSelector = {};
-  if (Object.keys(matchLabels).length > 0) out.matchLabels = matchLabels;
-  if (matchExpressions.length > 0) out.matchExpressions = matchExpressions;
+  if (Object.keys(parsed.matchLabels).length > 0) out.matchLabels = parsed.matchLabels;
+  if (parsed.matchExpressions.length > 0) out.matchExpressions = parsed.matchExpressions;
   return out;
+}
+
+interface Parsed {
+  matchLabels: Record<string, string>;
+  matchExpressions: LabelSelectorRequirement[];
+}
+
+/** A position in a selector's text, and the reads the parser makes from there. */
+interface Scanner {
+  readonly src: string;
+  i: number;
+  /** Throws LabelSelectorParseError naming the position (`at`, else the current one). */
+  fail(reason: string, at?: number): never;
+  skipSpace(): void;
+  /** A key or an operator; fails naming `what` when there is none. */
+  word(what: string): string;
+  /** A value, possibly empty. */
+  value(): string;
+}
+
+const isWordChar = (c: string | undefined): boolean => c !== undefined && /[A-Za-z0-9_.\-/]/.test(c);
+
+function scanner(src: string): Scanner {
+  const sc: Scanner = {
+    src,
+    i: 0,
+    fail: (reason, at = sc.i) => {
+      throw new LabelSelectorParseError(`label selector "${src}": ${reason} at position ${at + 1}`);
+    },
+    skipSpace: () => {
+      while (sc.i < src.length && /\s/.test(src[sc.i] ?? '')) sc.i++;
+    },
+    word: (what) => {
+      sc.skipSpace();
+      const start = sc.i;
+      const w = sc.value();
+      if (w === '') sc.fail(`expected ${what}${sc.i < src.length ? `, found "${src[sc.i]}"` : ', found the end'}`, start);
+      return w;
+    },
+    value: () => {
+      sc.skipSpace();
+      const start = sc.i;
+      while (isWordChar(src[sc.i])) sc.i++;
+      return src.slice(start, sc.i);
+    },
+  };
+  return sc;
+}
+
+/** One requirement: `!key`, `key`, `key=v`, `key==v`, `key!=v`, `key in (...)` or `key notin (...)`. */
+function requirement(sc: Scanner, out: Parsed): void {
+  const { src } = sc;
+  sc.skipSpace();
+  if (src[sc.i] === '!') {
+    sc.i++;
+    const key = sc.word('a label key after "!"');
+    checkKey(key, sc.fail);
+    out.matchExpressions.push({ key, operator: 'DoesNotExist' });
+    return;
+  }
+  const keyStart = sc.i;
+  const key = sc.word('a label key');
+  checkKey(key, sc.fail, keyStart);
+  sc.skipSpace();
+  const c = src[sc.i];
+  if (c === '=' || (c === '!' && src[sc.i + 1] === '=')) {
+    const negate = c === '!';
+    sc.i += negate ? 2 : src[sc.i + 1] === '=' ? 2 : 1;
+    const valStart = sc.i;
+    const v = sc.value();
+    checkValue(v, sc.fail, valStart);
+    if (negate) out.matchExpressions.push({ key, operator: 'NotIn', values: [v] });
+    else if (Object.hasOwn(out.matchLabels, key)) out.matchExpressions.push({ key, operator: 'In', values: [v] });
+    else out.matchLabels[key] = v;
+  } else if (c !== undefined && c !== ',' && isWordChar(c)) {
+    setRequirement(sc, out, key, keyStart);
+  } else {
+    out.matchExpressions.push({ key, operator: 'Exists' });
+  }
+}
+
+/** `key in (a,b)` or `key notin (a,b)`, read from the operator on. */
+function setRequirement(sc: Scanner, out: Parsed, key: string, keyStart: number): void {
+  const { src } = sc;
+  const opStart = sc.i;
+  const op = sc.word('an operator');
+  if (op !== 'in' && op !== 'notin') {
+    // `bad key!=v`: a key with a space in it, not an operator; say what is wrong with that key.
+    const after = sc.i;
+    sc.skipSpace();
+    if (src[sc.i] === '=' || (src[sc.i] === '!' && src[sc.i + 1] === '=')) checkKey(src.slice(keyStart, after), sc.fail, keyStart);
+    sc.fail(`unknown operator "${op}" (use =, ==, !=, in, notin)`, opStart);
+  }
+  sc.skipSpace();
+  if (src[sc.i] !== '(') sc.fail(`expected "(" after "${op}"`);
+  sc.i++;
+  const values: string[] = [];
+  for (;;) {
+    sc.skipSpace();
+    const valStart = sc.i;
+    const v = sc.value();
+    if (v !== '') checkValue(v, sc.fail, valStart);
+    values.push(v);
+    sc.skipSpace();
+    if (src[sc.i] === ',') {
+      sc.i++;
+      continue;
+    }
+    if (src[sc.i] === ')') {
+      sc.i++;
+      break;
+    }
+    sc.fail(`expected "," or ")" in the values of "${key}"`);
+  }
+  if (values.length === 1 && values[0] === '') sc.fail(`"${op}" needs at least one value`, opStart);
+  out.matchExpressions.push({ key, operator: op === 'in' ? 'In' : 'NotIn', values });
 }
 
 function checkKey(key: string, fail: (reason: string, at?: number) => never, at?: number): void {
