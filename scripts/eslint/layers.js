@@ -33,7 +33,7 @@ export const ALLOWED = {
   'plugin/builtin': ['plugin/sdk', 'plugin/api', 'util'],
   persistence: ['apis', 'util', 'plugin/api', 'archive', 'encryption', 'signing'],
   // How a backup is opened and trusted: a location's store through the plugin pool, its keys, its signatures.
-  storage: ['apis', 'kube', 'plugin/api', 'plugin/host', 'persistence', 'encryption'],
+  storage: ['apis', 'kube', 'plugin/api', 'plugin/host', 'persistence', 'encryption', 'signing'],
   // When and how long: cron, retention, schedule plans, GC plans (pure; the reconcilers act on them).
   schedule: ['apis', 'util', 'selection', 'auth', 'persistence'],
   // The engines see only the store they are handed: no plugin processes, keys, signing, runtime or reconcilers.

@@ -21,7 +21,7 @@ import { parseDuration } from '../util/duration.js';
 import { compileSelection, type Selection } from '../selection/compile.js';
 import { backupSpecErrors } from '../selection/specErrors.js';
 import { encryptionStatus, newBackupKey } from '../storage/keys.js';
-import { backupSigner, backupSigningKey, signatureStatus, signingValidation } from './signatures.js';
+import { backupSigner, backupSigningKey, signatureStatus, signingValidation } from '../storage/signatures.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
 import { isReadOnly, isVeleroLocation, veleroLocationRefusal } from '../storage/open.js';

@@ -10,7 +10,7 @@ import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
 import { checkLocationKeys, encrypts } from '../storage/keys.js';
-import { checkLocationSigning, signs } from './signatures.js';
+import { checkLocationSigning, signs } from '../storage/signatures.js';
 import { BSL_RESOURCE, validatedCurrentSpec } from './locations.js';
 import { backupStoreOn, openObjectStore } from '../storage/open.js';
 import { detectLayout, type DetectedLayout } from '../persistence/veleroStore.js';

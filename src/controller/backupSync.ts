@@ -44,7 +44,7 @@ import { safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { readStoredBackup, unencryptedRefusal } from '../storage/keys.js';
 import { withBackupStore } from '../storage/open.js';
-import { statementMismatch, verifyStoredSignature } from './signatures.js';
+import { statementMismatch, verifyStoredSignature } from '../storage/signatures.js';
 import type { SignedStatement } from '../signing/index.js';
 import { stamp } from './run/runs.js';
 

@@ -45,7 +45,7 @@ import { encrypts } from '../storage/keys.js';
 import { resolveLocation } from './locations.js';
 import { isVeleroLocation, withBackupStore, type OpenedLocation } from '../storage/open.js';
 import { resolveBackupOf } from './resolveBackup.js';
-import { signs, verifyStoredSignature } from './signatures.js';
+import { signs } from '../storage/signatures.js';
 import { SignatureError } from '../signing/index.js';
 import { stamp } from './run/runs.js';
 import { downloadServerOptions, startDownloadServer, text, type DownloadServer, type DownloadServerOptions, type Handler } from './download/server.js';
@@ -289,9 +289,7 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     const bsl = location(backup.spec.storageLocation);
     if (!signs(bsl)) return undefined;
     try {
-      await withBackupStore(ctx, bsl, { kind: 'controller', namespace: ctx.namespace, name: 'download-request' }, async (o) => {
-        await verifyStoredSignature(ctx, bsl, await o.keyedFor(backup), backup.metadata.name);
-      });
+      await withBackupStore(ctx, bsl, { kind: 'controller', namespace: ctx.namespace, name: 'download-request' }, (o) => o.verifiedFor(backup));
       return undefined;
     } catch (err) {
       if (err instanceof SignatureError) return `the signature of backup "${backup.metadata.name}" does not hold: ${err.message}`;

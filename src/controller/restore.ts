@@ -34,7 +34,7 @@ import { loadRestoreTransforms, type RestoreTransforms } from './restoreTransfor
 import { restoreScope } from './run/scope.js';
 import { createRunSlots, takeSlot } from './run/slots.js';
 import { createWebhookHold } from './run/webhookHold.js';
-import { scheduleMismatch, verifyStoredSignature } from './signatures.js';
+import { scheduleMismatch, verifyStoredSignature } from '../storage/signatures.js';
 import { failStaleRun } from './run/staleRuns.js';
 import { statusPatch } from './run/patch.js';
 

@@ -10,6 +10,7 @@ import type { ResourceList } from '../persistence/results.js';
 import { writeCredentialFile, type PluginHandle } from '../plugin/host/index.js';
 import type { StorageContext, StoreContext } from './context.js';
 import { keyedForBackup } from './keys.js';
+import { verifyStoredSignature } from './signatures.js';
 
 type Secret = KubeObject & { data?: Record<string, string> };
 
@@ -140,6 +141,8 @@ export interface OpenedLocation {
   readonly store: BackupStore;
   /** The store keyed for `backup` (keys.ts keyedForBackup): what reads a backup's sealed artifacts. */
   keyedFor(backup: Pick<Backup, 'metadata' | 'status'>): Promise<BackupStore>;
+  /** keyedFor, once the backup's signature holds where the location signs (signatures.ts); rejects with a SignatureError saying why. */
+  verifiedFor(backup: Pick<Backup, 'metadata' | 'status'>): Promise<BackupStore>;
 }
 
 /**
@@ -152,7 +155,13 @@ export async function withBackupStore<T>(ctx: StorageContext, bsl: BackupStorage
   try {
     const objectStore = await openObjectStore(ctx, handle, bsl);
     const store = backupStoreOn(objectStore, bsl);
-    return await use({ handle, objectStore, store, keyedFor: (backup) => keyedForBackup(ctx, handle, bsl, store, backup) });
+    const keyedFor = (backup: Pick<Backup, 'metadata' | 'status'>): Promise<BackupStore> => keyedForBackup(ctx, handle, bsl, store, backup);
+    const verifiedFor = async (backup: Pick<Backup, 'metadata' | 'status'>): Promise<BackupStore> => {
+      const keyed = await keyedFor(backup);
+      await verifyStoredSignature(ctx, bsl, keyed, backup.metadata.name ?? '');
+      return keyed;
+    };
+    return await use({ handle, objectStore, store, keyedFor, verifiedFor });
   } finally {
     handle.release();
   }

@@ -11,7 +11,7 @@ import {
   canSign, currentSigningKey, probeSigningKey, SignatureError, signingKeyProblems, signStatement, verifySignatureFile,
   type SignatureFile, type SignedStatement, type SigningKey, type SigningKeys,
 } from '../signing/index.js';
-import { secretData } from '../storage/keys.js';
+import { secretData } from './keys.js';
 import type { StoreContext } from './context.js';
 
 /** Whether the location signs its backups (and so verifies every backup it syncs or restores). */
