@@ -13,7 +13,7 @@ import { createTarballWriter, parseItemPath } from '../src/archive/index.js';
 import { selectResources } from '../src/backup/resources.js';
 import { CORE, CUSTOM_RESOURCE_DEFINITIONS, isNotFound, type ApiResource, type DynamicClient, type KubeObject, type ResourceRef } from '../src/kube/index.js';
 import { mapLimit } from '../src/util/concurrency.js';
-import { resourceFilter } from '../src/util/filters.js';
+import { resourceFilter } from '../src/selection/filters.js';
 import { BENCH_CRD_NAME, createObject } from './seed.js';
 
 /** The multipart settings of the stowage.dev/aws plugin (src/plugin/builtin/aws.ts). */

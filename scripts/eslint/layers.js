@@ -7,33 +7,42 @@ export const ALLOWED = {
   apis: [],
   'plugin/api': [],
   gen: [],
-  util: ['apis'],
-  config: ['apis', 'util'],
-  logging: ['apis', 'util', 'config'],
+  util: [],
+  // What a run takes: filters, label selectors, names, globs, scoped resources, overlap, validation.
+  selection: ['apis', 'util'],
+  config: ['util'],
+  logging: ['util', 'config'],
   // The server's own RBAC rules per trust mode (rendered into deploy/ and the chart).
   rbac: ['config'],
   metrics: ['util'],
-  kube: ['apis', 'util', 'logging', 'config'],
-  runtime: ['apis', 'util', 'logging', 'kube', 'metrics', 'config'],
+  kube: ['apis', 'util'],
+  runtime: ['util', 'kube'],
   // Whose rights a run uses (requester stamps, SubjectAccessReviews, impersonating clients).
   auth: ['apis', 'util', 'config', 'kube'],
   // The admission webhook that stamps requesters, its certificate and its configuration.
-  webhook: ['apis', 'util', 'config', 'logging', 'kube', 'auth'],
-  archive: ['apis', 'util'],
+  webhook: ['apis', 'util', 'kube', 'auth'],
+  archive: ['util'],
   // Client-side encryption: the chunked object format, data keys, the Secret-backed key manager.
   encryption: ['util', 'plugin/api'],
   // Signed manifests: HMAC and Ed25519 signing keys, the signed statement and its check.
-  signing: ['apis', 'util', 'archive'],
+  signing: ['util'],
   'plugin/grpc': ['gen', 'plugin/api', 'util'],
-  'plugin/sdk': ['plugin/grpc', 'plugin/api', 'util'],
-  'plugin/host': ['plugin/grpc', 'plugin/api', 'util', 'logging', 'config', 'metrics', 'encryption'],
-  'plugin/builtin': ['plugin/sdk', 'plugin/api', 'util', 'apis', 'archive'],
-  persistence: ['apis', 'util', 'plugin/api', 'archive', 'logging', 'encryption', 'signing'],
-  backup: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'auth', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'encryption', 'signing'],
-  restore: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'auth', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'encryption', 'signing'],
-  controller: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'backup', 'restore', 'encryption', 'signing'],
-  cli: ['*'],
-  main: ['*'],
+  'plugin/sdk': ['plugin/grpc', 'plugin/api'],
+  // Its unit test checks the remote key manager's errors are encryption's (the only use of that edge).
+  'plugin/host': ['plugin/grpc', 'plugin/api', 'encryption'],
+  'plugin/builtin': ['plugin/sdk', 'plugin/api', 'util'],
+  persistence: ['apis', 'util', 'plugin/api', 'archive', 'encryption', 'signing'],
+  // How a backup is opened and trusted: a location's store through the plugin pool, its keys, its signatures.
+  storage: ['apis', 'kube', 'plugin/api', 'plugin/host', 'persistence', 'encryption', 'signing'],
+  // When and how long: cron, retention, schedule plans, GC plans (pure; the reconcilers act on them).
+  schedule: ['apis', 'util', 'selection', 'auth', 'persistence'],
+  // The engines see only the store they are handed: no plugin processes, keys, signing, runtime or reconcilers.
+  backup: ['apis', 'util', 'selection', 'kube', 'auth', 'archive', 'plugin/api', 'persistence'],
+  restore: ['apis', 'util', 'selection', 'config', 'kube', 'auth', 'archive', 'plugin/api', 'persistence'],
+  controller: ['apis', 'util', 'selection', 'schedule', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'storage', 'backup', 'restore', 'encryption', 'signing'],
+  // The CLI imports engines and stores, never controller files.
+  cli: ['apis', 'util', 'selection', 'schedule', 'config', 'logging', 'kube', 'auth', 'archive', 'persistence', 'plugin/sdk', 'plugin/builtin', 'main'],
+  main: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'runtime', 'auth', 'webhook', 'plugin/host', 'plugin/builtin', 'controller'],
 };
 
 const TWO_LEVEL = new Set(['plugin']);

@@ -6,7 +6,7 @@ import { isApiUnreachable, isNotFound, type ApiResource, type DynamicClient, typ
 import { executeItems, type BackupItemActionBatchResult, type KubeObject, type ResourceIdentifier } from '../plugin/api/index.js';
 import { sleep } from '../util/backoff.js';
 import { errorMessage } from '../util/errors.js';
-import { anyLabelSelectorMatches, labelSelectorMatches } from '../util/labels.js';
+import { anyLabelSelectorMatches, labelSelectorMatches } from '../selection/labels.js';
 import { kindName, type NamedBackupItemAction, type ResolvedBackupItemAction } from './actions/index.js';
 import { isBackupable } from './resources.js';
 import type { Access } from './rights.js';

@@ -3,10 +3,10 @@
 import type { Backup } from '../apis/v1/index.js';
 import { addResult, emptyResults, type ResourceRecord, type RunResults } from '../persistence/results.js';
 import { servedVersions, type ApiResource } from '../kube/index.js';
-import { includesClusterScoped, namespaceFilter, type NamespaceFilter, type ResourceFilter } from '../util/filters.js';
-import { labelSelectorToString } from '../util/labels.js';
-import { nameFilter, type NameFilter } from '../util/names.js';
-import { refusesClusterScoped, specResourceFilter } from '../util/scopedResources.js';
+import { compileSelection, type Selection } from '../selection/compile.js';
+import type { NamespaceFilter, ResourceFilter } from '../selection/filters.js';
+import { labelSelectorToString } from '../selection/labels.js';
+import type { NameFilter } from '../selection/names.js';
 
 /** Items carrying this label (value "true") are left out of every backup. */
 export const LABEL_EXCLUDE_FROM_BACKUP = 'stowage.dev/exclude-from-backup';
@@ -26,7 +26,7 @@ export interface BackupProgress {
 export interface BackupRequest {
   readonly backup: Backup;
   readonly namespaces: NamespaceFilter;
-  /** includedResources/excludedResources, or Velero's scope-specific lists (util/scopedResources.ts). */
+  /** includedResources/excludedResources, or Velero's scope-specific lists (selection/scopedResources.ts). */
   readonly resources: ResourceFilter;
   /**
    * The spec's includeClusterResources (null/undefined: "related only" unless all namespaces);
@@ -35,7 +35,7 @@ export interface BackupRequest {
   readonly includeClusterResources: boolean | null | undefined;
   /** List cluster-scoped resources in full (those the resource filter takes: see listsInFull). */
   readonly listClusterScoped: boolean;
-  /** includedNames/excludedNames (util/names.ts). */
+  /** includedNames/excludedNames (selection/names.ts). */
   readonly names: NameFilter;
   /** Label selectors in string form, one LIST each (orLabelSelectors); [''] when there is none. */
   readonly selectors: readonly string[];
@@ -67,29 +67,25 @@ export function itemKey(ref: ItemRef): string {
   return [ref.groupResource, ref.namespace, ref.name].join('/');
 }
 
-export function newBackupRequest(backup: Backup): BackupRequest {
+/** `selection` is the spec's, compiled once per run (the controller's scope check uses the same one). */
+export function newBackupRequest(backup: Backup, selection: Selection = compileSelection(backup.spec)): BackupRequest {
   const spec = backup.spec;
-  const namespaces = namespaceFilter(spec.includedNamespaces, spec.excludedNamespaces);
-  const or = (spec.orLabelSelectors ?? []).map(labelSelectorToString);
-  const single = labelSelectorToString(spec.labelSelector);
-  // An empty selector among the OR-ed ones selects everything, so the others do not matter.
-  const selectors = or.length > 0 ? (or.includes('') ? [''] : [...new Set(or)]) : [single];
+  const labels = selection.labelSelectors;
+  const selectors = labels.length === 0 ? [''] : [...new Set(labels.map(labelSelectorToString))];
   const ordered = new Map<string, string[]>();
   for (const [res, list] of Object.entries(spec.orderedResources ?? {})) {
     ordered.set(res.toLowerCase(), list.split(',').map((s) => s.trim()).filter((s) => s !== ''));
   }
-  const resources = specResourceFilter(spec, namespaces);
-  const scoped = resources.style === 'scoped';
+  const scoped = selection.resources.style === 'scoped';
   return {
     backup,
-    namespaces,
-    resources,
-    includeClusterResources: scoped ? (refusesClusterScoped(spec) ? false : undefined) : spec.includeClusterResources,
-    // The scope-specific lists choose cluster-scoped resources one by one (resources.shouldInclude).
-    listClusterScoped: scoped || includesClusterScoped(spec.includeClusterResources, namespaces),
-    names: nameFilter(spec.includedNames, spec.excludedNames),
+    namespaces: selection.namespaces,
+    resources: selection.resources,
+    includeClusterResources: scoped ? (selection.relatedClusterScoped ? undefined : false) : spec.includeClusterResources,
+    listClusterScoped: selection.clusterScopedInFull,
+    names: selection.names,
     selectors,
-    selectsByLabel: selectors.some((s) => s !== ''),
+    selectsByLabel: labels.length > 0,
     orderedResources: ordered,
     seen: new Set(),
     notTaken: new Set(),

@@ -2,8 +2,8 @@
 // backed up (the documented list below), and resources that cannot be listed, read and created are
 // skipped because they could not be restored.
 import type { ApiResource } from '../kube/index.js';
-import { resourceEntryMatches, type IncludesExcludes, type ResourceLike } from '../util/filters.js';
-import { includedResourceEntries } from '../util/scopedResources.js';
+import { resourceEntryMatches, type IncludesExcludes, type ResourceLike } from '../selection/filters.js';
+import { includedResourceEntries } from '../selection/scopedResources.js';
 import type { BackupRequest } from './request.js';
 
 /**

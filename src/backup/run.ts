@@ -1,6 +1,6 @@
 // runBackup: one backup run, from discovery to the uploaded tarball. The controller passes every
 // dependency in, then writes the other artifacts (BackupStore.completeBackup) and the log, and logs
-// the run's end line (controller/lifecycle.ts): the engine does not, as the run can still fail after it.
+// the run's end line (controller/run/lifecycle.ts): the engine does not, as the run can still fail after it.
 import type winston from 'winston';
 import type { Backup } from '../apis/v1/index.js';
 import { createTarballWriter, FORMAT_VERSION, manifestFromDigest, type ArchiveDigest, type BackupManifest } from '../archive/index.js';
@@ -17,7 +17,8 @@ import { backupItem, collectUnit, dependencyRights, FatalBackupError, MAX_PER_NA
 import { listsInFull, newBackupRequest, recordOf, recordProblem, recordResourceError, type BackupProgress, type BackupRequest } from './request.js';
 import type { Access } from './rights.js';
 import { discoverResources, type BackupScope } from './scope.js';
-import { selectionLogFields } from '../util/selection.js';
+import type { Selection } from '../selection/compile.js';
+import { selectionLogFields } from '../selection/validate.js';
 import { mayIncludeGroup, selectResources, unservedIncludes, type ResourceSelection } from './resources.js';
 import { collectOtherVersions } from './versions.js';
 
@@ -74,8 +75,9 @@ export interface BackupResult {
 const DEFAULT_PAGE_SIZE = 500;
 const DEFAULT_CONCURRENCY = 4;
 
-export async function runBackup(deps: BackupDeps, backup: Backup): Promise<BackupResult> {
-  const req = newBackupRequest(backup);
+/** `selection`: the backup's, when the caller compiled it already (to check the requester's scope). */
+export async function runBackup(deps: BackupDeps, backup: Backup, selection?: Selection): Promise<BackupResult> {
+  const req = newBackupRequest(backup, selection);
   const { log } = deps;
   const name = backup.metadata.name;
   const abort = new AbortController();

@@ -6,10 +6,10 @@ import type { AccessReviewer } from '../auth/index.js';
 import { CORE, isApiUnreachable, type KubeError, type ApiResource, type DynamicClient, type KubeObject } from '../kube/index.js';
 import type { Backup } from '../apis/v1/index.js';
 import { errorMessage } from '../util/errors.js';
-import { resourceEntryMatches } from '../util/filters.js';
-import { isGlob } from '../util/globs.js';
-import { includedResourceEntries } from '../util/scopedResources.js';
-import { newBackupRequest } from './request.js';
+import { resourceEntryMatches } from '../selection/filters.js';
+import { isGlob } from '../selection/globs.js';
+import type { Selection } from '../selection/compile.js';
+import { includedResourceEntries } from '../selection/scopedResources.js';
 import { selectResources } from './resources.js';
 import { decideScope, type Access, type ResourceRule, type RulesSource, type ScopeProblem } from './rights.js';
 
@@ -98,11 +98,13 @@ function rulesReviews(client: DynamicClient): { source: RulesSource; count: () =
   };
 }
 
-/** The backup's scope as its requester may read it, or why it cannot run. Never throws. */
-export async function planBackupScope(deps: ScopeDeps, backup: Backup): Promise<ScopeOutcome> {
+/**
+ * The backup's scope as its requester may read it, or why it cannot run. Never throws. `selection`
+ * is the backup's, compiled once for the run (the run's request is built from the same one).
+ */
+export async function planBackupScope(deps: ScopeDeps, backup: Backup, selection: Selection): Promise<ScopeOutcome> {
   const now = deps.now ?? Date.now;
   const who = deps.reviewer.requester.username;
-  const req = newBackupRequest(backup);
   let discovery: Discovery;
   try {
     discovery = await discoverResources(deps.client);
@@ -113,7 +115,7 @@ export async function planBackupScope(deps: ScopeDeps, backup: Backup): Promise<
   const t0 = now();
   try {
     const byGroupResource = new Map(discovery.resources.map((r) => [r.groupResource, r]));
-    const selection = selectResources(discovery.resources, req.resources, req.listClusterScoped);
+    const taken = selectResources(discovery.resources, selection.resources, selection.clusterScopedInFull);
     const nsRes = byGroupResource.get('namespaces') ?? CORE.namespaces;
     const mayListNamespaces = (await deps.reviewer.review({ verb: 'list', group: '', resource: 'namespaces', namespace: '' })).allowed;
     const spec = backup.spec;
@@ -122,24 +124,24 @@ export async function planBackupScope(deps: ScopeDeps, backup: Backup): Promise<
 
     let namespaces: string[] = [];
     let namespaceObjects: KubeObject[] | undefined;
-    if (selection.namespaced.length > 0 || selection.namespaces !== undefined) {
-      const literal = req.namespaces.literalIncludes();
+    if (taken.namespaced.length > 0 || taken.namespaces !== undefined) {
+      const literal = selection.namespaces.literalIncludes();
       if (literal !== undefined) namespaces = literal;
       else {
         const listed = (await (mayListNamespaces ? deps.client : deps.serverClient).listAll(nsRes, { pageSize: deps.pageSize ?? 500 })).items;
         if (mayListNamespaces) namespaceObjects = listed;
-        namespaces = listed.map((n) => n.metadata?.name ?? '').filter((n) => n !== '' && req.namespaces.shouldInclude(n));
+        namespaces = listed.map((n) => n.metadata?.name ?? '').filter((n) => n !== '' && selection.namespaces.shouldInclude(n));
       }
     }
     const rules = rulesReviews(deps.client);
     const decision = await decideScope({
-      who, namespaced: selection.namespaced, cluster: selection.cluster, namespaceObjects: selection.namespaces, namespaces,
+      who, namespaced: taken.namespaced, cluster: taken.cluster, namespaceObjects: taken.namespaces, namespaces,
       named: (res) => literals.some((e) => resourceEntryMatches(e, res)),
       namedNamespace: (ns) => namedNamespaces.has(ns),
       mayNameNamespaces: mayListNamespaces,
     }, deps.reviewer, rules.source);
     // The `list namespaces` review above is one more, unless the Namespace-object row asked it again (cached, not counted twice).
-    const reviews = decision.reviews + (selection.namespaces !== undefined && namespaces.length > 0 ? 0 : 1);
+    const reviews = decision.reviews + (taken.namespaces !== undefined && namespaces.length > 0 ? 0 : 1);
     if (decision.nothingAllowed !== undefined) return { validationErrors: [decision.nothingAllowed] };
     return {
       scope: {

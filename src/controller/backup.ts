@@ -1,8 +1,8 @@
 // The Backup controller: validates a new Backup (every reason listed), then runs it through the
-// shared run lifecycle (lifecycle.ts) with the backup engine: the tarball, the other artifacts and
+// shared run lifecycle (run/lifecycle.ts) with the backup engine: the tarball, the other artifacts and
 // the run's own log (spooled when storage is down), stowage-backup.json last, and phase, progress,
 // counts, timestamps, events and metrics. A Backup found InProgress that this server is not running was
-// left by a server that died: staleRuns.ts settles it from the bucket (also the start-up sweep).
+// left by a server that died: run/staleRuns.ts settles it from the bucket (also the start-up sweep).
 import {
   ANNOTATION_SYNCED_FROM, RESOURCES, type Backup, type BackupSignatureStatus, type BackupStatus, type BackupStorageLocation,
 } from '../apis/v1/index.js';
@@ -18,19 +18,22 @@ import { backupKeys, normalizePrefix, unstorableKeys } from '../persistence/layo
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
-import { backupSpecErrors } from '../util/specValidation.js';
-import { encryptionStatus, newBackupKey } from './keys.js';
-import { backupSigner, backupSigningKey, signatureStatus, signingValidation } from './signatures.js';
+import { compileSelection, type Selection } from '../selection/compile.js';
+import { backupSpecErrors } from '../selection/specErrors.js';
+import { encryptionStatus, newBackupKey } from '../storage/keys.js';
+import { backupSigner, backupSigningKey, signatureStatus, signingValidation } from '../storage/signatures.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
-import { isReadOnly, isVeleroLocation, locationProblem, veleroLocationRefusal, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
-import { cancelBeforeStart, cancelRequested, cancelWatch } from './cancel.js';
-import { crashPoint } from './faults.js';
-import { failValidation, runLifecycle } from './lifecycle.js';
-import { backupScope } from './runScope.js';
-import { createRunSlots, takeSlot } from './runSlots.js';
-import { createWebhookHold } from './webhookHold.js';
-import { spoolArtifact, stamp } from './runs.js';
-import { failStaleRun } from './staleRuns.js';
+import { locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
+import { isReadOnly, isVeleroLocation, veleroLocationRefusal } from '../storage/open.js';
+import { cancelBeforeStart, cancelRequested, cancelWatch } from './run/cancel.js';
+import { crashPoint } from './run/faults.js';
+import { failValidation, runLifecycle } from './run/lifecycle.js';
+import { backupScope } from './run/scope.js';
+import { createRunSlots, takeSlot } from './run/slots.js';
+import { createWebhookHold } from './run/webhookHold.js';
+import { spoolArtifact, stamp } from './run/runs.js';
+import { failStaleRun } from './run/staleRuns.js';
+import { statusPatch } from './run/patch.js';
 
 const BACKUPS = RESOURCES.Backup;
 export const STALE_RUN_REASON = 'the Stowage server running this backup stopped before it finished (found InProgress at start-up or failover)';
@@ -66,9 +69,9 @@ export function validateBackup(ctx: ControllerContext, backup: Backup): Validati
 export function backupController(ctx: ControllerContext): ControllerDefinition {
   const informer = ctx.informer<Backup>('Backup');
   const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation'); // validation reads the location from the cache
-  // Trust mode requester: no run starts while the admission webhook is not in effect (webhookHold.ts).
+  // Trust mode requester: no run starts while the admission webhook is not in effect (run/webhookHold.ts).
   const hold = createWebhookHold(ctx, 'backup', BACKUPS);
-  // Which backups may run at once (runSlots.ts): non-overlapping ones, up to --concurrent-backups.
+  // Which backups may run at once (run/slots.ts): non-overlapping ones, up to --concurrent-backups.
   const slots = createRunSlots({
     kind: 'backup', limit: Math.max(1, ctx.config.concurrentBackups), flag: '--concurrent-backups',
     stillWaiting: (key) => (informer.get(key)?.status?.phase ?? 'New') === 'New',
@@ -76,9 +79,11 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
 
   const patchStatus = (b: Backup, status: Partial<Record<keyof BackupStatus, unknown>>, resourceVersion?: string): Promise<Backup> =>
     ctx.client.patchStatus<Backup>(BACKUPS, b.metadata.namespace, b.metadata.name,
-      resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status });
+      statusPatch(status, resourceVersion));
 
-  function execute(b: Backup, location: BackupStorageLocation, authority: Authority, scope: Pick<BackupDeps, 'scope' | 'scopeFailure'>, signal: AbortSignal): Promise<void> {
+  function execute(
+    b: Backup, selection: Selection, location: BackupStorageLocation, authority: Authority, scope: Pick<BackupDeps, 'scope' | 'scopeFailure'>, signal: AbortSignal,
+  ): Promise<void> {
     const name = b.metadata.name;
     const schedule = scheduleOf(b);
     let expiration = '';
@@ -108,7 +113,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
           actions: env.handle.backupItemActions().map((a) => ({ name: a.name, action: a })),
           pageSize: ctx.config.clientPageSize, signal: env.signal, startTime: env.started,
           onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsBackedUp: p.itemsBackedUp }),
-        }, { ...b, status: { ...b.status, phase: 'InProgress', startTimestamp: stamp(env.started), expiration } });
+        }, { ...b, status: { ...b.status, phase: 'InProgress', startTimestamp: stamp(env.started), expiration } }, selection);
       },
       // The tarball is in (the engine uploaded it). A Failed backup gets no other artifact, only its log.
       async commit(store, o, status, endLog) {
@@ -117,7 +122,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         if (o.phase === 'Failed' || result === undefined) return endLog();
         // Canceled: whatever of the tarball a store kept of the aborted upload is deleted, and no
         // stowage-backup.json is written, so nothing can restore or sync it; the results and the
-        // log say what it had done. A store that is down is not waited for (lifecycle.ts): the
+        // log say what it had done. A store that is down is not waited for (run/lifecycle.ts): the
         // deletion and the results wait in the spool, done when the location is Available again.
         if (o.phase === 'Canceled') {
           await cleanUpCanceled(ctx, store, location.metadata.name, name, result.results, runLog);
@@ -215,14 +220,16 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
         try {
           // Trust mode requester: what of the scope the requester may read, settled before the run starts.
           let scope: Pick<BackupDeps, 'scope' | 'scopeFailure'> = {};
+          // Compiled once: the scope check and the run's request take the same selection.
+          const selection = compileSelection(b.spec);
           if (authority.mode === 'requester') {
             const planned = await planBackupScope({
               client: authority.client, serverClient: ctx.client, reviewer: authority.reviewer, pageSize: ctx.config.clientPageSize,
-            }, b);
+            }, b, selection);
             if ('validationErrors' in planned) return await failed(planned.validationErrors);
             scope = 'scope' in planned ? { scope: planned.scope } : { scopeFailure: planned.failure };
           }
-          await execute(b, v.location, authority, scope, rc.signal);
+          await execute(b, selection, v.location, authority, scope, rc.signal);
         } finally {
           slot.release();
         }

@@ -6,7 +6,8 @@ import type { Backup } from '../apis/v1/index.js';
 import { backupUseRefusal, describeRequester, requesterOf, sameRequester, type Authority, type HeldResources } from '../auth/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext } from './context.js';
-import { readStoredResourceList, resolveLocation } from './locations.js';
+import { resolveLocation } from './locations.js';
+import { readStoredResourceList } from '../storage/open.js';
 
 /** The backup's stored resource list, or undefined when its location holds none. */
 async function heldBy(ctx: ControllerContext, backup: Backup, purpose: string): Promise<HeldResources | undefined> {

@@ -9,11 +9,12 @@ import { splitKey, type Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
-import { checkLocationKeys, encrypts } from './keys.js';
-import { checkLocationSigning, signs } from './signatures.js';
-import { BSL_RESOURCE, backupStoreOn, openObjectStore, validatedCurrentSpec } from './locations.js';
+import { checkLocationKeys, encrypts } from '../storage/keys.js';
+import { checkLocationSigning, signs } from '../storage/signatures.js';
+import { BSL_RESOURCE, validatedCurrentSpec } from './locations.js';
+import { backupStoreOn, openObjectStore } from '../storage/open.js';
 import { detectLayout, type DetectedLayout } from '../persistence/veleroStore.js';
-import { flushSpool, stamp } from './runs.js';
+import { flushSpool, stamp } from './run/runs.js';
 
 function frequencyMs(ctx: ControllerContext, bsl: BackupStorageLocation): number {
   const f = bsl.spec.validationFrequency;

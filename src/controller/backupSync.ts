@@ -17,7 +17,7 @@
 //   no stowage-backup.json for them, so "not in the bucket" says nothing; GC expires them by TTL.
 //   New, InProgress and Deleting backups are never touched.
 // ReadOnly locations are synced too: sync writes nothing to storage.
-// A Velero location (locations.ts isVeleroLocation) is synced from Velero's velero-backup.json files
+// A Velero location (storage/open.ts isVeleroLocation) is synced from Velero's velero-backup.json files
 // instead: its finished backups become read-only Backups labelled imported-from=velero
 // (persistence/veleroBackup.ts), and are removed the same way when Velero's file goes.
 import {
@@ -42,11 +42,11 @@ import type { Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
-import { readStoredBackup, unencryptedRefusal } from './keys.js';
-import { openBackupStore } from './locations.js';
-import { statementMismatch, verifyStoredSignature } from './signatures.js';
+import { readStoredBackup, unencryptedRefusal } from '../storage/keys.js';
+import { withBackupStore } from '../storage/open.js';
+import { statementMismatch, verifyStoredSignature } from '../storage/signatures.js';
 import type { SignedStatement } from '../signing/index.js';
-import { stamp } from './runs.js';
+import { stamp } from './run/runs.js';
 
 const BACKUPS = RESOURCES.Backup;
 const BSLS = RESOURCES.BackupStorageLocation;
@@ -182,9 +182,7 @@ export async function syncLocation(ctx: ControllerContext, bsl: BackupStorageLoc
   // Snapshot the cluster before listing the bucket (see planSync).
   const clusterBackups = ctx.informer<Backup>('Backup').list().filter((b) => (b.metadata.namespace ?? '') === namespace);
   const result: SyncResult = { imported: [], removed: [], kept: [], failed: [] };
-  const handle = ctx.plugins.handle({ kind: 'controller', namespace, name: `backup-sync/${locationName}` });
-  try {
-    const store = await openBackupStore(ctx, handle, bsl);
+  await withBackupStore(ctx, bsl, { kind: 'controller', namespace, name: `backup-sync/${locationName}` }, async ({ handle, store }) => {
     const names = await store.listBackupNames();
     const plan = planSync(names, clusterBackups, bsl, ctx.config.defaultBackupStorageLocation);
     for (const name of plan.toImport) {
@@ -227,9 +225,7 @@ export async function syncLocation(ctx: ControllerContext, bsl: BackupStorageLoc
         if (!isNotFound(err)) result.failed.push({ name: b.metadata.name, reason: `removing its Backup resource failed: ${safeErrorMessage(err)}` });
       }
     }
-  } finally {
-    handle.release();
-  }
+  });
   return result;
 }
 

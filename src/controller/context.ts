@@ -45,7 +45,7 @@ export interface ControllerContext {
   authority(obj: Pick<KubeObject, 'metadata' | 'kind'>): Authority | { error: string };
   /**
    * Trust mode requester: whether the admission webhook is in effect for this namespace
-   * (webhook/health.ts). While it is not, no backup or restore starts (webhookHold.ts).
+   * (webhook/health.ts). While it is not, no backup or restore starts (run/webhookHold.ts).
    */
   webhookGate?: WebhookGate;
 }
@@ -89,7 +89,7 @@ export interface ActiveRun {
   linesSoFar(): Promise<string[]>;
   /** Live lines of the run's log; returns the unsubscribe function. */
   follow(cb: (line: string) => void, opts?: { fromStart?: boolean; onEnd?: () => void }): () => void;
-  /** Aborts the run: it ends Failed with `reason`, or Canceled when the reason is a RunCanceled (cancel.ts). */
+  /** Aborts the run: it ends Failed with `reason`, or Canceled when the reason is a RunCanceled (run/cancel.ts). */
   abort(reason: string | Error): void;
   /** Settles when the run has finished and its status is written. */
   done: Promise<void>;
@@ -113,5 +113,5 @@ export function createRunRegistry(): RunRegistry {
   };
 }
 
-/** What opening a location's store needs from the controller context. */
-export type StoreContext = Pick<ControllerContext, 'client' | 'namespace' | 'scratchDir'>;
+/** What opening a location's store needs (storage/context.ts): the controller context has it. */
+export type { StoreContext } from '../storage/context.js';

@@ -27,20 +27,21 @@ import {
   type Restore,
 } from '../apis/v1/index.js';
 import { createSpillFile, loadSpilled, spillArchive, type ItemIdentity, type SpillFile, type SpilledItem } from '../archive/index.js';
-import { isConflict, isNotFound as isKubeNotFound } from '../kube/index.js';
-import { isNotFound as isStoreNotFound } from '../persistence/backupStore.js';
+import { isNotFound as isKubeNotFound } from '../kube/index.js';
+import { isNotFound as isStoreNotFound, type BackupStore } from '../persistence/backupStore.js';
 import type { DeleteItemAction, KubeObject } from '../plugin/api/index.js';
 import type { Result } from '../runtime/index.js';
 import { safeErrorMessage } from '../util/errors.js';
-import { namespaceFilter, resourceFilter } from '../util/filters.js';
-import { labelSelectorMatches, parseLabelSelector } from '../util/labels.js';
+import { namespaceFilter, resourceFilter } from '../selection/filters.js';
+import { labelSelectorMatches, parseLabelSelector } from '../selection/labels.js';
 import { isVeleroImport, VELERO_DELETE_NOTE } from '../persistence/veleroBackup.js';
-import { keyedForBackup } from './keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
-import { hasStoredData, locationBlocksDeletion } from './gc.js';
+import { hasStoredData, locationBlocksDeletion } from '../schedule/gc.js';
 import { backupRefusal } from './backupRights.js';
-import { openBackupStore, resolveLocation } from './locations.js';
+import { resolveLocation } from './locations.js';
+import { withBackupStore } from '../storage/open.js';
 import { spillDirOf } from './restore.js';
+import { statusPatch, unlessChanged } from './run/patch.js';
 
 const DBRS = RESOURCES.DeleteBackupRequest;
 const BACKUPS = RESOURCES.Backup;
@@ -121,7 +122,7 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
 
   const patchStatus = (d: DeleteBackupRequest, status: Partial<Record<keyof DeleteBackupRequestStatus, unknown>>, resourceVersion?: string): Promise<DeleteBackupRequest> =>
     ctx.client.patchStatus<DeleteBackupRequest>(DBRS, d.metadata.namespace, d.metadata.name,
-      resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status });
+      statusPatch(status, resourceVersion));
 
   const setBackupPhase = (b: Backup, phase: BackupPhase): Promise<unknown> =>
     ctx.client.patchStatus(BACKUPS, b.metadata.namespace, b.metadata.name, { status: { phase } });
@@ -131,7 +132,7 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
    * backup), then runs the DeleteItemActions on its items. Returns every error.
    */
   async function runActionsOnTarball(
-    store: Awaited<ReturnType<typeof openBackupStore>>, actions: readonly NamedDeleteItemAction[], backup: Backup, bucket: string,
+    store: BackupStore, actions: readonly NamedDeleteItemAction[], backup: Backup, bucket: string,
   ): Promise<string[]> {
     const name = backup.metadata.name;
     let spill: SpillFile | undefined;
@@ -166,14 +167,12 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
       const location = resolveLocation(ctx, backup.spec.storageLocation);
       if (location === undefined) return [`backup storage location "${backup.spec.storageLocation ?? ''}" disappeared during the deletion`];
       const bucket = `bucket "${location.spec.objectStorage.bucket}" of location "${location.metadata.name}"`;
-      const handle = ctx.plugins.handle({ kind: 'controller', namespace, name: `deletebackuprequest/${d.metadata.name}` });
-      try {
-        const store = await openBackupStore(ctx, handle, location);
+      const failed = await withBackupStore(ctx, location, { kind: 'controller', namespace, name: `deletebackuprequest/${d.metadata.name}` }, async ({ handle, store, keyedFor }) => {
         const actions = handle.deleteItemActions().map((a) => ({ name: a.name, action: a }));
         if (actions.length > 0) {
           let keyed: typeof store;
           try {
-            keyed = await keyedForBackup(ctx, handle, location, store, backup);
+            keyed = await keyedFor(backup);
           } catch (err) {
             return [`the backup's tarball cannot be read for the DeleteItemAction plugins: ${safeErrorMessage(err)}`];
           }
@@ -185,11 +184,9 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
         } catch (err) {
           return [`deleting the backup's objects from ${bucket} failed: ${safeErrorMessage(err)}`];
         }
-      } catch (err) {
-        return [`opening ${bucket} failed: ${safeErrorMessage(err)}`];
-      } finally {
-        handle.release();
-      }
+        return undefined;
+      }).catch((err: unknown) => [`opening ${bucket} failed: ${safeErrorMessage(err)}`]);
+      if (failed !== undefined) return failed;
     }
 
     const errors: string[] = [];
@@ -245,12 +242,8 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
   async function process(d: DeleteBackupRequest): Promise<void> {
     const { namespace = ctx.namespace } = d.metadata;
     const backupName = d.spec.backupName;
-    try {
-      await patchStatus(d, { phase: 'InProgress', errors: null }, d.metadata.resourceVersion);
-    } catch (err) {
-      if (isKubeNotFound(err) || isConflict(err)) return; // changed under us: the next event brings it back
-      throw err;
-    }
+    // Changed under us: the next event brings it back.
+    if (!(await unlessChanged(patchStatus(d, { phase: 'InProgress', errors: null }, d.metadata.resourceVersion)))) return;
     const seen: { backup?: Backup } = {};
     const errors = await attempt(d, seen);
     const imported = seen.backup !== undefined && isVeleroImport(seen.backup);

@@ -17,9 +17,7 @@
 // plain text: it is sealed to the one-time public key the client put in spec.publicKey
 // (auth/sealedLink.ts), and a request without one is refused.
 // Processed requests are deleted when their URL expires.
-import crypto from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
 import {
   DOWNLOAD_TARGET_WORDS,
   RESOURCES,
@@ -39,19 +37,19 @@ import { downloadKey, normalizePrefix } from '../persistence/layout.js';
 import { downloadArtifact } from '../persistence/sealing.js';
 import { isVeleroImport } from '../persistence/veleroBackup.js';
 import { veleroMissingArtifact } from '../persistence/veleroStore.js';
-import type { ObjectStore } from '../plugin/api/index.js';
-import type { PluginHandle } from '../plugin/host/index.js';
 import type { Result } from '../runtime/index.js';
-import { parseListenAddress } from '../util/address.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ActiveRun, type ControllerContext, type ControllerDefinition } from './context.js';
 import { backupRefusal } from './backupRights.js';
-import { encrypts, keyedForBackup } from './keys.js';
-import { backupStoreOn, isVeleroLocation, openObjectStore, resolveLocation } from './locations.js';
+import { encrypts } from '../storage/keys.js';
+import { resolveLocation } from './locations.js';
+import { isVeleroLocation, withBackupStore, type OpenedLocation } from '../storage/open.js';
 import { resolveBackupOf } from './resolveBackup.js';
-import { signs, verifyStoredSignature } from './signatures.js';
+import { signs } from '../storage/signatures.js';
 import { SignatureError } from '../signing/index.js';
-import { stamp } from './runs.js';
+import { stamp } from './run/runs.js';
+import { downloadServerOptions, startDownloadServer, text, type DownloadServer, type DownloadServerOptions, type Handler } from './download/server.js';
+import { createTokenSigner, type DownloadToken } from './download/tokens.js';
 
 const DRS = RESOURCES.DownloadRequest;
 export const DOWNLOAD_PATH = '/download/';
@@ -59,142 +57,6 @@ export const DOWNLOAD_PATH = '/download/';
 export const NO_PUBLIC_KEY =
   'this DownloadRequest has no spec.publicKey, and download links are only given out sealed to the requester\'s key ' +
   '(a plain link in its status could be read by anyone who may get DownloadRequests): use stowage backup download/logs, or set spec.publicKey';
-export const EXPIRED_LINK = 'the download link has expired; run the command again';
-
-// ---- tokens -------------------------------------------------------------------------------------
-
-/**
- * What a /download/<token> URL stands for: one target, and the one object it is stored as. Signed
- * (every field), so the endpoint trusts it without a lookup, and it fetches nothing else.
- */
-export interface DownloadToken {
-  /** Expiry, ms since epoch. */
-  exp: number;
-  /** The DownloadRequest target the link was made for. */
-  kind: DownloadTargetKind;
-  name: string;
-  /** Location name, bucket and key of the object ('' for ServerLog, which is not stored). */
-  loc: string;
-  bucket: string;
-  key: string;
-  /** A run whose live log is served while it runs on this server. */
-  run?: { kind: 'backup' | 'restore'; namespace: string; name: string };
-  /** The encrypted backup whose key opens the object (the target's own, or the restore's): served decrypted. */
-  sealedBy?: { namespace: string; name: string };
-}
-
-/** Why a token is refused, with its HTTP status: 410 for an expired link, 403 for anything else. */
-export interface TokenRefusal {
-  error: string;
-  status: 403 | 410;
-}
-
-export interface TokenSigner {
-  sign(t: DownloadToken): string;
-  /** The token's content, or the reason it is refused. */
-  verify(token: string, now: number): DownloadToken | TokenRefusal;
-}
-
-const isString = (v: unknown): v is string => typeof v === 'string' && v !== '';
-
-export function createTokenSigner(secret: Buffer = crypto.randomBytes(32)): TokenSigner {
-  const mac = (data: string): string => crypto.createHmac('sha256', secret).update(data).digest('base64url');
-  return {
-    sign(t) {
-      const body = Buffer.from(JSON.stringify(t)).toString('base64url');
-      return `${body}.${mac(body)}`;
-    },
-    verify(token, now) {
-      const malformed: TokenRefusal = { error: 'malformed download token', status: 403 };
-      const dot = token.indexOf('.');
-      if (dot <= 0) return malformed;
-      const body = token.slice(0, dot);
-      const sig = Buffer.from(token.slice(dot + 1));
-      const want = Buffer.from(mac(body));
-      if (sig.length !== want.length || !crypto.timingSafeEqual(sig, want)) {
-        return { error: 'invalid download token (it was issued by another server process, or altered)', status: 403 };
-      }
-      let t: Partial<DownloadToken>;
-      try {
-        t = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as Partial<DownloadToken>;
-      } catch {
-        return malformed;
-      }
-      // Signed by this process, so well-formed; checked anyway, since what it names is served.
-      if (typeof t.exp !== 'number' || !isString(t.kind) || !isString(t.name)) return malformed;
-      if (t.kind !== 'ServerLog' && (!isString(t.loc) || !isString(t.bucket) || !isString(t.key))) return malformed;
-      if (t.exp <= now) return { error: EXPIRED_LINK, status: 410 };
-      return t as DownloadToken;
-    },
-  };
-}
-
-// ---- the endpoint -------------------------------------------------------------------------------
-
-export interface DownloadServerOptions {
-  /** Listen address (`:8086`, `127.0.0.1:0`). */
-  address: string;
-  /** Base URL clients use (e.g. behind a Service); default from the bound address or POD_IP. */
-  publicURL?: string;
-}
-
-/** From --download-address and --download-url; unset, a pod listens on :8086 (for a port-forward), anything else on a free loopback port. */
-export function downloadServerOptions(config: { downloadAddress: string; downloadUrl: string }, env: NodeJS.ProcessEnv = process.env): DownloadServerOptions {
-  const inCluster = env.KUBERNETES_SERVICE_HOST !== undefined && env.KUBERNETES_SERVICE_HOST !== '';
-  const opts: DownloadServerOptions = { address: config.downloadAddress || (inCluster ? ':8086' : '127.0.0.1:0') };
-  if (config.downloadUrl !== '') opts.publicURL = config.downloadUrl;
-  return opts;
-}
-
-/** The URL base clients get for a server bound to host:port. Pure. */
-export function baseURLFor(boundHost: string, port: number, publicURL: string | undefined, podIP: string | undefined): string {
-  if (publicURL !== undefined && publicURL !== '') return publicURL.replace(/\/+$/, '');
-  const wildcard = boundHost === '' || boundHost === '0.0.0.0' || boundHost === '::';
-  const host = wildcard ? (podIP !== undefined && podIP !== '' ? podIP : '127.0.0.1') : boundHost;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-}
-
-interface DownloadServer {
-  baseURL: string;
-  close(): Promise<void>;
-}
-
-type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
-
-async function startDownloadServer(opts: DownloadServerOptions, handler: Handler): Promise<DownloadServer> {
-  const { host, port } = parseListenAddress(opts.address, 'download address');
-  const server = http.createServer((req, res) => {
-    handler(req, res).catch((err: unknown) => {
-      // Once the body has begun, an error must not read as its end: the connection is cut instead.
-      if (res.headersSent) {
-        res.destroy(err instanceof Error ? err : new Error(String(err)));
-        return;
-      }
-      res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end(`download failed: ${safeErrorMessage(err)}\n`);
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  // Never the reason the process stays alive.
-  server.unref();
-  const addr = server.address() as AddressInfo;
-  return {
-    baseURL: baseURLFor(host ?? '', addr.port, opts.publicURL, process.env.POD_IP),
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
-function text(res: http.ServerResponse, status: number, body: string): void {
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
-  res.end(`${body}\n`);
-}
-
 // ---- the controller -----------------------------------------------------------------------------
 
 /** A target (or token) for an object in storage, not the server's own log. */
@@ -277,9 +139,7 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     }
     // The store holds ciphertext: this server decrypts it as it serves it, and no store URL is signed.
     if (backup.status?.encryption !== undefined || encrypts(bsl)) return ownURL({ ...object, sealedBy: { namespace, name: backup.metadata.name } }, exp);
-    const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: 'download-request' });
-    try {
-      const store = await openObjectStore(ctx, handle, bsl);
+    const signedURL = await withBackupStore(ctx, bsl, { kind: 'controller', namespace: ctx.namespace, name: 'download-request' }, async ({ objectStore: store }) => {
       try {
         const signed = keys.length > 1 && !(await store.objectExists(bucket, key)) ? (keys[1] ?? key) : key;
         const url = await store.createSignedURL(bucket, signed, Math.max(1, Math.ceil((exp - ctx.clock.now().getTime()) / 1000)));
@@ -287,19 +147,17 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
       } catch (err) {
         ctx.logger.debug(`location ${bsl.metadata.name} cannot sign URLs (${errorMessage(err)}); serving the download itself`);
       }
-    } finally {
-      handle.release();
-    }
-    return ownURL(object, exp);
+      return undefined;
+    });
+    return signedURL ?? ownURL(object, exp);
   }
 
   /** The object's bytes decrypted (and authenticated as they are read) with its backup's key. */
   async function opened(
-    t: DownloadToken & { kind: StoredDownloadTargetKind }, by: { namespace: string; name: string }, bsl: BackupStorageLocation, objectStore: ObjectStore, handle: PluginHandle, body: AsyncIterable<Uint8Array>,
+    t: DownloadToken & { kind: StoredDownloadTargetKind }, by: { namespace: string; name: string }, location: OpenedLocation, body: AsyncIterable<Uint8Array>,
   ): Promise<AsyncIterable<Uint8Array>> {
     const backup = await ctx.client.get<Backup>(RESOURCES.Backup, by.namespace, by.name);
-    const keyed = await keyedForBackup(ctx, handle, bsl, backupStoreOn(objectStore, bsl), backup);
-    return keyed.open(downloadArtifact(t.kind, t.name), body);
+    return (await location.keyedFor(backup)).open(downloadArtifact(t.kind, t.name), body);
   }
 
   async function serveObject(t: DownloadToken & { kind: StoredDownloadTargetKind }, res: http.ServerResponse): Promise<void> {
@@ -315,9 +173,8 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
       text(res, 410, `backup storage location "${t.loc}" has moved to another bucket or prefix since this link was made; run the command again`);
       return;
     }
-    const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: 'download' });
-    try {
-      const store = await openObjectStore(ctx, handle, bsl);
+    await withBackupStore(ctx, bsl, { kind: 'controller', namespace: ctx.namespace, name: 'download' }, async (location) => {
+      const store = location.objectStore;
       let it: AsyncIterator<Uint8Array>;
       let next: IteratorResult<Uint8Array>;
       try {
@@ -326,7 +183,7 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
           if (older === undefined || !isStoreNotFound(err)) throw err;
           return store.getObject(t.bucket, older);
         });
-        if (t.sealedBy !== undefined) body = await opened(t, t.sealedBy, bsl, store, handle, body);
+        if (t.sealedBy !== undefined) body = await opened(t, t.sealedBy, location, body);
         // The first bytes are read before the status line, so a key or a first chunk that fails is a 500 that says why.
         it = body[Symbol.asyncIterator]();
         next = await it.next();
@@ -347,9 +204,7 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
         next = await it.next();
       }
       res.end();
-    } finally {
-      handle.release();
-    }
+    });
   }
 
   async function serveLive(run: ActiveRun, follow: boolean, res: http.ServerResponse): Promise<void> {
@@ -433,16 +288,12 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     if (target.kind !== 'BackupContents' && target.kind !== 'BackupManifest' && target.kind !== 'BackupResourceList') return undefined;
     const bsl = location(backup.spec.storageLocation);
     if (!signs(bsl)) return undefined;
-    const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: 'download-request' });
     try {
-      const store = await keyedForBackup(ctx, handle, bsl, backupStoreOn(await openObjectStore(ctx, handle, bsl), bsl), backup);
-      await verifyStoredSignature(ctx, bsl, store, backup.metadata.name);
+      await withBackupStore(ctx, bsl, { kind: 'controller', namespace: ctx.namespace, name: 'download-request' }, (o) => o.verifiedFor(backup));
       return undefined;
     } catch (err) {
       if (err instanceof SignatureError) return `the signature of backup "${backup.metadata.name}" does not hold: ${err.message}`;
       throw err;
-    } finally {
-      handle.release();
     }
   }
 

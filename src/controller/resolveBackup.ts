@@ -3,7 +3,7 @@
 import { ANNOTATION_SYNCED_FROM, LABEL_SCHEDULE_NAME, labelValue, type Backup, type Restore } from '../apis/v1/index.js';
 import type { ControllerContext } from './context.js';
 import { resolveLocation } from './locations.js';
-import { labelsTrusted } from './signatures.js';
+import { labelsTrusted } from '../storage/signatures.js';
 
 /**
  * The newest Completed backup of `schedule` among `backups` (one namespace's), by start time.
@@ -11,7 +11,7 @@ import { labelsTrusted } from './signatures.js';
  * characters is shortened there (labelValue), so it is here too. Only Completed counts, as in
  * Velero: a restore from a schedule is unattended, and a PartiallyFailed backup lacks items an
  * older Completed one may hold; such a backup can still be restored by naming it. `trusted`
- * leaves out backups whose labels cannot be believed (controller/signatures.ts labelsTrusted).
+ * leaves out backups whose labels cannot be believed (storage/signatures.ts labelsTrusted).
  */
 export function latestBackupOfSchedule(backups: readonly Backup[], schedule: string, trusted: (b: Backup) => boolean = () => true): Backup | undefined {
   const label = labelValue(schedule);

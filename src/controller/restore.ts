@@ -1,5 +1,5 @@
 // The Restore controller: validates a Restore (every reason listed; its backup by resolveBackup),
-// then runs it through the shared run lifecycle (lifecycle.ts) with the restore engine, reading the
+// then runs it through the shared run lifecycle (run/lifecycle.ts) with the restore engine, reading the
 // backup through its location: the restore's results (with every item's outcome, which is what a
 // dry run reports), resource list and log under restores/<r>/, and phase, progress, summary,
 // counts and events. A backup in a Velero location (veleroRestore.ts) is restored without a manifest,
@@ -16,25 +16,27 @@ import { recordRestoreOutcome } from '../metrics/index.js';
 import { normalizePrefix, restoreKeys, unstorableKeys } from '../persistence/layout.js';
 import { backupUseRefusal, type Authority, type HeldResources } from '../auth/index.js';
 import {
-  checkTargetNamespaces, inStowageForm, newRestoreRequest, resolveRestoreItemActions, runRestore, sourcesOfResourceList, targetsOfResourceList, type RestoreResult, type TargetNamespace,
+  checkTargetNamespaces, inStowageForm, newRestoreRequest, resolveRestoreItemActions, runRestore, sourcesOfResourceList, targetsOfResourceList, type RestoreRequest, type RestoreResult, type TargetNamespace,
 } from '../restore/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
-import { restoreSpecErrors } from '../util/specValidation.js';
-import { keyedForBackup, unencryptedRefusal } from './keys.js';
+import { restoreSpecErrors } from '../selection/specErrors.js';
+import { keyedForBackup, unencryptedRefusal } from '../storage/keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
 import { noManifestWarning, noteNoManifest, veleroRestoreStatus } from './veleroRestore.js';
 import type { BackupStore } from '../persistence/backupStore.js';
-import { isVeleroLocation, locationProblem, readStoredResourceList, resolveLocation, waitForLocation, writeRefusal, type LocationProblem } from './locations.js';
-import { cancelBeforeStart, cancelRequested, cancelWatch } from './cancel.js';
-import { failValidation, runLifecycle } from './lifecycle.js';
+import { locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './locations.js';
+import { isVeleroLocation, readStoredResourceList, writeRefusal } from '../storage/open.js';
+import { cancelBeforeStart, cancelRequested, cancelWatch } from './run/cancel.js';
+import { failValidation, runLifecycle } from './run/lifecycle.js';
 import { resolveBackupOf } from './resolveBackup.js';
 import { loadRestoreTransforms, type RestoreTransforms } from './restoreTransforms.js';
-import { restoreScope } from './runScope.js';
-import { createRunSlots, takeSlot } from './runSlots.js';
-import { createWebhookHold } from './webhookHold.js';
-import { scheduleMismatch, verifyStoredSignature } from './signatures.js';
-import { failStaleRun } from './staleRuns.js';
+import { restoreScope } from './run/scope.js';
+import { createRunSlots, takeSlot } from './run/slots.js';
+import { createWebhookHold } from './run/webhookHold.js';
+import { scheduleMismatch, verifyStoredSignature } from '../storage/signatures.js';
+import { failStaleRun } from './run/staleRuns.js';
+import { statusPatch } from './run/patch.js';
 
 const RESTORES = RESOURCES.Restore;
 /**
@@ -107,12 +109,12 @@ const SOURCE_HOLDER = 'what it would restore';
  * by the engine from its plan, still before any write.
  */
 export async function restoreRights(
-  ctx: ControllerContext, r: Restore, backup: Backup, location: BackupStorageLocation, authority: Authority,
+  ctx: ControllerContext, req: RestoreRequest, location: BackupStorageLocation, authority: Authority,
 ): Promise<Rights | { errors: string[] }> {
+  const { restore: r, backup } = req;
   if (authority.mode === 'cluster-admin') return { authority, logLine: `acting with ${authority.describe}` };
   const reviewer = authority.reviewer;
   const acting = `acting with the rights of ${authority.describe} (trust mode requester): every read and write of the cluster is made as them`;
-  const req = newRestoreRequest(r, backup, { priorities: ctx.config.restoreResourcePriorities });
   let targets: TargetNamespace[] | undefined;
   let sources: HeldResources | undefined;
   let why = "the backup's resource list is not in Stowage's form";
@@ -151,9 +153,9 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
   // Validation reads backups and locations from the shared caches.
   const backups = ctx.informer<Backup>('Backup');
   const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation');
-  // Trust mode requester: no run starts while the admission webhook is not in effect (webhookHold.ts).
+  // Trust mode requester: no run starts while the admission webhook is not in effect (run/webhookHold.ts).
   const hold = createWebhookHold(ctx, 'restore', RESTORES);
-  // Restores writing to disjoint namespaces run at once, up to --concurrent-restores (runSlots.ts).
+  // Restores writing to disjoint namespaces run at once, up to --concurrent-restores (run/slots.ts).
   const slots = createRunSlots({
     kind: 'restore', limit: Math.max(1, ctx.config.concurrentRestores), flag: '--concurrent-restores',
     stillWaiting: (key) => (informer.get(key)?.status?.phase ?? 'New') === 'New',
@@ -161,12 +163,13 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
 
   const patchStatus = (r: Restore, status: Partial<Record<keyof RestoreStatus, unknown>>, resourceVersion?: string): Promise<Restore> =>
     ctx.client.patchStatus<Restore>(RESTORES, r.metadata.namespace, r.metadata.name,
-      resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status });
+      statusPatch(status, resourceVersion));
 
   const refuse = (r: Restore, errors: string[]): Promise<void> =>
     failValidation(ctx, 'restore', RESTORES, r, errors, () => recordRestoreOutcome(ctx.metrics, { schedule: '', phase: 'FailedValidation' }));
 
-  function execute(r: Restore, backup: Backup, location: BackupStorageLocation, rights: Rights, transforms: RestoreTransforms, signal: AbortSignal): Promise<void> {
+  function execute(req: RestoreRequest, location: BackupStorageLocation, rights: Rights, transforms: RestoreTransforms, signal: AbortSignal): Promise<void> {
+    const { restore: r, backup } = req;
     const name = r.metadata.name;
     const schedule = backup.metadata.labels?.[LABEL_SCHEDULE_NAME] ?? '';
     const dryRun = r.spec.dryRun === true;
@@ -187,7 +190,6 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         env.log.info(rights.logLine);
         if (transforms.logLine !== undefined) env.log.info(transforms.logLine);
         const actions = await resolveRestoreItemActions(env.handle.restoreItemActions().map((a) => ({ name: a.name, action: a })));
-        const req = newRestoreRequest(r, backup, { priorities: ctx.config.restoreResourcePriorities });
         if (velero) env.log.warn(noManifestWarning(backup.metadata.name));
         const result = await runRestore({
           // The requester's impersonating client in trust mode "requester": the API server's RBAC and admission decide each item.
@@ -290,12 +292,14 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
         const slot = await takeSlot(ctx, slots, 'restore', RESTORES, r, key, restoreScope(r.spec, v.backup.spec));
         if (slot === undefined) return; // queued: woken when what it waits for ends
         try {
-          const rights = await restoreRights(ctx, r, v.backup, v.location, authority);
+          // Built once: the rights check and the run read the same request.
+          const req = newRestoreRequest(r, v.backup, { priorities: ctx.config.restoreResourcePriorities });
+          const rights = await restoreRights(ctx, req, v.location, authority);
           if ('errors' in rights || 'errors' in transforms) {
             await refuse(r, [...('errors' in rights ? rights.errors : []), ...transformErrors]);
             return;
           }
-          await execute(r, v.backup, v.location, rights, transforms, rc.signal);
+          await execute(req, v.location, rights, transforms, rc.signal);
         } finally {
           slot.release();
         }

@@ -19,11 +19,12 @@ import {
   type BackupStorageLocation,
   type Restore,
 } from '../apis/v1/index.js';
-import { isConflict, isNotFound } from '../kube/index.js';
 import type { Result } from '../runtime/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
-import { isReadOnly, isVeleroLocation, openBackupStore, resolveLocation } from './locations.js';
+import { resolveLocation } from './locations.js';
+import { isReadOnly, isVeleroLocation, withBackupStore } from '../storage/open.js';
+import { changedMeanwhile } from './run/patch.js';
 
 const RESTORES = RESOURCES.Restore;
 
@@ -67,20 +68,14 @@ export function restoreArtifactsController(ctx: ControllerContext): ControllerDe
         metadata: { resourceVersion: r.metadata.resourceVersion, finalizers: finalizers.length > 0 ? finalizers : null },
       }, 'merge');
     } catch (err) {
-      if (isConflict(err) || isNotFound(err)) return;
+      if (changedMeanwhile(err)) return;
       throw err;
     }
   }
 
   async function deleteArtifacts(r: Restore, location: BackupStorageLocation): Promise<void> {
     const ns = r.metadata.namespace ?? ctx.namespace;
-    const handle = ctx.plugins.handle({ kind: 'controller', namespace: ns, name: `restore-artifacts/${r.metadata.name}` });
-    try {
-      const store = await openBackupStore(ctx, handle, location);
-      await store.deleteRestore(r.metadata.name);
-    } finally {
-      handle.release();
-    }
+    await withBackupStore(ctx, location, { kind: 'controller', namespace: ns, name: `restore-artifacts/${r.metadata.name}` }, ({ store }) => store.deleteRestore(r.metadata.name));
   }
 
   async function reconcile(key: string): Promise<Result> {

@@ -12,7 +12,7 @@ import {
   mappingConfigOf, parseResourceModifiers, PLUGIN_CONFIG_LABELS, type ConfigMapLike, type MappingConfig, type ResourceModifiers,
 } from '../restore/index.js';
 import { safeErrorMessage } from '../util/errors.js';
-import { resourceModifierRefErrors } from '../util/specValidation.js';
+import { resourceModifierRefErrors } from '../selection/specErrors.js';
 import type { ControllerContext } from './context.js';
 
 export interface RestoreTransforms {
@@ -22,7 +22,7 @@ export interface RestoreTransforms {
   logLine: string | undefined;
 }
 
-export { resourceModifierRefErrors } from '../util/specValidation.js';
+export { resourceModifierRefErrors } from '../selection/specErrors.js';
 
 async function readModifiers(r: Restore, namespace: string, authority: Authority): Promise<{ modifiers: ResourceModifiers } | { errors: string[] }> {
   const name = r.spec.resourceModifier?.name ?? '';

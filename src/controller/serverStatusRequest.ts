@@ -5,7 +5,7 @@ import { isNotFound } from '../kube/index.js';
 import type { Result } from '../runtime/index.js';
 import { splitKey } from '../runtime/index.js';
 import type { ControllerContext, ControllerDefinition } from './context.js';
-import { stamp } from './runs.js';
+import { stamp } from './run/runs.js';
 
 const SSRS = RESOURCES.ServerStatusRequest;
 /** Processed requests are deleted this long after they were processed. */

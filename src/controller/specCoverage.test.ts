@@ -17,11 +17,11 @@ import type { KubeObject } from '../kube/index.js';
 import { newRestoreRequest } from '../restore/index.js';
 import type { Informer } from '../runtime/index.js';
 import { fixedClock } from '../util/clock.js';
-import { SPEC_LIST_CAPS } from '../util/filters.js';
+import { SPEC_LIST_CAPS } from '../selection/filters.js';
 import { validateBackup } from './backup.js';
 import type { ControllerContext } from './context.js';
 import { validateRestore } from './restore.js';
-import { backupFromSchedule, validateSchedule } from './schedule.js';
+import { backupFromSchedule, validateSchedule } from '../schedule/plan.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -29,7 +29,7 @@ type Row = { refused: true } | { honouredBy: readonly string[] };
 const refused: Row = { refused: true };
 const by = (...files: string[]): Row => ({ honouredBy: files });
 
-const SELECTOR = 'src/util/labels.test.ts';
+const SELECTOR = 'src/selection/labels.test.ts';
 /** A label selector's fields, under `at` (labelSelector, orLabelSelectors[]). */
 function selectorRows(at: string): Record<string, Row> {
   return {
@@ -42,8 +42,8 @@ function selectorRows(at: string): Record<string, Row> {
 }
 
 // Item selection (issue 21): the scope-specific resource lists and name patterns, on Backup and Restore alike.
-const SCOPED = 'src/util/scopedResources.test.ts';
-const NAMES = 'src/util/names.test.ts';
+const SCOPED = 'src/selection/scopedResources.test.ts';
+const NAMES = 'src/selection/names.test.ts';
 const SELECTION = 'test/controller/selection.test.ts';
 const SELECTION_ROWS: Record<string, Row> = {
   'spec.includedClusterScopedResources': by(SELECTION, SCOPED),
@@ -56,7 +56,7 @@ const SELECTION_ROWS: Record<string, Row> = {
 
 const BACKUP_ROWS: Record<string, Row> = {
   'spec.includedNamespaces': by('test/controller/backup.test.ts', 'src/backup/request.test.ts'),
-  'spec.excludedNamespaces': by('src/backup/request.test.ts', 'src/util/filters.test.ts'),
+  'spec.excludedNamespaces': by('src/backup/request.test.ts', 'src/selection/filters.test.ts'),
   'spec.includedResources': by('test/backup/backup.test.ts', 'src/backup/request.test.ts'),
   'spec.excludedResources': by('test/backup/backup.test.ts', 'src/backup/request.test.ts'),
   'spec.includeClusterResources': by('test/backup/backup.test.ts', 'src/backup/request.test.ts'),
@@ -64,7 +64,7 @@ const BACKUP_ROWS: Record<string, Row> = {
   ...selectorRows('spec.labelSelector'),
   'spec.orLabelSelectors': by('test/backup/backup.test.ts', 'src/backup/request.test.ts'),
   ...selectorRows('spec.orLabelSelectors[]'),
-  'spec.ttl': by('test/lifecycle/deletion.test.ts', 'test/lifecycle/retention.test.ts', 'src/controller/gc.test.ts'),
+  'spec.ttl': by('test/lifecycle/deletion.test.ts', 'test/lifecycle/retention.test.ts', 'src/schedule/gc.test.ts'),
   'spec.storageLocation': by('test/controller/backup.test.ts', 'test/lifecycle/disasterRecovery.test.ts'),
   'spec.orderedResources': by('src/backup/request.test.ts'),
   // Implemented with issue 17's discovery work (part 1), whose tests are in discovery.test.ts.
@@ -119,21 +119,21 @@ const RESTORE_ROWS: Record<string, Row> = {
 };
 
 const SCHEDULE_ROWS: Record<string, Row> = {
-  'spec.schedule': by('src/controller/schedule.test.ts', 'test/lifecycle/schedule.test.ts'),
+  'spec.schedule': by('src/schedule/plan.test.ts', 'test/lifecycle/schedule.test.ts'),
   // The template is the Backup spec, copied whole into each Backup (proved below): each of its
   // fields is honoured or refused exactly as the Backup's is.
-  'spec.template': by('src/controller/schedule.test.ts', 'test/lifecycle/schedule.test.ts'),
+  'spec.template': by('src/schedule/plan.test.ts', 'test/lifecycle/schedule.test.ts'),
   // But cancel: the template does not declare it (a backup is not created canceled), so there it
   // is an unknown field, refused by name (proved below).
   ...Object.fromEntries(Object.entries(BACKUP_ROWS).filter(([p]) => p !== 'spec.cancel').map(([p, row]) => [p.replace(/^spec\./, 'spec.template.'), row])),
-  'spec.paused': by('src/controller/schedule.test.ts', 'test/lifecycle/schedule.test.ts'),
-  'spec.skipImmediately': by('src/controller/schedule.test.ts', 'test/lifecycle/schedule.test.ts'),
-  'spec.useOwnerReferencesInBackup': by('src/controller/schedule.test.ts'),
-  'spec.keepLast': by('src/util/retention.test.ts', 'src/controller/gc.test.ts'),
-  'spec.keepHourly': by('src/util/retention.test.ts'),
-  'spec.keepDaily': by('src/util/retention.test.ts', 'test/lifecycle/retention.test.ts'),
-  'spec.keepWeekly': by('src/util/retention.test.ts', 'test/lifecycle/retention.test.ts'),
-  'spec.keepMonthly': by('src/util/retention.test.ts', 'test/lifecycle/retention.test.ts'),
+  'spec.paused': by('src/schedule/plan.test.ts', 'test/lifecycle/schedule.test.ts'),
+  'spec.skipImmediately': by('src/schedule/plan.test.ts', 'test/lifecycle/schedule.test.ts'),
+  'spec.useOwnerReferencesInBackup': by('src/schedule/plan.test.ts'),
+  'spec.keepLast': by('src/schedule/retention.test.ts', 'src/schedule/gc.test.ts'),
+  'spec.keepHourly': by('src/schedule/retention.test.ts'),
+  'spec.keepDaily': by('src/schedule/retention.test.ts', 'test/lifecycle/retention.test.ts'),
+  'spec.keepWeekly': by('src/schedule/retention.test.ts', 'test/lifecycle/retention.test.ts'),
+  'spec.keepMonthly': by('src/schedule/retention.test.ts', 'test/lifecycle/retention.test.ts'),
 };
 
 /** Every field path the schema declares: `spec.a.b`, `spec.list[].field`. Map keys and free-form objects are values, not fields. */

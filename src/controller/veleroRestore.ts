@@ -28,7 +28,7 @@ function flatten(s: ScopedMessages): string[] {
 
 /**
  * The status fields of a restore from a location Stowage does not write (a Velero or ReadOnly one,
- * `refusal` says which: locations.ts writeRefusal): where its artifacts are instead, and its messages.
+ * `refusal` says which: storage/open.ts writeRefusal): where its artifacts are instead, and its messages.
  */
 export function veleroRestoreStatus(refusal: string, backup: string, run: string, results: RunResults | undefined): Pick<RestoreStatus, 'artifactsNotUploaded' | 'messages'> {
   return {

@@ -7,8 +7,8 @@ import type { ArchiveObject, ItemIdentity, SpilledItem } from '../archive/index.
 import { spilledPath, splitGroupResource, versionOfApiVersion } from '../archive/index.js';
 import { servedVersions, type ApiResource, type ResourceRef } from '../kube/index.js';
 import type { KubeObject } from '../plugin/api/index.js';
-import type { ResourceLike } from '../util/filters.js';
-import { anyLabelSelectorMatches } from '../util/labels.js';
+import type { ResourceLike } from '../selection/filters.js';
+import { anyLabelSelectorMatches } from '../selection/labels.js';
 import { boundServiceAccounts, clusterReferences, GR } from '../util/references.js';
 import { neverRestoredReason } from './kinds.js';
 import { displayName, isRecord, recordAt } from './objects.js';

@@ -2,7 +2,7 @@
 // order; then every other resource alphabetically, one tier each; then the low-priority tail (the
 // entries after "-"), in order. Items of one tier are created in parallel; tiers run one after another.
 import type { RestorePriorities } from '../config/config.js';
-import { parseGroupResource, resourceEntryMatches, type ResourceLike } from '../util/filters.js';
+import { parseGroupResource, resourceEntryMatches, type ResourceLike } from '../selection/filters.js';
 
 export interface RestoreTier {
   /** The priority entry that formed the tier, or the group-resource for the alphabetical middle. */

@@ -3,18 +3,9 @@
 import type { Backup, LabelSelector, Restore, RestoreProgress, RestoreSummary } from '../apis/v1/index.js';
 import { DEFAULT_RESTORE_PRIORITIES, type RestorePriorities } from '../config/config.js';
 import { emptyResults, type RunResults } from '../persistence/results.js';
-import {
-  includesClusterScoped,
-  namespaceFilter,
-  resourceFilter,
-  type IncludesExcludes,
-  type NamespaceFilter,
-  type ResourceFilter,
-  type ResourceLike,
-} from '../util/filters.js';
-import { isEmptyLabelSelector } from '../util/labels.js';
-import { nameFilter, type NameFilter } from '../util/names.js';
-import { refusesClusterScoped, specResourceFilter } from '../util/scopedResources.js';
+import { compileSelection } from '../selection/compile.js';
+import { resourceFilter, type IncludesExcludes, type NamespaceFilter, type ResourceFilter, type ResourceLike } from '../selection/filters.js';
+import type { NameFilter } from '../selection/names.js';
 
 /** What happened to one item (for a dry run: what would happen). */
 export type ItemAction = 'created' | 'updated' | 'skipped' | 'failed';
@@ -40,9 +31,9 @@ export interface RestoreRequest {
   readonly backup: Backup;
   readonly dryRun: boolean;
   readonly namespaces: NamespaceFilter;
-  /** includedResources/excludedResources, or Velero's scope-specific lists (util/scopedResources.ts). */
+  /** includedResources/excludedResources, or Velero's scope-specific lists (selection/scopedResources.ts). */
   readonly resources: ResourceFilter;
-  /** includedNames/excludedNames (util/names.ts), matched against the names in the backup. */
+  /** includedNames/excludedNames (selection/names.ts), matched against the names in the backup. */
   readonly names: NameFilter;
   /** Whether cluster-scoped items are restored in full (with the scope-specific lists: those the resource filter takes). */
   readonly includeClusterScoped: boolean;
@@ -75,29 +66,18 @@ export interface RestoreRequestOptions {
 
 export function newRestoreRequest(restore: Restore, backup: Backup, opts: RestoreRequestOptions = {}): RestoreRequest {
   const spec = restore.spec;
-  const namespaces = namespaceFilter(spec.includedNamespaces, spec.excludedNamespaces);
-  const ors = (spec.orLabelSelectors ?? []).filter((s) => !isEmptyLabelSelector(s));
-  // An empty selector among the OR-ed ones selects everything.
-  const orMatchesAll = (spec.orLabelSelectors ?? []).length > 0 && ors.length < (spec.orLabelSelectors ?? []).length;
-  const selectors = orMatchesAll
-    ? []
-    : ors.length > 0
-      ? ors
-      : spec.labelSelector !== undefined && !isEmptyLabelSelector(spec.labelSelector)
-        ? [spec.labelSelector]
-        : [];
+  const selection = compileSelection(spec);
   const rs = spec.restoreStatus;
-  const resources = specResourceFilter(spec, namespaces);
   return {
     restore,
     backup,
     dryRun: spec.dryRun === true,
-    namespaces,
-    resources,
-    names: nameFilter(spec.includedNames, spec.excludedNames),
-    includeClusterScoped: resources.style === 'scoped' || includesClusterScoped(spec.includeClusterResources, namespaces),
-    includeRelatedClusterScoped: !refusesClusterScoped(spec),
-    selectors,
+    namespaces: selection.namespaces,
+    resources: selection.resources,
+    names: selection.names,
+    includeClusterScoped: selection.clusterScopedInFull,
+    includeRelatedClusterScoped: selection.relatedClusterScoped,
+    selectors: selection.labelSelectors,
     namespaceMapping: new Map(Object.entries(spec.namespaceMapping ?? {})),
     existingResourcePolicy: spec.existingResourcePolicy ?? 'none',
     // restoreStatus set with no includes selects nothing (as in Velero): status is opt-in per resource.

@@ -26,7 +26,7 @@ import type { KubeObject } from '../plugin/api/index.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { mapLimitSettled } from '../util/concurrency.js';
 import { errorMessage, sanitizeMessage } from '../util/errors.js';
-import { selectionLogFields } from '../util/selection.js';
+import { selectionLogFields } from '../selection/validate.js';
 import { actionMatcher, resolveRestoreItemActions, type ActionMatcher, type ResolvedRestoreItemAction } from './actions/selector.js';
 import { BUILTIN_RESTORE_ITEM_ACTIONS } from './actions/index.js';
 import { mappingActions, type MappingConfig } from './actions/mappings.js';

@@ -6,7 +6,7 @@
 // decide on each impersonated write: no per-item review is made here.
 import type { AccessReviewer, HeldResources } from '../auth/index.js';
 import { mapLimit } from '../util/concurrency.js';
-import { parseGroupResource } from '../util/filters.js';
+import { parseGroupResource } from '../selection/filters.js';
 import type { ResourceList } from '../persistence/results.js';
 import { neverRestoredReason } from './kinds.js';
 import { targetNamespace, type RestoreRequest } from './request.js';

@@ -4,5 +4,3 @@ export * from './clock.js';
 export * from './concurrency.js';
 export * from './duration.js';
 export * from './errors.js';
-export * from './filters.js';
-export * from './labels.js';

@@ -3,7 +3,7 @@
 // Backup in the namespace with the server's client: the object the API server returns carries a
 // seal made with this server's key only if the configuration exists, selects the namespace and
 // reaches a replica holding the key. Nothing is stored. While the probe fails, runs are held
-// (controller/webhookHold.ts): a stamp written now may not be the webhook's, and a requester
+// (controller/run/webhookHold.ts): a stamp written now may not be the webhook's, and a requester
 // check that cannot tell is no check.
 import type winston from 'winston';
 import { RESOURCES, newBackup } from '../apis/v1/index.js';

@@ -1,5 +1,5 @@
 // A SIGKILL of the real server at each commit point of a backup (the test-only fault hook
-// STOWAGE_FAULT_CRASH_AT, src/controller/faults.ts), then a restart on the same scratch directory:
+// STOWAGE_FAULT_CRASH_AT, src/controller/run/faults.ts), then a restart on the same scratch directory:
 // the cluster and the bucket agree every time. The Backup is Completed exactly when its
 // stowage-backup.json is written, and then as that file records; a Completed backup restores; a
 // Failed one has no marker; backup sync neither brings a Failed one back nor changes a Completed
@@ -13,7 +13,7 @@ import { describe, inject, it } from 'vitest';
 import {
   ANNOTATION_SYNCED_FROM, RESOURCES, newBackup, newRestore, type Backup, type BackupStorageLocation, type Restore,
 } from '../../src/apis/v1/index.js';
-import { CRASH_AT_ENV, CRASH_POINTS, type CrashPoint } from '../../src/controller/faults.js';
+import { CRASH_AT_ENV, CRASH_POINTS, type CrashPoint } from '../../src/controller/run/faults.js';
 import { isNotFound } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   RESOURCES, newBackup, newRestore, type Backup, type BackupStorageLocation, type Restore,
 } from '../../src/apis/v1/index.js';
-import { CRASH_AT_ENV } from '../../src/controller/faults.js';
+import { CRASH_AT_ENV } from '../../src/controller/run/faults.js';
 import { CORE, isNotFound, type DynamicClient } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';

@@ -1,4 +1,4 @@
-// The run lifecycle (controller/lifecycle.ts) end to end, against `stowage server` as a child
+// The run lifecycle (controller/run/lifecycle.ts) end to end, against `stowage server` as a child
 // process and a real apiserver: one set of counts everywhere, a full run-log disk that ends the run
 // Failed (not InProgress) without stopping the server, and restores from a schedule whose name is
 // over 63 characters, which record the backup they picked.
@@ -10,7 +10,7 @@ import {
   RESOURCES, newBackup, newDownloadRequest, newRestore, newSchedule, type Backup, type BackupSpec, type DownloadRequest, type Restore, type RestoreSpec,
 } from '../../src/apis/v1/index.js';
 import { createLinkKey, sealContext } from '../../src/auth/index.js';
-import { backupFromSchedule } from '../../src/controller/schedule.js';
+import { backupFromSchedule } from '../../src/schedule/plan.js';
 import type { DynamicClient } from '../../src/kube/index.js';
 import { runCli } from '../cli/helpers.js';
 import { uniqueName, waitUntil } from '../support/kube.js';

@@ -1,7 +1,7 @@
 // A crashed run's log loses no line written more than 100 ms before the crash. A process writes a
 // run log through the real run logger (the built dist/logging), printing each line's number and
 // time as it logs it; it is SIGKILLed at a random point, 20 times. Each time the log left on disk
-// is salvaged the way a restarted server does (salvageLocalRunLog, staleRuns.ts), and every line
+// is salvaged the way a restarted server does (salvageLocalRunLog, controller/run/staleRuns.ts), and every line
 // logged more than 100 ms before the kill must be in it. The figures are printed: lines lost
 // (younger than 100 ms, allowed) and what the gzip file alone would have kept.
 import { spawn } from 'node:child_process';

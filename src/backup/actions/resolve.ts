@@ -1,8 +1,8 @@
 // Item actions with their AppliesTo resolved once per run into a matcher.
 import type { ApiResource } from '../../kube/index.js';
 import type { BackupItemAction, KubeObject, ResourceIdentifier } from '../../plugin/api/index.js';
-import { namespaceFilter, resourceFilter } from '../../util/filters.js';
-import { labelSelectorMatches, parseLabelSelector, type Labels } from '../../util/labels.js';
+import { namespaceFilter, resourceFilter } from '../../selection/filters.js';
+import { labelSelectorMatches, parseLabelSelector, type Labels } from '../../selection/labels.js';
 import type { Dependency } from './dependency.js';
 
 export interface NamedBackupItemAction {

@@ -32,7 +32,7 @@ import { describeRunHeader } from './common.js';
 import { eventsSection, filtersSection, messagesSection, metadataSection, progressText, selectorText, type ScopedMessages } from './describe.js';
 import { download, HttpStatusError, readJson } from './download.js';
 import { CliError, UsageError } from './errors.js';
-import { backupSpecErrors } from '../../util/specValidation.js';
+import { backupSpecErrors } from '../../selection/specErrors.js';
 import { addBackupSpecFlags, backupSpecFromFlags, checkLabels, hasBackupSpecFlags, type BackupSpecFlags } from './backupFlags.js';
 import { checkName, parseSelector, parseTimeout, refuseSpecErrors } from './flags.js';
 import type { CliContext } from './kubeContext.js';

@@ -5,7 +5,7 @@ import { Option, type Command } from 'commander';
 import type { BackupSpec } from '../../apis/v1/index.js';
 import { formatDuration, parseDuration } from '../../util/duration.js';
 import { errorMessage } from '../../util/errors.js';
-import { labelKeyProblem, labelValueProblem } from '../../util/labels.js';
+import { labelKeyProblem, labelValueProblem } from '../../selection/labels.js';
 import { UsageError } from './errors.js';
 import { addFilterFlags, filterSpec, hasFilterFlags, keyValueList, parseBool, type FilterFlags } from './flags.js';
 

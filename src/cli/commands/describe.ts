@@ -2,8 +2,9 @@
 import type { ObjectMeta } from '../../apis/v1/index.js';
 import { REQUESTER_ANNOTATION, SEAL_ANNOTATION, describeRequester, requesterOf } from '../../auth/index.js';
 import { CORE, type KubeObject } from '../../kube/index.js';
-import { labelSelectorToString } from '../../util/labels.js';
-import type { FilterSpec } from './flags.js';
+import { usesScopedFilters } from '../../selection/filters.js';
+import { labelSelectorToString } from '../../selection/labels.js';
+import type { SelectionSpec } from '../../selection/spec.js';
 import type { CliContext } from './kubeContext.js';
 import { age, formatFields, formatTable, listOrNone, mapOrNone } from './output.js';
 import { clampProgress } from './progress.js';
@@ -29,16 +30,9 @@ export function metadataSection(md: ObjectMeta): string {
   ]);
 }
 
-/** The filter fields describe shows: the same set the CLI's flags fill in. */
-type FilterFields = FilterSpec;
-
-const scopedSet = (spec: FilterFields): boolean =>
-  [spec.includedClusterScopedResources, spec.excludedClusterScopedResources, spec.includedNamespaceScopedResources, spec.excludedNamespaceScopedResources]
-    .some((l) => (l ?? []).length > 0);
-
 /** The resource filters in the style the spec uses: Velero's scope-specific lists, or the older three fields. */
-function resourcesSection(spec: FilterFields): string {
-  if (scopedSet(spec)) {
+function resourcesSection(spec: SelectionSpec): string {
+  if (usesScopedFilters(spec)) {
     const cluster = (spec.includedClusterScopedResources ?? []).length > 0 || (spec.excludedClusterScopedResources ?? []).length > 0
       ? listOrNone(spec.includedClusterScopedResources) : 'auto';
     return formatFields(
@@ -62,7 +56,7 @@ function resourcesSection(spec: FilterFields): string {
   );
 }
 
-export function selectorText(spec: FilterFields): string {
+export function selectorText(spec: SelectionSpec): string {
   if (spec.orLabelSelectors !== undefined && spec.orLabelSelectors.length > 0) {
     return spec.orLabelSelectors.map((s) => labelSelectorToString(s) || '<all>').join(' or ');
   }
@@ -70,7 +64,7 @@ export function selectorText(spec: FilterFields): string {
   return s === '' ? '<none>' : s;
 }
 
-export function filtersSection(spec: FilterFields): string {
+export function filtersSection(spec: SelectionSpec): string {
   return (
     'Namespaces:\n' +
     formatFields(

@@ -4,8 +4,9 @@ import { Option, type Command } from 'commander';
 import type { LabelSelector } from '../../apis/v1/index.js';
 import { parseDuration } from '../../util/duration.js';
 import { errorMessage } from '../../util/errors.js';
-import { SPEC_LIST_CAPS as CAPS } from '../../util/filters.js';
-import { LabelSelectorParseError, parseLabelSelector } from '../../util/labels.js';
+import { SPEC_LIST_CAPS as CAPS } from '../../selection/filters.js';
+import { LabelSelectorParseError, parseLabelSelector } from '../../selection/labels.js';
+import type { SelectionSpec } from '../../selection/spec.js';
 import { UsageError } from './errors.js';
 
 /** Comma-separated and repeatable: `--x a,b --x c` -> [a, b, c]. */
@@ -87,21 +88,6 @@ export interface FilterFlags {
   orSelector?: string;
 }
 
-export interface FilterSpec {
-  includedNamespaces?: string[];
-  excludedNamespaces?: string[];
-  includedResources?: string[];
-  excludedResources?: string[];
-  includeClusterResources?: boolean | null;
-  labelSelector?: LabelSelector;
-  orLabelSelectors?: LabelSelector[];
-  includedClusterScopedResources?: string[];
-  excludedClusterScopedResources?: string[];
-  includedNamespaceScopedResources?: string[];
-  excludedNamespaceScopedResources?: string[];
-  includedNames?: string[];
-  excludedNames?: string[];
-}
 
 /** Flag -> spec field of the list flags added for item selection. */
 const SELECTION_LISTS = [
@@ -141,8 +127,8 @@ export function hasFilterFlags(f: FilterFlags): boolean {
   );
 }
 
-export function filterSpec(f: FilterFlags): FilterSpec {
-  const spec: FilterSpec = {};
+export function filterSpec(f: FilterFlags): SelectionSpec {
+  const spec: SelectionSpec = {};
   if (f.includeNamespaces !== undefined) spec.includedNamespaces = f.includeNamespaces;
   if (f.excludeNamespaces !== undefined) spec.excludedNamespaces = f.excludeNamespaces;
   if (f.includeResources !== undefined) spec.includedResources = f.includeResources;

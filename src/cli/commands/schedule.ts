@@ -13,11 +13,11 @@ import {
   type ScheduleSpec,
 } from '../../apis/v1/index.js';
 import { DEFAULT_CONFIG } from '../../config/index.js';
-import { retentionOf } from '../../controller/gc.js';
-import { planSchedule, validateSchedule } from '../../controller/schedule.js';
+import { retentionOf } from '../../schedule/gc.js';
+import { planSchedule, validateSchedule } from '../../schedule/plan.js';
 import { isAlreadyExists, isNotFound } from '../../kube/index.js';
-import { validateCron } from '../../util/cron.js';
-import { describeKeepPolicy, hasKeepPolicy, type RetentionPlan } from '../../util/retention.js';
+import { validateCron } from '../../schedule/cron.js';
+import { describeKeepPolicy, hasKeepPolicy, type RetentionPlan } from '../../schedule/retention.js';
 import { action, type Session } from './action.js';
 import { failMissing, fetchNamed, printObjects, submitBackup } from './backup.js';
 import { addBackupSpecFlags, backupSpecFromFlags, checkLabels, type BackupSpecFlags } from './backupFlags.js';
@@ -33,7 +33,7 @@ import { backupOfSchedule, getSchedule } from './scheduleTemplate.js';
 
 const SCHEDULES = RESOURCES.Schedule;
 
-/** The keep rules of the Schedule spec (util/retention.ts), with their flags. */
+/** The keep rules of the Schedule spec (schedule/retention.ts), with their flags. */
 const KEEP_FLAGS = [
   ['keepLast', 'keep-last', 'keep the newest N successful backups'],
   ['keepHourly', 'keep-hourly', 'keep the newest backup of each of the last N hours that have one'],

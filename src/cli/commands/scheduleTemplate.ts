@@ -4,7 +4,7 @@
 // "still running" check count it as one of the schedule's backups.
 import { LABEL_SCHEDULE_NAME, RESOURCES, labelValue, newScheduledBackup, type Backup, type Schedule } from '../../apis/v1/index.js';
 import { isNotFound } from '../../kube/index.js';
-import { scheduledBackupName } from '../../util/cron.js';
+import { scheduledBackupName } from '../../schedule/cron.js';
 import { CliError } from './errors.js';
 import type { CliContext } from './kubeContext.js';
 

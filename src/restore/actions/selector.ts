@@ -1,7 +1,7 @@
 // Which items a restore item action applies to: its ResourceSelector, resolved once per run.
 import type { ResourceSelector, RestoreItemAction } from '../../plugin/api/index.js';
-import { namespaceFilter, resourceFilter, type ResourceLike } from '../../util/filters.js';
-import { labelSelectorMatches, parseLabelSelector, type LabelSelector } from '../../util/labels.js';
+import { namespaceFilter, resourceFilter, type ResourceLike } from '../../selection/filters.js';
+import { labelSelectorMatches, parseLabelSelector, type LabelSelector } from '../../selection/labels.js';
 
 /** A restore item action with its selector asked for once (plugins answer appliesTo over gRPC). */
 export interface ResolvedRestoreItemAction {

@@ -2,7 +2,7 @@
 // against the item as it was before any rule changed it, and each matching rule patches the
 // result of the previous one. A JSON Patch whose `test` fails leaves that rule unapplied; any other
 // failure is the item's error.
-import { labelSelectorMatches } from '../../util/labels.js';
+import { labelSelectorMatches } from '../../selection/labels.js';
 import { applyJsonPatch, PatchError, PatchTestFailed, type JsonValue } from './jsonPatch.js';
 import { applyMergePatch } from './mergePatch.js';
 import type { ModifierRule, ResourceModifiers } from './rules.js';

@@ -2,8 +2,8 @@
 // one kind of patch each), parsed and validated up front: every problem is reported with the rule's
 // index, so a Restore naming a bad rule file fails validation instead of failing items later.
 import YAML from 'yaml';
-import { namespaceEntryProblem, namespaceFilter, type NamespaceFilter } from '../../util/filters.js';
-import { validateLabelSelector, type LabelSelector } from '../../util/labels.js';
+import { namespaceEntryProblem, namespaceFilter, type NamespaceFilter } from '../../selection/filters.js';
+import { validateLabelSelector, type LabelSelector } from '../../selection/labels.js';
 import { compileGroupResourceGlob } from './glob.js';
 import { PATCH_OPERATIONS, pointerProblem, type JsonValue, type PatchOperation } from './jsonPatch.js';
 

@@ -1,0 +1,175 @@
+// A location's store as every part of the server opens it: through the plugin pool with the
+// location's config and credentials (every provider, built in or not, is set up the same way:
+// objectStoreConfig), refusing writes where Stowage writes nothing, and keyed for a backup.
+import type { Backup, BackupStorageLocation } from '../apis/v1/index.js';
+import type { KubeObject } from '../kube/index.js';
+import { createBackupStore, type BackupStore } from '../persistence/backupStore.js';
+import { createVeleroStore } from '../persistence/veleroStore.js';
+import type { ObjectStore, PluginConfig, RunIdentity } from '../plugin/api/index.js';
+import type { ResourceList } from '../persistence/results.js';
+import { writeCredentialFile, type PluginHandle } from '../plugin/host/index.js';
+import type { StorageContext, StoreContext } from './context.js';
+import { keyedForBackup } from './keys.js';
+import { verifyStoredSignature } from './signatures.js';
+
+type Secret = KubeObject & { data?: Record<string, string> };
+
+/** What opening a location's store needs: the credential Secret's namespace and where to copy it. */
+
+export function isReadOnly(bsl: BackupStorageLocation): boolean {
+  return bsl.spec.accessMode === 'ReadOnly';
+}
+
+/**
+ * Whether the location's bucket holds Velero's backups (read only: Stowage never writes there):
+ * spec.velero when set, else what its validation detected (status.layout).
+ */
+export function isVeleroLocation(bsl: BackupStorageLocation): boolean {
+  const v = bsl.spec.velero;
+  if (v === true || v === false) return v;
+  return bsl.status?.layout === 'Velero';
+}
+
+/** Why a backup cannot be written to a Velero location. */
+export function veleroLocationRefusal(bsl: BackupStorageLocation): string {
+  const why = bsl.spec.velero === true ? 'spec.velero is true' : (bsl.status?.layoutReason ?? 'detected at validation');
+  return `backup storage location "${bsl.metadata.name}" holds Velero's backups (${why}): Stowage only reads a Velero location and never writes into it, so backups cannot be stored there`;
+}
+
+/**
+ * Why Stowage writes nothing into `bsl` (undefined: it is Stowage's own writable location). A
+ * Velero location is another program's, and a ReadOnly one is read only by its owner's word: no
+ * put, delete or multipart abort reaches either (openObjectStore refuses them).
+ */
+export function writeRefusal(bsl: BackupStorageLocation): string | undefined {
+  if (isVeleroLocation(bsl)) return `backup storage location "${bsl.metadata.name}" holds Velero's backups, which Stowage never writes into`;
+  if (isReadOnly(bsl)) return `backup storage location "${bsl.metadata.name}" is ReadOnly, so Stowage writes nothing into it`;
+  return undefined;
+}
+
+export class LocationWriteRefusedError extends Error {
+  override readonly name = 'LocationWriteRefusedError';
+}
+
+/**
+ * `store` with every write refused (putObject and deleteObject throw `reason`): the one place that
+ * keeps a ReadOnly or Velero location untouched, whatever a controller asks. The object store
+ * plugin sweeps incomplete uploads only at its first write, so it never sweeps there either.
+ */
+export function refuseWrites(store: ObjectStore, reason: string): ObjectStore {
+  const refused = new Set<PropertyKey>(['putObject', 'deleteObject']);
+  return new Proxy(store, {
+    get(target, prop) {
+      if (refused.has(prop)) return (_bucket: string, key: string) => Promise.reject(new LocationWriteRefusedError(`not writing ${key}: ${reason}`));
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+/**
+ * Writes the credential Secret's key to a private file for the location and returns its path
+ * (plugin/host/credentialFiles.ts: named by a hash of the content, removed with the location).
+ */
+async function credentialsFile(ctx: StoreContext, bsl: BackupStorageLocation): Promise<string | undefined> {
+  const ref = bsl.spec.credential;
+  if (ref === undefined) return undefined;
+  const secret = await ctx.client.get<Secret>({ group: '', version: 'v1', resource: 'secrets', namespaced: true }, ctx.namespace, ref.name);
+  const value = secret.data?.[ref.key];
+  if (value === undefined) throw new Error(`credential secret ${ctx.namespace}/${ref.name} has no key "${ref.key}"`);
+  return writeCredentialFile(ctx.scratchDir, bsl.metadata.name, Buffer.from(value, 'base64'));
+}
+
+/** The location's CA bundle as PEM text (the spec holds it base64-encoded; PEM itself is accepted too). */
+function caCertPem(bsl: BackupStorageLocation): string | undefined {
+  const v = bsl.spec.objectStorage.caCert;
+  if (v === undefined || v === '') return undefined;
+  if (v.includes('-----BEGIN')) return v;
+  const pem = Buffer.from(v, 'base64').toString('utf8');
+  if (!pem.includes('-----BEGIN')) throw new Error(`backup storage location "${bsl.metadata.name}": objectStorage.caCert is not a base64-encoded PEM bundle`);
+  return pem;
+}
+
+/**
+ * The Init config of the location's object store, the same keys for every provider (Velero's):
+ * the location's `config`, then `bucket` and `prefix` (without surrounding "/"), `caCert` (PEM
+ * text) when the location has one, and `credentialsFile`, the path of a private copy of the
+ * credential Secret's key, when it names one.
+ */
+export async function objectStoreConfig(ctx: StoreContext, bsl: BackupStorageLocation): Promise<PluginConfig> {
+  const config: PluginConfig = { ...(bsl.spec.config ?? {}) };
+  config.bucket = bsl.spec.objectStorage.bucket;
+  config.prefix = (bsl.spec.objectStorage.prefix ?? '').replace(/^\/+|\/+$/g, '');
+  const ca = caCertPem(bsl);
+  if (ca !== undefined) config.caCert = ca;
+  const creds = await credentialsFile(ctx, bsl);
+  if (creds !== undefined) config.credentialsFile = creds;
+  return config;
+}
+
+/**
+ * The location's initialised object store (through `handle`; the caller releases the handle). The
+ * pool resolves the provider, Velero's names for the built-ins included. A location Stowage does not
+ * write (writeRefusal) gets a store that refuses every write.
+ */
+export async function openObjectStore(ctx: StoreContext, handle: PluginHandle, bsl: BackupStorageLocation): Promise<ObjectStore> {
+  const store = await handle.objectStore(bsl.spec.provider, await objectStoreConfig(ctx, bsl));
+  const refusal = writeRefusal(bsl);
+  return refusal === undefined ? store : refuseWrites(store, refusal);
+}
+
+/** Opens the location's BackupStore through `handle` (the caller releases the handle). */
+export async function openBackupStore(ctx: StoreContext, handle: PluginHandle, bsl: BackupStorageLocation): Promise<BackupStore> {
+  return backupStoreOn(await openObjectStore(ctx, handle, bsl), bsl);
+}
+
+/**
+ * The location's BackupStore over an object store already opened for it (unencrypted; see keys.ts
+ * for its keys). A Velero location's store reads Velero's layout and refuses every write.
+ */
+export function backupStoreOn(objectStore: ObjectStore, bsl: BackupStorageLocation, velero = isVeleroLocation(bsl)): BackupStore {
+  const opts = { objectStore, bucket: bsl.spec.objectStorage.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' };
+  return velero ? createVeleroStore(opts) : createBackupStore(opts);
+}
+
+/** A location's store opened by withBackupStore, with the plugin handle it was opened through. */
+export interface OpenedLocation {
+  readonly handle: PluginHandle;
+  /** The location's object store (refusing every write where Stowage writes nothing). */
+  readonly objectStore: ObjectStore;
+  /** Its BackupStore, not keyed: what needs no backup's key (listing, deleting, markers). */
+  readonly store: BackupStore;
+  /** The store keyed for `backup` (keys.ts keyedForBackup): what reads a backup's sealed artifacts. */
+  keyedFor(backup: Pick<Backup, 'metadata' | 'status'>): Promise<BackupStore>;
+  /** keyedFor, once the backup's signature holds where the location signs (signatures.ts); rejects with a SignatureError saying why. */
+  verifiedFor(backup: Pick<Backup, 'metadata' | 'status'>): Promise<BackupStore>;
+}
+
+/**
+ * Opens `bsl`'s store through a plugin handle of its own, hands it to `use`, and releases the
+ * handle when `use` is done, whatever happened: for work made before or outside a run (syncs,
+ * downloads, deletions, a restore's validation), which has no run handle.
+ */
+export async function withBackupStore<T>(ctx: StorageContext, bsl: BackupStorageLocation, run: RunIdentity, use: (opened: OpenedLocation) => Promise<T>): Promise<T> {
+  const handle = ctx.plugins.handle(run, ctx.logger);
+  try {
+    const objectStore = await openObjectStore(ctx, handle, bsl);
+    const store = backupStoreOn(objectStore, bsl);
+    const keyedFor = (backup: Pick<Backup, 'metadata' | 'status'>): Promise<BackupStore> => keyedForBackup(ctx, handle, bsl, store, backup);
+    const verifiedFor = async (backup: Pick<Backup, 'metadata' | 'status'>): Promise<BackupStore> => {
+      const keyed = await keyedFor(backup);
+      await verifyStoredSignature(ctx, bsl, keyed, backup.metadata.name ?? '');
+      return keyed;
+    };
+    return await use({ handle, objectStore, store, keyedFor, verifiedFor });
+  } finally {
+    handle.release();
+  }
+}
+
+/** The resource list backup `backup` stored in `bsl` (undefined when it holds none). */
+export function readStoredResourceList(
+  ctx: StorageContext, bsl: BackupStorageLocation, backup: Pick<Backup, 'metadata' | 'status'>, run: RunIdentity,
+): Promise<ResourceList | undefined> {
+  return withBackupStore(ctx, bsl, run, async (o) => (await o.keyedFor(backup)).getResourceList(backup.metadata.name ?? ''));
+}
