@@ -76,11 +76,11 @@ describe('decideScope', () => {
     expect(d.reviews).toBe(6);
   });
 
-  it('asks about one resource alone without the review of everything', async () => {
+  it('asks about one resource after the review of everything (planBackupScope asked it already: cached)', async () => {
     const r = fakeReviewer(['list secrets@*']);
     const d = await decideScope(question({ namespaced: [SECRETS], namespaces: ['a', 'b'] }), r);
     expect(d.access.get('secrets')).toEqual({ everywhere: true });
-    expect(r.asked).toEqual(['list secrets@']);
+    expect(r.asked).toEqual(['list *@', 'list secrets@']);
   });
 
   it('lists per namespace what is allowed only there, and leaves out team-b, named, as an error', async () => {
@@ -246,7 +246,8 @@ describe('decideScope with the requester\'s rules', () => {
     const r = fakeReviewer(['list configmaps@ns-1']);
     const d = await decideScope(question({ namespaced: [CONFIGMAPS], namespaces: ['ns-1', 'ns-2'] }), r, () => Promise.resolve(undefined));
     expect(d.access.get('configmaps')).toEqual({ everywhere: false, namespaces: ['ns-1'] });
-    expect(d.reviews).toBe(3);
+    // Everything, cluster-wide, then each namespace: no rules to rule any out.
+    expect(d.reviews).toBe(4);
   });
 });
 

@@ -166,7 +166,8 @@ export async function decideScope(q: ScopeQuestion, reviewer: Reviewer, rules?: 
   if (questions === 0) return { access, problems: [], reviews: 0 };
 
   // One review settles a requester who may list everything (an admin): no review per resource.
-  if (questions > 1 && await may({ ...LIST_EVERYTHING, namespace: '' })) {
+  // planBackupScope has asked it already (the reviewer's cache answers).
+  if (await may({ ...LIST_EVERYTHING, namespace: '' })) {
     for (const r of [...namespaced, ...q.cluster, ...(namespaceObjects !== undefined ? [namespaceObjects] : [])]) access.set(r.groupResource, { everywhere: true });
     return { access, problems: [], reviews: counted.asked() };
   }
