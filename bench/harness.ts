@@ -22,7 +22,7 @@ import { buildBenchPlugin } from './plugin/build.js';
 import { STAMP_ANNOTATION } from './plugin/names.js';
 import { sampleTree, type TreeFigures } from './procstat.js';
 import { checkGoals, machineInfo, REPORT_SCHEMA, type BenchReport, type StowageRun } from './report.js';
-import { countSeeded, createObject, seed, seedPlan, waitSettled } from './seed.js';
+import { BENCH_ITEMS, countSeeded, createObject, seed, seedPlan, waitSettled } from './seed.js';
 import { serverHeapFlags, snapshotDist, startBenchServer } from './server.js';
 
 /** Stowage's backup engine lists this many resources at once (src/backup/run.ts DEFAULT_CONCURRENCY). */
@@ -44,6 +44,8 @@ export interface BenchOptions {
   s3?: S3Endpoint;
   /** Server logs, CPU profiles and the plugin build go here. */
   workDir: string;
+  /** The build the server runs (default: this checkout's dist/); another checkout's for an A/B against the commit before a change. */
+  dist?: string;
   /** Run the server with `node --cpu-prof` (profiles under workDir/profiles/<phase>). */
   profile?: boolean;
   /** More node flags for the server (`--trace-gc` shows where its heap grows, in its log). */
@@ -71,6 +73,13 @@ const KEY_SECRET = 'bench-kek';
 const SIGNING_SECRET = 'bench-signing';
 const SIGNING = { keySecretRef: { name: SIGNING_SECRET, key: 'hmac' } };
 const CREDENTIAL_SECRET = 'bench-s3';
+/** The team user (impersonated by the benchmark's admin; the webhook stamps whom the API server authenticated). */
+const TEAM_USER = 'bench-team-user';
+const TEAM_GROUP = 'bench-team';
+const RBAC = 'rbac.authorization.k8s.io';
+const ROLES = { group: RBAC, version: 'v1', resource: 'roles', namespaced: true } as const;
+const ROLE_BINDINGS = { group: RBAC, version: 'v1', resource: 'rolebindings', namespaced: true } as const;
+const CLUSTER_ROLES = { group: RBAC, version: 'v1', resource: 'clusterroles', namespaced: false } as const;
 const WATCH_RETRY_MS = 200;
 
 /**
@@ -163,6 +172,28 @@ function figuresOf(tree: TreeFigures): Pick<StowageRun, 'serverPeakRssBytes' | '
   };
 }
 
+/**
+ * Ordinary team RBAC for TEAM_GROUP: in each seeded namespace a Role with the rules of the built-in
+ * `admin` ClusterRole plus the benchmark's custom resources, bound with a RoleBinding, and in the
+ * server's namespace the right to create and watch Backups. Nothing cluster-wide. Namespaced Roles
+ * (not RoleBindings to ClusterRoles) keep the backups' items the floor's: a ClusterRole a binding
+ * names would be pulled into Stowage's backups as a dependency, and the floor takes none.
+ */
+async function grantTeam(client: DynamicClient, namespaces: readonly string[], serverNs: string): Promise<void> {
+  const admin = await client.get<KubeObject & { rules?: unknown[] }>(CLUSTER_ROLES, undefined, 'admin');
+  if ((admin.rules ?? []).length === 0) throw new Error('the ClusterRole admin has no rules (kube-controller-manager has not aggregated it)');
+  const roleAndBinding = async (namespace: string, name: string, rules: unknown[]): Promise<void> => {
+    await createObject(client, ROLES, namespace, { apiVersion: `${RBAC}/v1`, kind: 'Role', metadata: { name }, rules });
+    await createObject(client, ROLE_BINDINGS, namespace, {
+      apiVersion: `${RBAC}/v1`, kind: 'RoleBinding', metadata: { name }, roleRef: { apiGroup: RBAC, kind: 'Role', name },
+      subjects: [{ apiGroup: RBAC, kind: 'Group', name: TEAM_GROUP }],
+    });
+  };
+  const benchItems = { apiGroups: [BENCH_ITEMS.group], resources: [BENCH_ITEMS.resource], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] };
+  for (const ns of namespaces) await roleAndBinding(ns, 'bench-team', [...(admin.rules ?? []), benchItems]);
+  await roleAndBinding(serverNs, 'bench-team-backups', [{ apiGroups: [RESOURCES.Backup.group], resources: [RESOURCES.Backup.resource], verbs: ['create', 'get', 'list', 'watch'] }]);
+}
+
 export async function runBench(opts: BenchOptions): Promise<BenchReport> {
   const t0 = performance.now();
   const elapsed = (): string => `${((performance.now() - t0) / 1000).toFixed(0).padStart(4)}s`;
@@ -172,7 +203,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
   const heapFlags = serverHeapFlags(opts.memoryLimitMiB);
   const prefix = `bench-${crypto.randomBytes(3).toString('hex')}`;
   fs.mkdirSync(opts.workDir, { recursive: true });
-  const dist = snapshotDist(opts.workDir);
+  const dist = snapshotDist(opts.workDir, opts.dist);
   let cp: ControlPlane | undefined;
   let s3srv: S3Server | undefined;
   let fast: DynamicClient | undefined;
@@ -266,14 +297,17 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       signing: SIGNING,
     }));
 
+    await grantTeam(client, p.namespaces, serverNs);
+    const teamClient = client.impersonating({ username: TEAM_USER, groups: [TEAM_GROUP] });
+
     const tarballBytes = async (backupName: string, prefixed = LOCATION_PREFIX): Promise<number> => {
       const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: `${prefixed}/backups/${backupName}/${backupName}.tar.gz` }));
       return head.ContentLength ?? 0;
     };
     const backupTimeout = 600_000 + opts.objects * 20;
-    const runBackup = async (name: string, spec: BackupSpec = { includedNamespaces: p.namespaces }, location = LOCATION): Promise<{ backup: Backup; seconds: number }> => {
+    const runBackup = async (name: string, spec: BackupSpec = { includedNamespaces: p.namespaces }, location = LOCATION, creator = client): Promise<{ backup: Backup; seconds: number }> => {
       const t = performance.now();
-      const created = await client.create<Backup>(RESOURCES.Backup, serverNs, newBackup(name, serverNs, { ...spec, storageLocation: location }));
+      const created = await creator.create<Backup>(RESOURCES.Backup, serverNs, newBackup(name, serverNs, { ...spec, storageLocation: location }));
       const backup = await waitFor<Backup>(client, RESOURCES.Backup, serverNs, name, created.metadata.resourceVersion, (b) => isBackupTerminal(b.status?.phase), backupTimeout,
         (b) => log(`backup ${name}: ${b.status?.phase ?? 'New'} ${JSON.stringify(b.status?.progress ?? {})}`));
       const seconds = (performance.now() - t) / 1000;
@@ -350,6 +384,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const engineRuns: EngineResult[] = [];
     const stowageRuns: BackupRound[] = [];
     const encryptedRuns: BackupRound[] = [];
+    const teamRuns: BackupRound[] = [];
     const b1 = await withServer('backup', undefined, async (measure) => {
       for (let round = 0; round < rounds; round++) {
         log(`backup round ${round + 1} of ${rounds}`);
@@ -366,6 +401,11 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
             encryptedRuns.push({ ...m.value, tree: m.tree });
             log(`Stowage backup, encrypted: ${m.value.backup.status?.progress?.itemsBackedUp ?? 0} items in ${m.value.seconds.toFixed(1)} s`);
           },
+          async () => {
+            const m = await measure(() => runBackup(`${prefix}-backup-team-${round}`, undefined, LOCATION, teamClient));
+            teamRuns.push({ ...m.value, tree: m.tree });
+            log(`Stowage backup by a team user: ${m.value.backup.status?.progress?.itemsBackedUp ?? 0} items in ${m.value.seconds.toFixed(1)} s`);
+          },
         ];
         for (let i = 0; i < steps.length; i++) await steps[(i + round) % steps.length]?.();
       }
@@ -378,8 +418,11 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const backupFigures = { ...backupRounds(backupName, stowageRuns, b1.logFile), tarballBytes: await tarballBytes(backupName) };
     const encryptedName = `${prefix}-backup-encrypted-0`;
     const encryptedFigures = { ...backupRounds(encryptedName, encryptedRuns, b1.logFile), tarballBytes: await tarballBytes(encryptedName, ENCRYPTED_PREFIX) };
+    const teamName = `${prefix}-backup-team-0`;
+    const teamFigures = { ...backupRounds(teamName, teamRuns, b1.logFile), tarballBytes: await tarballBytes(teamName) };
     log(`backups (median of ${rounds}): floor ${bFloor.seconds.toFixed(1)} s, engine alone ${engine.seconds.toFixed(1)} s, Stowage ${backupFigures.seconds.toFixed(1)} s ` +
-      `(${(backupFigures.seconds / bFloor.seconds).toFixed(2)}× floor), encrypted ${encryptedFigures.seconds.toFixed(1)} s (${(encryptedFigures.seconds / backupFigures.seconds).toFixed(2)}× unencrypted)`);
+      `(${(backupFigures.seconds / bFloor.seconds).toFixed(2)}× floor), encrypted ${encryptedFigures.seconds.toFixed(1)} s (${(encryptedFigures.seconds / backupFigures.seconds).toFixed(2)}× unencrypted), ` +
+      `by a team user ${teamFigures.seconds.toFixed(1)} s (${(teamFigures.seconds / bFloor.seconds).toFixed(2)}× floor)`);
 
     // 6. The same backup with a plugin BackupItemAction on every item (run now, on the same objects).
     const pluginDir = path.join(opts.workDir, 'plugins');
@@ -472,6 +515,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       backup: backupFigures,
       backupWithPlugin: pluginFigures,
       backupEncrypted: encryptedFigures,
+      backupTeam: teamFigures,
       restoreFloor: rFloor,
       restore: restoreFigures,
       restoreClusterAdmin: adminModeRestore,
@@ -485,6 +529,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         pluginOverhead: pluginFigures.seconds / backupFigures.seconds,
         encryptedBackup: encryptedFigures.seconds / backupFigures.seconds,
         encryptedRestore: encryptedRestore.seconds / restoreFigures.seconds,
+        teamBackup: teamFigures.seconds / bFloor.seconds,
       },
       totalSeconds: 0,
     };

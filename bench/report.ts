@@ -2,7 +2,7 @@
 // ratios Stowage/floor and the goals from issue 7 checked against them.
 import os from 'node:os';
 
-export const REPORT_SCHEMA = 4;
+export const REPORT_SCHEMA = 5;
 
 export const GOALS = {
   backup: 1.3,
@@ -68,6 +68,11 @@ export interface BenchReport {
   backupWithPlugin: StowageRun & { rounds: number[]; tarballBytes: number; stampedItems: number };
   /** The Stowage backup to a location with client-side encryption, in the same rounds (schema 4). */
   backupEncrypted: StowageRun & { rounds: number[]; tarballBytes: number };
+  /**
+   * The same backup created by a team user with ordinary RBAC (a Role and RoleBinding in each
+   * namespace, not system:masters), in the same rounds: RBAC is walked for every review (schema 5).
+   */
+  backupTeam: StowageRun & { rounds: number[]; tarballBytes: number };
   restoreFloor: { seconds: number; readSeconds: number; items: number; created: number; existed: number; skipped: number; cpuSeconds: number };
   /** In trust mode requester (the default): every request of the restore impersonates its creator. */
   restore: StowageRun & { created: number; skipped: number; failed: number; seededObjectsAfter: number };
@@ -76,13 +81,13 @@ export interface BenchReport {
   /** A restore of the encrypted backup, trust mode requester, into other fresh namespaces (schema 4). */
   restoreEncrypted: StowageRun & { created: number; skipped: number; failed: number; seededObjectsAfter: number };
   /**
-   * backup, restore, restoreClusterAdmin: Stowage / floor; engine: in-process engine / floor;
+   * backup, teamBackup, restore, restoreClusterAdmin: Stowage / floor; engine: in-process engine / floor;
    * pluginOverhead: with / without the action; impersonation: restore / restoreClusterAdmin;
    * encryptedBackup, encryptedRestore: encrypted / unencrypted Stowage run.
    */
   ratios: {
     backup: number; engine: number; restore: number; restoreClusterAdmin: number; impersonation: number; pluginOverhead: number;
-    encryptedBackup: number; encryptedRestore: number;
+    encryptedBackup: number; encryptedRestore: number; teamBackup: number;
   };
   /** Server peak RSS against a baseline run (--baseline), for the memory-growth goal. */
   memoryGrowth?: { baselineObjects: number; backup: number; restore: number };
@@ -162,6 +167,7 @@ export function toMarkdown(r: BenchReport): string {
   const run = (label: string, x: StowageRun & { rounds?: number[] }, ratio: string): string =>
     `| ${label} | ${s(x.seconds)}${rounds(x.rounds ?? [])} | ${x.items} | ${rate(x.items, x.seconds)} | ${mib(x.serverPeakRssBytes)} | ${mib(x.pluginsPeakRssBytes)} | ${s(x.cpuSeconds)} | ${ratio} |`;
   lines.push(run(`Stowage backup (${(r.backup.tarballBytes / 1024 ** 2).toFixed(1)} MiB)`, r.backup, `**${r2(r.ratios.backup)}×**`));
+  lines.push(run('Stowage backup by a team user (a Role like admin in each namespace, not system:masters)', r.backupTeam, `**${r2(r.ratios.teamBackup)}×**`));
   lines.push(run('Stowage backup + plugin action on every item', r.backupWithPlugin, `**${r2(r.ratios.pluginOverhead)}×** of the backup without`));
   lines.push(run(`Stowage backup, client-side encrypted (${(r.backupEncrypted.tarballBytes / 1024 ** 2).toFixed(1)} MiB)`, r.backupEncrypted, `**${r2(r.ratios.encryptedBackup)}×** of the unencrypted backup`));
   lines.push(`| Restore floor (download + parse + create) | ${s(r.restoreFloor.seconds)} | ${r.restoreFloor.items} | ${rate(r.restoreFloor.items, r.restoreFloor.seconds)} | | | ${s(r.restoreFloor.cpuSeconds)} | |`);

@@ -1,4 +1,4 @@
-// `npm run bench -- [--objects N] [--namespaces M] [--rounds R] [--out FILE] [--baseline FILE] [--profile] [--node-arg FLAG]... [--no-build]`
+// `npm run bench -- [--objects N] [--namespaces M] [--rounds R] [--out FILE] [--baseline FILE] [--profile] [--node-arg FLAG]... [--no-build] [--dist DIR]`
 // One benchmark pass on a control plane and S3 server of its own; prints the markdown report and
 // writes the JSON report (default bench/results/latest.json, with the markdown next to it).
 import { spawnSync } from 'node:child_process';
@@ -10,7 +10,7 @@ import { runBench } from './harness.js';
 import { toMarkdown, type BenchReport } from './report.js';
 import { deployedMemoryLimitMiB, ROOT, SERVER_BIN, serverHeapFlags } from './server.js';
 
-const USAGE = `usage: npm run bench -- [--objects N] [--namespaces M] [--rounds R] [--out FILE] [--baseline FILE] [--memory-limit MIB] [--profile] [--node-arg FLAG]... [--no-build]
+const USAGE = `usage: npm run bench -- [--objects N] [--namespaces M] [--rounds R] [--out FILE] [--baseline FILE] [--memory-limit MIB] [--profile] [--node-arg FLAG]... [--no-build] [--dist DIR]
   --objects N       objects to seed (default 10000)
   --namespaces M    namespaces to spread them over (default 10)
   --rounds R        rounds of the backups (floor, engine alone, Stowage), reported as medians (default 5)
@@ -19,7 +19,8 @@ const USAGE = `usage: npm run bench -- [--objects N] [--namespaces M] [--rounds 
   --memory-limit MIB  the server container's memory limit its heap is sized for (default: deploy/'s, 1024); 0: none
   --profile         run the server under node --cpu-prof (profiles in the work directory)
   --node-arg FLAG   a node flag for the server, e.g. --node-arg=--trace-gc (its GC log lands in server-<phase>.log); repeatable
-  --no-build        use dist/ as it is instead of rebuilding it when src/ is newer`;
+  --no-build        use dist/ as it is instead of rebuilding it when src/ is newer
+  --dist DIR        run the server (and the plugin's SDK) from another build, e.g. the commit before a change for an A/B`;
 
 function positiveInt(name: string, v: string | undefined, dflt: number): number {
   if (v === undefined) return dflt;
@@ -59,6 +60,7 @@ async function main(): Promise<void> {
       'node-arg': { type: 'string', multiple: true },
       'memory-limit': { type: 'string' },
       'no-build': { type: 'boolean', default: false },
+      dist: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -84,13 +86,13 @@ async function main(): Promise<void> {
   if (baseline !== undefined && baselineFlags.join(' ') !== flags.join(' ')) {
     throw new Error(`the baseline ${values.baseline} ran the server with ${baselineFlags.join(' ') || 'no heap flags'}, this run would use ${flags.join(' ') || 'none'} (deploy/'s heap settings changed): run a new baseline`);
   }
-  if (!values['no-build']) ensureBuilt();
+  if (!values['no-build'] && values.dist === undefined) ensureBuilt();
 
   // Outside the repository: it holds a copy of dist/ and the built plugin, which linters must not see.
   const workDir = path.join(os.tmpdir(), `stowage-bench-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   process.stderr.write(`[bench] N=${objects} objects in ${namespaces} namespaces; server logs${values.profile ? ' and CPU profiles' : ''} in ${workDir}\n`);
   const report = await runBench({
-    objects, namespaces, backupRounds, workDir, profile: values.profile, nodeArgs: values['node-arg'] ?? [], memoryLimitMiB,
+    objects, namespaces, backupRounds, workDir, profile: values.profile, ...(values.dist !== undefined ? { dist: path.resolve(values.dist) } : {}), nodeArgs: values['node-arg'] ?? [], memoryLimitMiB,
     ...(baseline !== undefined ? { baseline } : {}),
     log: (line) => process.stderr.write(`${line}\n`),
   });

@@ -9,14 +9,16 @@ export const ROOT = path.resolve(import.meta.dirname, '..');
 export const SERVER_BIN = path.join(ROOT, 'dist/cli/bin.js');
 
 /**
- * Copies dist/ into `workDir` and checks that the copy loads: the run then uses one consistent build
- * even if dist/ is rebuilt meanwhile (a shared checkout). Returns the copy's dist directory.
+ * Copies dist/ (or another build, `from`: the commit before a change, for an A/B) into `workDir` and
+ * checks that the copy loads: the run then uses one consistent build even if dist/ is rebuilt
+ * meanwhile (a shared checkout). Returns the copy's dist directory.
  */
-export function snapshotDist(workDir: string): string {
-  if (!fs.existsSync(SERVER_BIN)) throw new Error(`${SERVER_BIN} is missing: run npm run build first`);
+export function snapshotDist(workDir: string, from = path.join(ROOT, 'dist')): string {
+  const bin = path.join(from, 'cli/bin.js');
+  if (!fs.existsSync(bin)) throw new Error(`${bin} is missing: run npm run build first`);
   const dist = path.join(workDir, 'dist');
   fs.rmSync(dist, { recursive: true, force: true });
-  fs.cpSync(path.join(ROOT, 'dist'), dist, { recursive: true });
+  fs.cpSync(from, dist, { recursive: true });
   // Dependencies resolve from the copy through this link (the work directory may be outside the repository).
   const modules = path.join(workDir, 'node_modules');
   if (!fs.existsSync(modules)) fs.symlinkSync(path.join(ROOT, 'node_modules'), modules, 'dir');

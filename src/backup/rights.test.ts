@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AccessAnswer, NamespaceAccess, ResourceAccess } from '../auth/index.js';
 import type { ApiResource } from '../kube/index.js';
-import { decideScope, namespacesPhrase, rulesMayAllow, type ResourceRule, type ScopeQuestion } from './rights.js';
+import { CLUSTER_RULES_NAMESPACE, decideScope, namespacesPhrase, rulesMayAllow, type ResourceRule, type ScopeQuestion } from './rights.js';
 
 const res = (resource: string, namespaced = true, group = ''): ApiResource => ({
   group, version: 'v1', resource, kind: resource, namespaced, verbs: ['list', 'get', 'create'], shortNames: [], singularName: resource,
@@ -50,17 +50,37 @@ function question(o: Partial<ScopeQuestion> & { namedResources?: string[]; named
 }
 
 describe('decideScope', () => {
-  it('allows everything with one cluster-wide review per resource for an admin', async () => {
-    const r = fakeReviewer(['list secrets@*', 'list configmaps@*', 'list pods@*', 'list namespaces@*', 'list clusterroles.rbac.authorization.k8s.io@*']);
+  it('allows everything with one review for an admin who may list everything', async () => {
+    const r = fakeReviewer(['list *.*@*']);
     const d = await decideScope(question({
       namespaced: [SECRETS, CONFIGMAPS, PODS], cluster: [CLUSTERROLES], namespaceObjects: NAMESPACES,
       namespaces: ['a', 'b', 'c', 'd'], mayNameNamespaces: true,
     }), r);
     expect(d.problems).toEqual([]);
     expect(d.nothingAllowed).toBeUndefined();
+    expect([...d.access.keys()].sort()).toEqual(['clusterroles.rbac.authorization.k8s.io', 'configmaps', 'namespaces', 'pods', 'secrets']);
     expect([...d.access.values()].every((a) => a.everywhere)).toBe(true);
-    expect(d.reviews).toBe(5);
-    expect(r.asked.sort()).toEqual(['list clusterroles@', 'list configmaps@', 'list namespaces@', 'list pods@', 'list secrets@']);
+    expect(d.reviews).toBe(1);
+    expect(r.asked).toEqual(['list *@']);
+  });
+
+  it('asks one cluster-wide review per resource for a requester who may list each everywhere, but not everything', async () => {
+    const r = fakeReviewer(['list secrets@*', 'list configmaps@*', 'list pods@*', 'list namespaces@*', 'list clusterroles.rbac.authorization.k8s.io@*']);
+    const d = await decideScope(question({
+      namespaced: [SECRETS, CONFIGMAPS, PODS], cluster: [CLUSTERROLES], namespaceObjects: NAMESPACES,
+      namespaces: ['a', 'b', 'c', 'd'], mayNameNamespaces: true,
+    }), r);
+    expect(d.problems).toEqual([]);
+    expect([...d.access.values()].every((a) => a.everywhere)).toBe(true);
+    expect(r.asked.sort()).toEqual(['list *@', 'list clusterroles@', 'list configmaps@', 'list namespaces@', 'list pods@', 'list secrets@']);
+    expect(d.reviews).toBe(6);
+  });
+
+  it('asks about one resource after the review of everything (planBackupScope asked it already: cached)', async () => {
+    const r = fakeReviewer(['list secrets@*']);
+    const d = await decideScope(question({ namespaced: [SECRETS], namespaces: ['a', 'b'] }), r);
+    expect(d.access.get('secrets')).toEqual({ everywhere: true });
+    expect(r.asked).toEqual(['list *@', 'list secrets@']);
   });
 
   it('lists per namespace what is allowed only there, and leaves out team-b, named, as an error', async () => {
@@ -75,8 +95,8 @@ describe('decideScope', () => {
       kind: 'errors', namespace: 'team-b',
       message: 'nothing backed up from namespace team-b: alice may not list secrets, list configmaps or get namespaces there',
     }]);
-    // cluster-wide, then per namespace, for each of the three; the Namespace objects by name.
-    expect(d.reviews).toBe(9);
+    // Everything (no), then for each of the three cluster-wide and per namespace (no rules to rule any out); the Namespace objects by name.
+    expect(d.reviews).toBe(10);
     expect(r.asked).toContain('get namespaces@team-b/team-b');
   });
 
@@ -158,9 +178,10 @@ describe('decideScope with the requester\'s rules', () => {
     expect(d.access.get('configmaps')).toEqual({ everywhere: false, namespaces: ['ns-7'] });
     expect(d.access.get('pods')).toEqual({ everywhere: false, namespaces: [] });
     expect(d.access.get('namespaces')).toEqual({ everywhere: false, namespaces: ['ns-7'] });
-    // Cluster-wide for each of the four, then ns-7 for the three its rules name: 7, not 4 + 4 x 50.
-    expect(d.reviews).toBe(7);
-    expect(r.asked).toHaveLength(7);
+    // Everything, then ns-7 for the three its rules name, and list namespaces: 5, not 1 + 4 x 50. No
+    // cluster-wide review per resource: the other namespaces' rules (cluster rules included) allow none.
+    expect(r.asked.sort()).toEqual(['get namespaces@ns-7/ns-7', 'list *@', 'list configmaps@ns-7', 'list namespaces@', 'list secrets@ns-7']);
+    expect(d.reviews).toBe(5);
     expect(d.problems.map((p) => p.message)).toEqual([
       'nothing backed up from 49 namespaces: alice may not read any of the 4 resources in scope there (namespaces not named: alice may not list namespaces)',
       // ns-7 is named: she may get its Namespace object, so she knows it.
@@ -168,11 +189,65 @@ describe('decideScope with the requester\'s rules', () => {
     ]);
   });
 
+  it('asks no cluster-wide review per resource for a backup of one namespace: the namespace\'s review answers it', async () => {
+    const r = fakeReviewer(['list configmaps@ns-1', 'list secrets@ns-1']);
+    const rules = (): Promise<readonly ResourceRule[] | undefined> => Promise.resolve(EDIT_LIKE);
+    const d = await decideScope(question({ namespaced: [SECRETS, CONFIGMAPS, PODS], namespaces: ['ns-1'], namedNamespaces: ['ns-1'] }), r, rules);
+    expect(d.access.get('secrets')).toEqual({ everywhere: false, namespaces: ['ns-1'] });
+    expect(d.access.get('pods')).toEqual({ everywhere: false, namespaces: [] });
+    expect(r.asked.sort()).toEqual(['list *@', 'list configmaps@ns-1', 'list secrets@ns-1']);
+    expect(d.problems.map((p) => p.message)).toEqual(['not backing up pods in namespace ns-1: alice may not list them there']);
+  });
+
+  it('asks one review for the namespaces where the same rule lets the requester list everything, not one per resource', async () => {
+    const r = fakeReviewer(['list *.*@ns-1', 'list *.*@ns-2']);
+    const star: ResourceRule[] = [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'] }];
+    const rules = (ns: string): Promise<readonly ResourceRule[] | undefined> => Promise.resolve(ns === 'ns-3' ? [] : star);
+    const d = await decideScope(question({ namespaced: [SECRETS, CONFIGMAPS, PODS], cluster: [CLUSTERROLES], namespaces: ['ns-1', 'ns-2', 'ns-3'], namedNamespaces: ['ns-1', 'ns-2', 'ns-3'] }), r, rules);
+    for (const gr of ['secrets', 'configmaps', 'pods']) expect(d.access.get(gr)).toEqual({ everywhere: false, namespaces: ['ns-1', 'ns-2'] });
+    expect(d.access.get('clusterroles.rbac.authorization.k8s.io')).toEqual({ everywhere: false, namespaces: [] });
+    // ns-2 has the same rules as ns-1: RBAC answers alike there.
+    expect(r.asked.sort()).toEqual(['list *@', 'list *@ns-1']);
+    expect(d.problems.map((p) => p.message)).toEqual([
+      'nothing backed up from namespace ns-3: alice may not list secrets, list configmaps or list pods there',
+      'not backing up clusterroles.rbac.authorization.k8s.io: alice may not list them',
+    ]);
+  });
+
+  it('still asks per resource where the namespace\'s review of everything says no though its rules suggested it might', async () => {
+    // The rules and the authorizer disagree (the rules changed between the two): the review's no stands.
+    const r = fakeReviewer(['list configmaps@ns-1']);
+    const rules = (): Promise<readonly ResourceRule[] | undefined> => Promise.resolve([{ verbs: ['list'], apiGroups: ['*'], resources: ['*'] }]);
+    const d = await decideScope(question({ namespaced: [SECRETS, CONFIGMAPS], namespaces: ['ns-1'] }), r, rules);
+    expect(d.access.get('configmaps')).toEqual({ everywhere: false, namespaces: ['ns-1'] });
+    expect(d.access.get('secrets')).toEqual({ everywhere: false, namespaces: [] });
+    expect(r.asked.sort()).toEqual(['list *@', 'list *@ns-1', 'list configmaps@ns-1', 'list secrets@ns-1']);
+  });
+
+  it('asks once for a team bound to the same role in each of its namespaces, not once per namespace', async () => {
+    const teams = Array.from({ length: 20 }, (_, i) => `team-${i}`);
+    const r = fakeReviewer(teams.flatMap((ns) => [`list configmaps@${ns}`, `list secrets@${ns}`, `get namespaces@${ns}`]));
+    const rules = (ns: string): Promise<readonly ResourceRule[] | undefined> => Promise.resolve(ns === CLUSTER_RULES_NAMESPACE ? [] : EDIT_LIKE);
+    const d = await decideScope(question({ namespaced: [SECRETS, CONFIGMAPS, PODS], namespaceObjects: NAMESPACES, namespaces: teams }), r, rules);
+    expect(d.access.get('secrets')).toEqual({ everywhere: false, namespaces: teams });
+    expect(d.access.get('namespaces')).toEqual({ everywhere: false, namespaces: teams });
+    expect(d.access.get('pods')).toEqual({ everywhere: false, namespaces: [] });
+    // Her cluster-wide rules allow no LIST: no cluster-wide review per resource either.
+    expect(r.asked.sort()).toEqual(['get namespaces@team-0/team-0', 'list *@', 'list configmaps@team-0', 'list namespaces@', 'list secrets@team-0']);
+    expect(d.reviews).toBe(5);
+    // A rule limited to names: the get of each Namespace is its own question.
+    const named: ResourceRule[] = [...EDIT_LIKE, { verbs: ['get'], apiGroups: [''], resources: ['namespaces'], resourceNames: ['team-1'] }];
+    const r2 = fakeReviewer(['get namespaces@team-1']);
+    await decideScope(question({ namespaced: [SECRETS], namespaceObjects: NAMESPACES, namespaces: ['team-0', 'team-1'] }), r2, () => Promise.resolve(named));
+    expect(r2.asked.filter((a) => a.startsWith('get')).sort()).toEqual(['get namespaces@team-0/team-0', 'get namespaces@team-1/team-1']);
+  });
+
   it('asks every review where the rules are not known whole', async () => {
     const r = fakeReviewer(['list configmaps@ns-1']);
     const d = await decideScope(question({ namespaced: [CONFIGMAPS], namespaces: ['ns-1', 'ns-2'] }), r, () => Promise.resolve(undefined));
     expect(d.access.get('configmaps')).toEqual({ everywhere: false, namespaces: ['ns-1'] });
-    expect(d.reviews).toBe(3);
+    // Everything, cluster-wide, then each namespace: no rules to rule any out.
+    expect(d.reviews).toBe(4);
   });
 });
 

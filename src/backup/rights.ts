@@ -1,9 +1,11 @@
 // What of a backup's scope its requester may read, decided before anything is listed (trust mode
-// requester). Every resource in scope gets a SubjectAccessReview for `list`, everywhere first and
-// then per namespace; Namespace objects need `get` on each (or `list namespaces`). The decision
-// says where each resource may be listed, and what is left out in one message per resource:
-// an error when the spec named that resource or namespace itself, a warning when it came from a
-// wildcard ("everything I may read"). This module only decides; scope.ts asks the API.
+// requester), with as few SubjectAccessReviews as the answers allow: one review of `list` on `*` in `*` first
+// (a requester who may list everything needs no other); then, per namespace, the requester's rules
+// (SelfSubjectRulesReviews) rule out what no rule could allow, and every "yes" comes from a review.
+// Namespace objects need `get` on each (or `list namespaces`). The decision says where each
+// resource may be listed, and what is left out in one message per resource: an error when the spec
+// named that resource or namespace itself, a warning when it came from a wildcard ("everything I may
+// read"). This module only decides; scope.ts asks the API.
 import type { AccessReviewer, NamespaceAccess } from '../auth/index.js';
 import type { ApiResource } from '../kube/index.js';
 import { mapLimit } from '../util/concurrency.js';
@@ -52,8 +54,9 @@ export interface ScopeDecision {
   reviews: number;
 }
 
-/** Resources reviewed at once; each also reviews up to 16 namespaces at once (access.ts). */
+/** Resources reviewed at once; each also reviews up to 16 namespaces at once. */
 const RESOURCE_CONCURRENCY = 16;
+const NAMESPACE_CONCURRENCY = 16;
 /** Namespaces named in one message before the rest are counted. */
 const NAMES_SHOWN = 10;
 
@@ -64,7 +67,32 @@ interface Row {
   access: NamespaceAccess;
 }
 
-type Reviewer = Pick<AccessReviewer, 'review' | 'inNamespaces'>;
+type Reviewer = Pick<AccessReviewer, 'review'>;
+
+/**
+ * `list` on every resource of every group. RBAC matches a request for resource `*` in group `*`
+ * only with a rule for `*` in `*` (a rule naming resources, or limited to names, never matches it),
+ * so a yes means every LIST of the scope would be allowed: the one review an admin needs.
+ */
+export const LIST_EVERYTHING = { verb: 'list', group: '*', resource: '*' } as const;
+
+/**
+ * A namespace nobody creates, whose rules are the requester's cluster-wide rules alone. Were it
+ * created with RoleBindings, its rules would only grow: more reviews asked, never fewer.
+ */
+export const CLUSTER_RULES_NAMESPACE = 'stowage-cluster-rules-only';
+
+/** A reviewer that counts the distinct questions asked through it (the real one asks each once). */
+export function countingReviewer(reviewer: Reviewer): Reviewer & { asked(): number } {
+  const keys = new Set<string>();
+  return {
+    review: (a) => {
+      keys.add([a.verb, a.group, a.resource, a.subresource ?? '', a.namespace ?? '', a.name ?? ''].join('\u0000'));
+      return reviewer.review(a);
+    },
+    asked: () => keys.size,
+  };
+}
 
 /**
  * The requester's RBAC rules in a namespace (a SelfSubjectRulesReview as them), or undefined when
@@ -87,32 +115,86 @@ export function rulesMayAllow(rules: readonly ResourceRule[], verb: string, res:
     && (r.resources ?? []).some((x) => x === '*' || x === res.resource));
 }
 
-export async function decideScope(q: ScopeQuestion, reviewer: Reviewer, rules?: RulesSource): Promise<ScopeDecision> {
-  let reviews = 0;
-  const count = (a: { access: NamespaceAccess; reviews: number }): NamespaceAccess => {
-    reviews += a.reviews;
-    return a.access;
-  };
-  const askNamespaced = q.namespaces.length > 0;
-  const rows: Row[] = askNamespaced
-    ? await mapLimit(q.namespaced, RESOURCE_CONCURRENCY, async (res) => ({ res, verb: 'list', access: count(await listAccess(q, reviewer, res, rules)) }))
-    : [];
-  if (askNamespaced && q.namespaceObjects !== undefined) rows.push({ res: q.namespaceObjects, verb: 'get', access: await namespaceObjectAccess(q, reviewer, rules, () => reviews++) });
-  const cluster = await mapLimit(q.cluster, RESOURCE_CONCURRENCY, async (res) => {
-    reviews++;
-    return { res, allowed: (await reviewer.review({ verb: 'list', group: res.group, resource: res.resource, namespace: '' })).allowed };
-  });
+/** Whether a rule could allow a LIST of every resource of every group (the namespace's LIST_EVERYTHING review may say yes). */
+function rulesMayListEverything(rules: readonly ResourceRule[]): boolean {
+  return rules.some((r) => (r.verbs.includes('list') || r.verbs.includes('*'))
+    && (r.apiGroups ?? []).includes('*') && (r.resources ?? []).includes('*') && (r.resourceNames ?? []).length === 0);
+}
 
+/**
+ * Each namespace's representative: the first namespace whose rules are known whole and the same.
+ * RBAC decides a request without a name (a LIST) from exactly those rules, so one review answers for
+ * the namespaces that share them (a team bound to the same role in each of its namespaces). Every
+ * LIST still runs as the requester: the API server has the last word on each.
+ */
+function sameRules(namespaces: readonly string[], known: ReadonlyMap<string, readonly ResourceRule[] | undefined>): Map<string, string> {
+  const byKey = new Map<string, string>();
+  const rep = new Map<string, string>();
+  for (const ns of namespaces) {
+    const k = known.get(ns);
+    const key = k === undefined ? `\u0000${ns}` : rulesKey(k);
+    const first = byKey.get(key) ?? ns;
+    byKey.set(key, first);
+    rep.set(ns, first);
+  }
+  return rep;
+}
+
+/** The same rules in any order, with the same members in any order, give the same key. */
+function rulesKey(rules: readonly ResourceRule[]): string {
+  const sorted = (xs: readonly string[] | undefined): string[] => [...(xs ?? [])].sort();
+  return JSON.stringify(rules.map((r) => JSON.stringify([sorted(r.verbs), sorted(r.apiGroups), sorted(r.resources), sorted(r.resourceNames)])).sort());
+}
+
+/** Asks `ask` once per representative of `namespaces`, and gives each namespace its representative's answer. */
+async function perRepresentative(namespaces: readonly string[], rep: ReadonlyMap<string, string>, ask: (ns: string) => Promise<boolean>): Promise<Set<string>> {
+  const reps = [...new Set(namespaces.map((ns) => rep.get(ns) ?? ns))];
+  const yes = new Set((await mapLimit(reps, NAMESPACE_CONCURRENCY, async (ns) => ({ ns, ok: await ask(ns) }))).filter((a) => a.ok).map((a) => a.ns));
+  return new Set(namespaces.filter((ns) => yes.has(rep.get(ns) ?? ns)));
+}
+
+export async function decideScope(q: ScopeQuestion, reviewer: Reviewer, rules?: RulesSource): Promise<ScopeDecision> {
+  const counted = countingReviewer(reviewer);
+  const may = async (a: Parameters<Reviewer['review']>[0]): Promise<boolean> => (await counted.review(a)).allowed;
+  const askNamespaced = q.namespaces.length > 0;
+  const namespaced = askNamespaced ? q.namespaced : [];
+  const namespaceObjects = askNamespaced ? q.namespaceObjects : undefined;
   const access = new Map<string, Access>();
-  for (const r of rows) access.set(r.res.groupResource, r.access.everywhere ? { everywhere: true } : { everywhere: false, namespaces: r.access.allowed });
-  for (const c of cluster) access.set(c.res.groupResource, c.allowed ? { everywhere: true } : { everywhere: false, namespaces: [] });
   // Without namespaces in scope nothing namespaced is listed: nothing to allow or deny.
   if (!askNamespaced) for (const r of [...q.namespaced, ...(q.namespaceObjects !== undefined ? [q.namespaceObjects] : [])]) access.set(r.groupResource, { everywhere: false, namespaces: [] });
+  const questions = namespaced.length + q.cluster.length + (namespaceObjects !== undefined ? 1 : 0);
+  if (questions === 0) return { access, problems: [], reviews: 0 };
+
+  // One review settles a requester who may list everything (an admin): no review per resource.
+  // planBackupScope has asked it already (the reviewer's cache answers).
+  if (await may({ ...LIST_EVERYTHING, namespace: '' })) {
+    for (const r of [...namespaced, ...q.cluster, ...(namespaceObjects !== undefined ? [namespaceObjects] : [])]) access.set(r.groupResource, { everywhere: true });
+    return { access, problems: [], reviews: counted.asked() };
+  }
+
+  const known = new Map<string, readonly ResourceRule[] | undefined>();
+  if (rules !== undefined) for (const [ns, r] of await mapLimit(q.namespaces, NAMESPACE_CONCURRENCY, async (ns) => [ns, await rules(ns)] as const)) known.set(ns, r);
+  // The cluster's rules alone: no RoleBinding can be in a namespace that does not exist.
+  const clusterRules = rules === undefined ? undefined : await rules(CLUSTER_RULES_NAMESPACE);
+  const ruled = [...known.values(), clusterRules].filter((r): r is readonly ResourceRule[] => r !== undefined);
+  // Namespaces where a rule lets the requester list everything, and a review says so: every resource may be listed there.
+  const starred = q.namespaces.filter((ns) => { const k = known.get(ns); return k !== undefined && rulesMayListEverything(k); });
+  const rep = sameRules(q.namespaces, known);
+  const open = namespaced.length > 1 ? await perRepresentative(starred, rep, (ns) => may({ ...LIST_EVERYTHING, namespace: ns })) : new Set<string>();
+
+  const rows: Row[] = await mapLimit(namespaced, RESOURCE_CONCURRENCY, async (res) => ({ res, verb: 'list', access: await listAccess(q, may, res, known, ruled, open, rep) }));
+  if (namespaceObjects !== undefined) rows.push({ res: namespaceObjects, verb: 'get', access: await namespaceObjectAccess(q, may, known, rep) });
+  // Cluster rules are part of every namespace's rules: where some namespace's rules (or the cluster's alone) cannot allow it, the cluster-wide review cannot either.
+  const cluster = await mapLimit(q.cluster, RESOURCE_CONCURRENCY, async (res) => ({
+    res, allowed: ruled.every((k) => rulesMayAllow(k, 'list', res)) && await may({ verb: 'list', group: res.group, resource: res.resource, namespace: '' }),
+  }));
+
+  for (const r of rows) access.set(r.res.groupResource, r.access.everywhere ? { everywhere: true } : { everywhere: false, namespaces: r.access.allowed });
+  for (const c of cluster) access.set(c.res.groupResource, c.allowed ? { everywhere: true } : { everywhere: false, namespaces: [] });
+  const reviews = counted.asked();
 
   const anyAllowed = rows.some((r) => r.access.everywhere || r.access.allowed.length > 0) || cluster.some((c) => c.allowed);
-  if (!anyAllowed && (rows.length > 0 || cluster.length > 0)) {
-    return { access, problems: [], nothingAllowed: nothingAllowed(q, rows, cluster.map((c) => c.res)), reviews };
-  }
+  if (!anyAllowed) return { access, problems: [], nothingAllowed: nothingAllowed(q, rows, cluster.map((c) => c.res)), reviews };
 
   // Messages name the namespaces the spec named, and those whose Namespace object the requester may get (they know it).
   const visible = new Set(rows.find((r) => r.res.groupResource === 'namespaces')?.access.allowed ?? []);
@@ -146,34 +228,43 @@ export async function decideScope(q: ScopeQuestion, reviewer: Reviewer, rules?: 
   return { access, problems, reviews };
 }
 
+type May = (a: Parameters<Reviewer['review']>[0]) => Promise<boolean>;
+
 /**
- * `list res` in each namespace in scope: the cluster-wide review, then (when it says no) one per
- * namespace, skipping those where the requester's rules hold nothing that could allow it. A
- * backup of `*` by a team user asks a few reviews per namespace, not one per resource per namespace.
+ * `list res` in each namespace in scope. Namespaces where the requester may list everything need no
+ * review; those where their rules hold nothing that could allow it are denied without one. The
+ * cluster-wide review is asked only where it may say yes (every namespace's rules could allow it)
+ * and could save more than it costs (two namespaces or more left to ask); then one per set of
+ * namespaces with the same rules.
  */
-async function listAccess(q: ScopeQuestion, reviewer: Reviewer, res: ApiResource, rules: RulesSource | undefined): Promise<{ access: NamespaceAccess; reviews: number }> {
+async function listAccess(
+  q: ScopeQuestion, may: May, res: ApiResource, known: ReadonlyMap<string, readonly ResourceRule[] | undefined>,
+  ruled: readonly (readonly ResourceRule[])[], open: ReadonlySet<string>, rep: ReadonlyMap<string, string>,
+): Promise<NamespaceAccess> {
   const attrs = { verb: 'list', group: res.group, resource: res.resource };
-  const asked = (a: NamespaceAccess, namespaces: number): { access: NamespaceAccess; reviews: number } => ({ access: a, reviews: 1 + (a.everywhere ? 0 : namespaces) });
-  if (rules === undefined || (await reviewer.review({ ...attrs, namespace: '' })).allowed) return asked(await reviewer.inNamespaces(attrs, q.namespaces), q.namespaces.length);
-  const known = await Promise.all(q.namespaces.map(async (ns) => ({ ns, rules: await rules(ns) })));
-  const hopeless = new Set(known.filter((k) => k.rules !== undefined && !rulesMayAllow(k.rules, 'list', res)).map((k) => k.ns));
-  const candidates = q.namespaces.filter((ns) => !hopeless.has(ns));
-  const a = await reviewer.inNamespaces(attrs, candidates);
-  const denied = new Set(a.denied);
-  return asked({ everywhere: false, allowed: a.allowed, denied: q.namespaces.filter((ns) => hopeless.has(ns) || denied.has(ns)) }, candidates.length);
+  const hopeless = (ns: string): boolean => { const k = known.get(ns); return k !== undefined && !rulesMayAllow(k, 'list', res); };
+  const candidates = q.namespaces.filter((ns) => !open.has(ns) && !hopeless(ns));
+  if (candidates.length > 1 && ruled.every((k) => rulesMayAllow(k, 'list', res)) && await may({ ...attrs, namespace: '' })) {
+    return { everywhere: true, allowed: [...q.namespaces], denied: [] };
+  }
+  const yes = await perRepresentative(candidates, rep, (ns) => may({ ...attrs, namespace: ns }));
+  const allowed = (ns: string): boolean => open.has(ns) || yes.has(ns);
+  return { everywhere: false, allowed: q.namespaces.filter(allowed), denied: q.namespaces.filter((ns) => !allowed(ns)) };
 }
 
-/** Namespace objects: all of them with `list namespaces`, else `get` on each (RBAC reads a Namespace's name as its namespace). */
-async function namespaceObjectAccess(q: ScopeQuestion, reviewer: Reviewer, rules: RulesSource | undefined, counted: () => void): Promise<NamespaceAccess> {
-  counted();
-  if ((await reviewer.review({ verb: 'list', group: '', resource: 'namespaces', namespace: '' })).allowed) return { everywhere: true, allowed: [...q.namespaces], denied: [] };
-  const answers = await mapLimit(q.namespaces, 16, async (ns) => {
-    const known = await rules?.(ns);
-    if (known !== undefined && !rulesMayAllow(known, 'get', { group: '', resource: 'namespaces' })) return { ns, ok: false };
-    counted();
-    return { ns, ok: (await reviewer.review({ verb: 'get', group: '', resource: 'namespaces', namespace: ns, name: ns })).allowed };
-  });
-  return { everywhere: false, allowed: answers.filter((a) => a.ok).map((a) => a.ns), denied: answers.filter((a) => !a.ok).map((a) => a.ns) };
+/**
+ * Namespace objects: all of them with `list namespaces`, else `get` on each (RBAC reads a Namespace's
+ * name as its namespace). The get names the object, so namespaces share a review only where no rule
+ * is limited to names.
+ */
+async function namespaceObjectAccess(
+  q: ScopeQuestion, may: May, known: ReadonlyMap<string, readonly ResourceRule[] | undefined>, rep: ReadonlyMap<string, string>,
+): Promise<NamespaceAccess> {
+  if (await may({ verb: 'list', group: '', resource: 'namespaces', namespace: '' })) return { everywhere: true, allowed: [...q.namespaces], denied: [] };
+  const candidates = q.namespaces.filter((ns) => { const k = known.get(ns); return k === undefined || rulesMayAllow(k, 'get', { group: '', resource: 'namespaces' }); });
+  const byName = new Map(q.namespaces.map((ns) => [ns, (known.get(ns) ?? []).some((r) => (r.resourceNames ?? []).length > 0) ? ns : (rep.get(ns) ?? ns)]));
+  const yes = await perRepresentative(candidates, byName, (ns) => may({ verb: 'get', group: '', resource: 'namespaces', namespace: ns, name: ns }));
+  return { everywhere: false, allowed: q.namespaces.filter((ns) => yes.has(ns)), denied: q.namespaces.filter((ns) => !yes.has(ns)) };
 }
 
 type Phrasing = Pick<ScopeQuestion, 'who' | 'mayNameNamespaces' | 'namedNamespace'>;

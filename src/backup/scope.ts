@@ -11,7 +11,7 @@ import { isGlob } from '../selection/globs.js';
 import type { Selection } from '../selection/compile.js';
 import { includedResourceEntries } from '../selection/scopedResources.js';
 import { selectResources } from './resources.js';
-import { decideScope, type Access, type ResourceRule, type RulesSource, type ScopeProblem } from './rights.js';
+import { LIST_EVERYTHING, countingReviewer, decideScope, type Access, type ResourceRule, type RulesSource, type ScopeProblem } from './rights.js';
 
 /** What discovery found, and the group versions it could not read (the engine records those). */
 export interface Discovery {
@@ -117,7 +117,10 @@ export async function planBackupScope(deps: ScopeDeps, backup: Backup, selection
     const byGroupResource = new Map(discovery.resources.map((r) => [r.groupResource, r]));
     const taken = selectResources(discovery.resources, selection.resources, selection.clusterScopedInFull);
     const nsRes = byGroupResource.get('namespaces') ?? CORE.namespaces;
-    const mayListNamespaces = (await deps.reviewer.review({ verb: 'list', group: '', resource: 'namespaces', namespace: '' })).allowed;
+    // Every review goes through `reviewer`, which counts each question once (decideScope asks LIST_EVERYTHING again: cached).
+    const reviewer = countingReviewer(deps.reviewer);
+    const mayListEverything = (await reviewer.review({ ...LIST_EVERYTHING, namespace: '' })).allowed;
+    const mayListNamespaces = mayListEverything || (await reviewer.review({ verb: 'list', group: '', resource: 'namespaces', namespace: '' })).allowed;
     const spec = backup.spec;
     const namedNamespaces = new Set((spec.includedNamespaces ?? []).map((n) => n.trim()).filter((n) => n !== '' && !isGlob(n)));
     const literals = includedResourceEntries(spec);
@@ -139,9 +142,8 @@ export async function planBackupScope(deps: ScopeDeps, backup: Backup, selection
       named: (res) => literals.some((e) => resourceEntryMatches(e, res)),
       namedNamespace: (ns) => namedNamespaces.has(ns),
       mayNameNamespaces: mayListNamespaces,
-    }, deps.reviewer, rules.source);
-    // The `list namespaces` review above is one more, unless the Namespace-object row asked it again (cached, not counted twice).
-    const reviews = decision.reviews + (taken.namespaces !== undefined && namespaces.length > 0 ? 0 : 1);
+    }, reviewer, rules.source);
+    const reviews = reviewer.asked();
     if (decision.nothingAllowed !== undefined) return { validationErrors: [decision.nothingAllowed] };
     return {
       scope: {

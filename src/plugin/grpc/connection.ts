@@ -3,8 +3,9 @@ import { Channel, credentials, type ChannelOptions } from '@grpc/grpc-js';
 import { PluginListerClient } from '../../gen/stowage/plugin/v1/lister.js';
 import type { ObjectStoreClient } from '../../gen/stowage/plugin/v1/object_store.js';
 import { FastObjectStoreClient } from './fastCodec.js';
+import { FastBackupItemActionClient } from './batchCodec.js';
 import {
-  BackupItemActionClient,
+  type BackupItemActionClient,
   DeleteItemActionClient,
   RestoreItemActionClient,
 } from '../../gen/stowage/plugin/v1/item_actions.js';
@@ -52,7 +53,7 @@ export function connectPlugin(target: string): PluginConnection {
     target,
     lister: new PluginListerClient(target, creds, opts),
     objectStore: new FastObjectStoreClient(target, creds, opts),
-    backupItemAction: new BackupItemActionClient(target, creds, opts),
+    backupItemAction: new FastBackupItemActionClient(target, creds, opts),
     restoreItemAction: new RestoreItemActionClient(target, creds, opts),
     deleteItemAction: new DeleteItemActionClient(target, creds, opts),
     volumeSnapshotter: new VolumeSnapshotterClient(target, creds, opts),

@@ -13,7 +13,6 @@ import type {
 } from '../api/index.js';
 import { PluginListerService } from '../../gen/stowage/plugin/v1/lister.js';
 import {
-  BackupItemActionService,
   DeleteItemActionService,
   RestoreItemActionService,
 } from '../../gen/stowage/plugin/v1/item_actions.js';
@@ -24,6 +23,7 @@ import { HealthService } from '../../gen/grpc/health/v1/health.js';
 import { backupItemActionServer, deleteItemActionServer, restoreItemActionServer } from './actionServers.js';
 import { MAX_MESSAGE_BYTES } from './connection.js';
 import { FastObjectStoreService } from './fastCodec.js';
+import { FastBackupItemActionService } from './batchCodec.js';
 import { controllerServer, healthServer, pluginListerServer } from './coreServers.js';
 import { keyManagerServer } from './keyManagerServer.js';
 import { objectStoreServer } from './objectStoreServer.js';
@@ -105,7 +105,7 @@ export async function startPluginServer(
   });
   server.addService(PluginListerService, pluginListerServer(listedPlugins(impls), hooks));
   server.addService(FastObjectStoreService, objectStoreServer(impls.objectStores ?? {}, hooks));
-  server.addService(BackupItemActionService, backupItemActionServer(impls.backupItemActions ?? {}, hooks));
+  server.addService(FastBackupItemActionService, backupItemActionServer(impls.backupItemActions ?? {}, hooks));
   server.addService(RestoreItemActionService, restoreItemActionServer(impls.restoreItemActions ?? {}, hooks));
   server.addService(DeleteItemActionService, deleteItemActionServer(impls.deleteItemActions ?? {}, hooks));
   server.addService(VolumeSnapshotterService, volumeSnapshotterServer(impls.volumeSnapshotters ?? {}, hooks));
