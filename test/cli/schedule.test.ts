@@ -196,7 +196,13 @@ describe('stowage schedule with a running server', () => {
     expect(r.code, show(r)).toBe(0);
     expect(r.stdout).toContain('Schedule "full" deleted.');
     expect(r.stdout).toContain(`Schedule "nightly" deleted. Its backups stay; delete them with \`stowage backup delete --selector ${LABEL_SCHEDULE_NAME}=nightly\`.`);
-    for (const n of ['full', 'nightly']) await expect(schedule(n)).rejects.toSatisfy(isNotFound);
+    // Deleted with propagationPolicy Orphan: the API server marks each at once, and the garbage
+    // collector removes its orphan finalizer when it gets to it (later under load), as with kubectl.
+    for (const n of ['full', 'nightly']) {
+      const gone = await schedule(n).then((sc) => sc.metadata.deletionTimestamp !== undefined, (err: unknown) => isNotFound(err));
+      expect(gone, `schedule ${n} neither gone nor being deleted`).toBe(true);
+      await waitUntil(`schedule ${n} gone`, () => schedule(n).then(() => undefined, (err: unknown) => (isNotFound(err) ? true : Promise.reject(err))), 120_000);
+    }
     expect(await backupsOf('nightly')).toHaveLength(3);
     const none = await cli('schedule', 'get');
     expect(none.code, show(none)).toBe(0);
