@@ -17,7 +17,7 @@ import { volumeSnapshotLocationController } from './controller/volumeSnapshotLoc
 import { restoreController } from './controller/restore.js';
 import { restoreArtifactsController } from './controller/restoreArtifacts.js';
 import { scheduleController } from './controller/schedule.js';
-import { createRunRegistry, type ControllerContext, type ControllerDefinition } from './controller/context.js';
+import { createRunRegistry, type ControllerContext, type ControllerDefinition } from './controller/run/context.js';
 import { CUSTOM_RESOURCE_DEFINITIONS, createDynamicClient, createEventRecorder, isNotFound, loadKubeConfig, type KubeObject } from './kube/index.js';
 import { LogSpool, createLogTail, createServerLogger } from './logging/index.js';
 import { createMetrics, startMetricsServer } from './metrics/index.js';

@@ -8,10 +8,10 @@ import { splitKey, type Result } from '../runtime/index.js';
 
 import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
-import type { ControllerContext, ControllerDefinition } from './context.js';
+import type { ControllerContext, ControllerDefinition } from './run/context.js';
 import { checkLocationKeys, encrypts } from '../storage/keys.js';
 import { checkLocationSigning, signs } from '../storage/signatures.js';
-import { BSL_RESOURCE, validatedCurrentSpec } from './locations.js';
+import { BSL_RESOURCE, validatedCurrentSpec } from './run/locations.js';
 import { backupStoreOn, openObjectStore } from '../storage/open.js';
 import { detectLayout, type DetectedLayout } from '../persistence/veleroStore.js';
 import { flushSpool, stamp } from './run/runs.js';

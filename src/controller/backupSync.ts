@@ -41,7 +41,7 @@ import type { PluginHandle } from '../plugin/host/index.js';
 import type { Result } from '../runtime/index.js';
 import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
-import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
+import { readsFrom, type ControllerContext, type ControllerDefinition } from './run/context.js';
 import { readStoredBackup, unencryptedRefusal } from '../storage/keys.js';
 import { withBackupStore } from '../storage/open.js';
 import { statementMismatch, verifyStoredSignature } from '../storage/signatures.js';

@@ -3,7 +3,7 @@
 // Order, so that whatever fails leaves something that can be retried:
 //   1. refuse (Processed with the reason, nothing touched) when the request has no requester (trust
 //      mode requester), the backup does not exist, the requester could neither have made it nor
-//      restore everything in it (controller/backupRights.ts), it is still running, or its location
+//      restore everything in it (controller/run/backupRights.ts), it is still running, or its location
 //      is missing, ReadOnly or Unavailable;
 //   2. mark the Backup Deleting (GC and sync leave it alone);
 //   3. run the DeleteItemAction plugins on the backup's items (read from its tarball);
@@ -35,10 +35,10 @@ import { safeErrorMessage } from '../util/errors.js';
 import { namespaceFilter, resourceFilter } from '../selection/filters.js';
 import { labelSelectorMatches, parseLabelSelector } from '../selection/labels.js';
 import { isVeleroImport, VELERO_DELETE_NOTE } from '../persistence/veleroBackup.js';
-import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
+import { readsFrom, type ControllerContext, type ControllerDefinition } from './run/context.js';
 import { hasStoredData, locationBlocksDeletion } from '../schedule/gc.js';
-import { backupRefusal } from './backupRights.js';
-import { resolveLocation } from './locations.js';
+import { backupRefusal } from './run/backupRights.js';
+import { resolveLocation } from './run/locations.js';
 import { withBackupStore } from '../storage/open.js';
 import { spillDirOf } from './restore.js';
 import { statusPatch, unlessChanged } from './run/patch.js';

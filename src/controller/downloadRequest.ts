@@ -2,7 +2,7 @@
 //
 // A DownloadRequest names a backup or restore artifact. In trust mode `requester` it is served only
 // when its requester could have made the backup or could restore everything in it
-// (controller/backupRights.ts); for a restore's artifacts, the restore's backup. The answer is a URL
+// (controller/run/backupRights.ts); for a restore's artifacts, the restore's backup. The answer is a URL
 // valid for --download-url-ttl (5 minutes by default):
 //   - a presigned object-store URL when the store can sign one (S3);
 //   - otherwise the server's own `/download/<token>` endpoint, where <token> is an HMAC-signed,
@@ -39,12 +39,12 @@ import { isVeleroImport } from '../persistence/veleroBackup.js';
 import { veleroMissingArtifact } from '../persistence/veleroStore.js';
 import type { Result } from '../runtime/index.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
-import { readsFrom, type ActiveRun, type ControllerContext, type ControllerDefinition } from './context.js';
-import { backupRefusal } from './backupRights.js';
+import { readsFrom, type ActiveRun, type ControllerContext, type ControllerDefinition } from './run/context.js';
+import { backupRefusal } from './run/backupRights.js';
 import { encrypts } from '../storage/keys.js';
-import { resolveLocation } from './locations.js';
+import { resolveLocation } from './run/locations.js';
 import { isVeleroLocation, withBackupStore, type OpenedLocation } from '../storage/open.js';
-import { resolveBackupOf } from './resolveBackup.js';
+import { resolveBackupOf } from './run/resolveBackup.js';
 import { signs } from '../storage/signatures.js';
 import { SignatureError } from '../signing/index.js';
 import { stamp } from './run/runs.js';

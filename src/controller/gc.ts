@@ -11,7 +11,7 @@ import { LABEL_BACKUP_UID, RESOURCES, newDeleteBackupRequest, type Backup, type 
 import type { Result } from '../runtime/index.js';
 import { errorMessage } from '../util/errors.js';
 import { planGc, type GcDecision } from '../schedule/gc.js';
-import type { ControllerContext, ControllerDefinition } from './context.js';
+import type { ControllerContext, ControllerDefinition } from './run/context.js';
 
 const DBRS = RESOURCES.DeleteBackupRequest;
 

@@ -21,8 +21,8 @@ import {
 } from '../apis/v1/index.js';
 import type { Result } from '../runtime/index.js';
 import { safeErrorMessage } from '../util/errors.js';
-import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
-import { resolveLocation } from './locations.js';
+import { readsFrom, type ControllerContext, type ControllerDefinition } from './run/context.js';
+import { resolveLocation } from './run/locations.js';
 import { isReadOnly, isVeleroLocation, withBackupStore } from '../storage/open.js';
 import { changedMeanwhile } from './run/patch.js';
 

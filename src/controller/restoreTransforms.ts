@@ -13,7 +13,7 @@ import {
 } from '../restore/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { resourceModifierRefErrors } from '../selection/specErrors.js';
-import type { ControllerContext } from './context.js';
+import type { ControllerContext } from './run/context.js';
 
 export interface RestoreTransforms {
   modifiers?: ResourceModifiers;

@@ -21,7 +21,7 @@ import { LABEL_SCHEDULE_NAME, RESOURCES, labelValue, type Backup, type Schedule,
 import { isAlreadyExists, isConflict, isNotFound } from '../kube/index.js';
 import type { Result } from '../runtime/index.js';
 import { backupFromSchedule, planSchedule } from '../schedule/plan.js';
-import { readsFrom, type ControllerContext, type ControllerDefinition } from './context.js';
+import { readsFrom, type ControllerContext, type ControllerDefinition } from './run/context.js';
 import { stamp } from './run/runs.js';
 
 const SCHEDULES = RESOURCES.Schedule;

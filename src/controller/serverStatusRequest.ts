@@ -4,7 +4,7 @@ import { RESOURCES, type ServerStatusRequest, type ServerStatusPluginInfo } from
 import { isNotFound } from '../kube/index.js';
 import type { Result } from '../runtime/index.js';
 import { splitKey } from '../runtime/index.js';
-import type { ControllerContext, ControllerDefinition } from './context.js';
+import type { ControllerContext, ControllerDefinition } from './run/context.js';
 import { stamp } from './run/runs.js';
 
 const SSRS = RESOURCES.ServerStatusRequest;

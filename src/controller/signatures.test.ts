@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LABEL_SCHEDULE_NAME, newBackup, newBackupStorageLocation } from '../apis/v1/index.js';
 import type { SignedStatement } from '../signing/index.js';
-import { latestBackupOfSchedule } from './resolveBackup.js';
+import { latestBackupOfSchedule } from './run/resolveBackup.js';
 import { labelsTrusted, scheduleMismatch, signs } from '../storage/signatures.js';
 
 const base = { provider: 'stowage.dev/filesystem', objectStorage: { bucket: 'b' } };

@@ -19,7 +19,7 @@ import type { Informer } from '../runtime/index.js';
 import { fixedClock } from '../util/clock.js';
 import { SPEC_LIST_CAPS } from '../selection/filters.js';
 import { validateBackup } from './backup.js';
-import type { ControllerContext } from './context.js';
+import type { ControllerContext } from './run/context.js';
 import { validateRestore } from './restore.js';
 import { backupFromSchedule, validateSchedule } from '../schedule/plan.js';
 

@@ -4,7 +4,7 @@
 import { RESOURCES, type VolumeSnapshotLocation } from '../apis/v1/index.js';
 import { isNotFound } from '../kube/index.js';
 import { splitKey, type Result } from '../runtime/index.js';
-import type { ControllerContext, ControllerDefinition } from './context.js';
+import type { ControllerContext, ControllerDefinition } from './run/context.js';
 
 export const VSL_REFUSED =
   'volume snapshots are not supported yet: Stowage takes no volume snapshots, so no backup uses this location (a Backup that sets snapshotVolumes or volumeSnapshotLocations fails validation)';

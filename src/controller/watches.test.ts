@@ -10,7 +10,7 @@ import { fixedClock } from '../util/clock.js';
 import { backupController } from './backup.js';
 import { backupStorageLocationController } from './backupStorageLocation.js';
 import { backupSyncController } from './backupSync.js';
-import type { ControllerContext, ControllerDefinition } from './context.js';
+import type { ControllerContext, ControllerDefinition } from './run/context.js';
 import { deleteBackupRequestController } from './deleteBackupRequest.js';
 import { downloadRequestController } from './downloadRequest.js';
 import { gcController } from './gc.js';

@@ -38,7 +38,7 @@ export interface GcPlan {
 
 /**
  * The location a backup lives in: its spec, else the location marked default, else the configured
- * default name (the order controller/locations.ts resolveLocation uses).
+ * default name (the order controller/run/locations.ts resolveLocation uses).
  */
 export function backupLocationName(backup: Backup, locations: readonly BackupStorageLocation[], defaultLocation: string): string | undefined {
   const named = backup.spec.storageLocation;

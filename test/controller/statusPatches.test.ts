@@ -3,7 +3,7 @@
 // Conflict, quiet when the run was deleted or someone else moved its phase on.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RESOURCES, newRestore, type Restore } from '../../src/apis/v1/index.js';
-import type { ControllerContext } from '../../src/controller/context.js';
+import type { ControllerContext } from '../../src/controller/run/context.js';
 import { failValidation, patchWhileInProgress } from '../../src/controller/run/lifecycle.js';
 import { ensureCrds, type DynamicClient } from '../../src/kube/index.js';
 import { systemClock } from '../../src/util/clock.js';

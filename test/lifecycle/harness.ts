@@ -16,7 +16,7 @@ import {
   type StowageKind,
 } from '../../src/apis/v1/index.js';
 import { DEFAULT_CONFIG, type ServerConfig } from '../../src/config/index.js';
-import { createRunRegistry, type ControllerContext, type ControllerDefinition } from '../../src/controller/context.js';
+import { createRunRegistry, type ControllerContext, type ControllerDefinition } from '../../src/controller/run/context.js';
 import { createEventRecorder, ensureCrds, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import { LogSpool, createServerLogger } from '../../src/logging/index.js';
 import { createMetrics } from '../../src/metrics/index.js';

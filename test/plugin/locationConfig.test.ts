@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { newBackupStorageLocation, type BackupStorageLocation, type BackupStorageLocationSpec } from '../../src/apis/v1/index.js';
-import type { StoreContext } from '../../src/controller/context.js';
+import type { StoreContext } from '../../src/controller/run/context.js';
 import { openObjectStore } from '../../src/storage/open.js';
 import type { DynamicClient } from '../../src/kube/index.js';
 import { PROVIDER_ALIASES } from '../../src/plugin/builtin/providers.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ANNOTATION_CANCELED_BY } from '../../apis/v1/index.js';
 import { abortIfCanceled, cancelOf, RunCanceled } from './cancel.js';
-import { createRunRegistry, type ActiveRun } from '../context.js';
+import { createRunRegistry, type ActiveRun } from './context.js';
 
 function registered(name: string): { ctx: { runs: ReturnType<typeof createRunRegistry>; namespace: string }; signal: AbortSignal } {
   const runs = createRunRegistry();

@@ -9,7 +9,7 @@ import { ANNOTATION_CANCELED_BY, type StowageKind } from '../../apis/v1/index.js
 import type { KubeObject, ResourceRef } from '../../kube/index.js';
 import type { RunKind } from '../../logging/index.js';
 import type { Informer, WatchSource } from '../../runtime/index.js';
-import type { ControllerContext } from '../context.js';
+import type { ControllerContext } from './context.js';
 import { stamp } from './runs.js';
 import { patchStatusIfCurrent } from './patch.js';
 

@@ -19,7 +19,7 @@ import type { BackupStore } from '../../persistence/backupStore.js';
 import type { ArtifactKey, ArtifactRef } from '../../persistence/sealing.js';
 import { normalizePrefix } from '../../persistence/layout.js';
 import { errorMessage, safeErrorMessage } from '../../util/errors.js';
-import type { ControllerContext } from '../context.js';
+import type { ControllerContext } from './context.js';
 import { abortIfCanceledNow, cancelOf } from './cancel.js';
 import { encrypts } from '../../storage/keys.js';
 import { openBackupStore } from '../../storage/open.js';

@@ -2,7 +2,7 @@
 // read at, so a reconcile that decided from a stale cache never overwrites a newer state. When the
 // object changed or went meanwhile, the write is dropped and its next event decides again.
 import { isConflict, isNotFound, type ResourceRef } from '../../kube/index.js';
-import type { ControllerContext } from '../context.js';
+import type { ControllerContext } from './context.js';
 
 /** Whether a conditional write failed because the object changed (Conflict) or went (NotFound) meanwhile. */
 export function changedMeanwhile(err: unknown): boolean {

@@ -7,7 +7,7 @@ import winston from 'winston';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decryptBuffer, newDataKey } from '../../encryption/index.js';
 import { LogSpool } from '../../logging/index.js';
-import type { ControllerContext } from '../context.js';
+import type { ControllerContext } from './context.js';
 import { uploadRunLog } from './runs.js';
 import { sealBody } from '../../persistence/sealing.js';
 

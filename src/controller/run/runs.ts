@@ -8,7 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import type { BackupStorageLocation } from '../../apis/v1/index.js';
 import { createRunLogger, isRefused, runOfKey, type RunKind, type RunLog } from '../../logging/index.js';
 import { errorMessage, safeErrorMessage } from '../../util/errors.js';
-import type { ActiveRun, ControllerContext } from '../context.js';
+import type { ActiveRun, ControllerContext } from './context.js';
 import { withBackupStore, writeRefusal } from '../../storage/open.js';
 
 export function stamp(d: Date): string {

@@ -12,7 +12,7 @@
 // controllers, and a new leader rebuilds it from the New runs its informers list.
 import type { KubeObject, ResourceRef } from '../../kube/index.js';
 import type { RunKind } from '../../logging/index.js';
-import type { ControllerContext } from '../context.js';
+import type { ControllerContext } from './context.js';
 import { scopeOverlap, type RunScope } from './scope.js';
 import { patchStatusIfCurrent } from './patch.js';
 

@@ -30,12 +30,12 @@ import type { PluginHandle } from '../../plugin/host/index.js';
 import type { Result } from '../../runtime/index.js';
 import { formatDuration } from '../../util/duration.js';
 import { safeErrorMessage } from '../../util/errors.js';
-import type { ControllerContext } from '../context.js';
+import type { ControllerContext } from './context.js';
 import { encrypts, keyedForBackup } from '../../storage/keys.js';
-import { BSL_RESOURCE, resolveLocation } from '../locations.js';
+import { BSL_RESOURCE, resolveLocation } from './locations.js';
 import { backupStoreOn, openObjectStore, writeRefusal } from '../../storage/open.js';
 import { stamp, uploadRunLog } from './runs.js';
-import { resolveBackupOf } from '../resolveBackup.js';
+import { resolveBackupOf } from './resolveBackup.js';
 import { unlessChanged } from './patch.js';
 
 type StaleObject = KubeObject & { metadata: { name: string; namespace?: string; resourceVersion?: string } };

@@ -3,7 +3,7 @@
 // keys are remembered and queued again when the webhook is back (no polling of each run).
 import type { ResourceRef } from '../../kube/index.js';
 import type { RunKind } from '../../logging/index.js';
-import type { ControllerContext } from '../context.js';
+import type { ControllerContext } from './context.js';
 import type { RunObject } from './lifecycle.js';
 import { patchStatusIfCurrent } from './patch.js';
 

@@ -1,9 +1,9 @@
 // Which backup a restore reads, for the Restore controller and for DownloadRequests of a
 // restore's artifacts alike: the one it names, or the newest Completed backup of its schedule.
-import { ANNOTATION_SYNCED_FROM, LABEL_SCHEDULE_NAME, labelValue, type Backup, type Restore } from '../apis/v1/index.js';
+import { ANNOTATION_SYNCED_FROM, LABEL_SCHEDULE_NAME, labelValue, type Backup, type Restore } from '../../apis/v1/index.js';
 import type { ControllerContext } from './context.js';
 import { resolveLocation } from './locations.js';
-import { labelsTrusted } from '../storage/signatures.js';
+import { labelsTrusted } from '../../storage/signatures.js';
 
 /**
  * The newest Completed backup of `schedule` among `backups` (one namespace's), by start time.

@@ -1,6 +1,6 @@
 // Whether a run can use its location now (validated, Available), and which location a run means:
 // the one place the backup and restore controllers decide both.
-import { RESOURCES, type BackupStorageLocation } from '../apis/v1/index.js';
+import { RESOURCES, type BackupStorageLocation } from '../../apis/v1/index.js';
 import type { ControllerContext } from './context.js';
 
 export function isAvailable(bsl: BackupStorageLocation): boolean {

@@ -2,15 +2,15 @@
 // itself. Controllers are plain functions `xxxController(ctx) => ControllerDefinition`; main.ts
 // starts each definition's reconciler with runtime/startController once this replica leads.
 import type winston from 'winston';
-import type { StowageKind } from '../apis/v1/index.js';
-import type { Authority } from '../auth/index.js';
-import type { ServerConfig } from '../config/index.js';
-import type { DynamicClient, EventRecorder, KubeObject } from '../kube/index.js';
-import type { LogSpool, LogTail } from '../logging/index.js';
-import type { StowageMetrics } from '../metrics/index.js';
-import type { PluginPool } from '../plugin/host/index.js';
-import type { Informer, Reconciler, WatchSource } from '../runtime/index.js';
-import type { Clock } from '../util/clock.js';
+import type { StowageKind } from '../../apis/v1/index.js';
+import type { Authority } from '../../auth/index.js';
+import type { ServerConfig } from '../../config/index.js';
+import type { DynamicClient, EventRecorder, KubeObject } from '../../kube/index.js';
+import type { LogSpool, LogTail } from '../../logging/index.js';
+import type { StowageMetrics } from '../../metrics/index.js';
+import type { PluginPool } from '../../plugin/host/index.js';
+import type { Informer, Reconciler, WatchSource } from '../../runtime/index.js';
+import type { Clock } from '../../util/clock.js';
 
 export interface ControllerContext {
   config: ServerConfig;
@@ -114,4 +114,4 @@ export function createRunRegistry(): RunRegistry {
 }
 
 /** What opening a location's store needs (storage/context.ts): the controller context has it. */
-export type { StoreContext } from '../storage/context.js';
+export type { StoreContext } from '../../storage/context.js';

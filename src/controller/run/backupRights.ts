@@ -2,12 +2,12 @@
 // rule is auth/backupAccess.ts, on the resource list the backup stored in its location. A backup
 // with no resource list there (still running, or failed before writing one) names nothing to check
 // against, so until it has one only the user who made it may use it.
-import type { Backup } from '../apis/v1/index.js';
-import { backupUseRefusal, describeRequester, requesterOf, sameRequester, type Authority, type HeldResources } from '../auth/index.js';
-import { safeErrorMessage } from '../util/errors.js';
+import type { Backup } from '../../apis/v1/index.js';
+import { backupUseRefusal, describeRequester, requesterOf, sameRequester, type Authority, type HeldResources } from '../../auth/index.js';
+import { safeErrorMessage } from '../../util/errors.js';
 import type { ControllerContext } from './context.js';
 import { resolveLocation } from './locations.js';
-import { readStoredResourceList } from '../storage/open.js';
+import { readStoredResourceList } from '../../storage/open.js';
 
 /** The backup's stored resource list, or undefined when its location holds none. */
 async function heldBy(ctx: ControllerContext, backup: Backup, purpose: string): Promise<HeldResources | undefined> {

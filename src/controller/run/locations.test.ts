@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { BackupStorageLocation } from '../apis/v1/index.js';
+import type { BackupStorageLocation } from '../../apis/v1/index.js';
 import { locationProblem, specChangedSinceValidation } from './locations.js';
 
 const NOW = Date.parse('2026-11-30T10:00:00Z');
