@@ -2,7 +2,7 @@
 // then runs it through the shared run lifecycle (run/lifecycle.ts) with the restore engine, reading the
 // backup through its location: the restore's results (with every item's outcome, which is what a
 // dry run reports), resource list and log under restores/<r>/, and phase, progress, summary,
-// counts and events. A backup in a Velero location (veleroRestore.ts) is restored without a manifest,
+// counts and events. A backup in a Velero location (restore/veleroStatus.ts) is restored without a manifest,
 // and nothing of the restore is uploaded there. A Restore left InProgress by a dead server
 // is marked Failed. The engine acts with the Restore's authority (auth/authority.ts): in trust mode
 // "requester" every request it makes goes out impersonating the user who created the Restore, so
@@ -16,21 +16,20 @@ import { recordRestoreOutcome } from '../metrics/index.js';
 import { normalizePrefix, restoreKeys, unstorableKeys } from '../persistence/layout.js';
 import { backupUseRefusal, type Authority, type HeldResources } from '../auth/index.js';
 import {
-  checkTargetNamespaces, inStowageForm, newRestoreRequest, resolveRestoreItemActions, runRestore, sourcesOfResourceList, targetsOfResourceList, type RestoreRequest, type RestoreResult, type TargetNamespace,
+  checkTargetNamespaces, inStowageForm, loadRestoreTransforms, newRestoreRequest, noManifestWarning, noteNoManifest, resolveRestoreItemActions, runRestore,
+  sourcesOfResourceList, targetsOfResourceList, veleroRestoreStatus, type RestoreRequest, type RestoreResult, type RestoreTransforms, type TargetNamespace,
 } from '../restore/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { restoreSpecErrors } from '../selection/specErrors.js';
 import { keyedForBackup, unencryptedRefusal } from '../storage/keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './run/context.js';
-import { noManifestWarning, noteNoManifest, veleroRestoreStatus } from './veleroRestore.js';
 import type { BackupStore } from '../persistence/backupStore.js';
 import { locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './run/locations.js';
 import { isVeleroLocation, readStoredResourceList, writeRefusal } from '../storage/open.js';
 import { cancelBeforeStart, cancelRequested, cancelWatch } from './run/cancel.js';
 import { failValidation, runLifecycle } from './run/lifecycle.js';
 import { resolveBackupOf } from './run/resolveBackup.js';
-import { loadRestoreTransforms, type RestoreTransforms } from './restoreTransforms.js';
 import { restoreScope } from './run/scope.js';
 import { createRunSlots, takeSlot } from './run/slots.js';
 import { createWebhookHold } from './run/webhookHold.js';

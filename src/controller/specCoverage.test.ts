@@ -111,10 +111,10 @@ const RESTORE_ROWS: Record<string, Row> = {
   'spec.hooks': refused,
   'spec.restorePVs': refused,
   'spec.itemOperationTimeout': refused,
-  'spec.resourceModifier': by('test/controller/transforms.test.ts', 'src/controller/restoreTransforms.test.ts'),
-  'spec.resourceModifier.apiGroup': by('src/controller/restoreTransforms.test.ts'),
-  'spec.resourceModifier.kind': by('test/controller/transforms.test.ts', 'src/controller/restoreTransforms.test.ts'),
-  'spec.resourceModifier.name': by('test/controller/transforms.test.ts', 'src/controller/restoreTransforms.test.ts'),
+  'spec.resourceModifier': by('test/controller/transforms.test.ts', 'src/selection/specErrors.test.ts'),
+  'spec.resourceModifier.apiGroup': by('src/selection/specErrors.test.ts'),
+  'spec.resourceModifier.kind': by('test/controller/transforms.test.ts', 'src/selection/specErrors.test.ts'),
+  'spec.resourceModifier.name': by('test/controller/transforms.test.ts', 'src/selection/specErrors.test.ts'),
   'spec.uploaderConfig': refused,
 };
 

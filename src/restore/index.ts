@@ -18,3 +18,5 @@ export { checkTargetNamespaces, inStowageForm, sourcesOfPlan, sourcesOfResourceL
 export { parseResourceModifiers, type ResourceModifiers } from './modifiers/index.js';
 export { mappingConfigOf, PLUGIN_CONFIG_LABELS, type ConfigMapLike } from './actions/mappingConfig.js';
 export type { MappingConfig } from './actions/mappings.js';
+export { loadRestoreTransforms, type RestoreTransforms, type ServerConfigMaps } from './transformConfig.js';
+export { noManifestWarning, noteNoManifest, veleroRestoreStatus } from './veleroStatus.js';

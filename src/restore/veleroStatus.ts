@@ -5,7 +5,7 @@
 // status instead.
 import type { RestoreStatus } from '../apis/v1/index.js';
 import { addResult, type RunResults, type ScopedMessages } from '../persistence/results.js';
-import type { RestoreResult } from '../restore/index.js';
+import type { RestoreResult } from './restore.js';
 
 /** The most warnings, and the most errors, status.messages keeps. */
 export const MAX_STATUS_MESSAGES = 100;

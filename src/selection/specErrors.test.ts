@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { resourceModifierRefErrors } from './restoreTransforms.js';
+import { resourceModifierRefErrors } from './specErrors.js';
 
 describe('spec.resourceModifier', () => {
   it('must name a ConfigMap (kind in any case, as Velero compares it), with an empty apiGroup and a name', () => {

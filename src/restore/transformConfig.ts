@@ -7,13 +7,18 @@
 // validation; the rules validated are the very ones the run applies.
 import type { Restore } from '../apis/v1/index.js';
 import type { Authority } from '../auth/index.js';
-import { CORE, isForbidden, isNotFound } from '../kube/index.js';
+import { CORE, isForbidden, isNotFound, type DynamicClient } from '../kube/index.js';
 import {
   mappingConfigOf, parseResourceModifiers, PLUGIN_CONFIG_LABELS, type ConfigMapLike, type MappingConfig, type ResourceModifiers,
-} from '../restore/index.js';
+} from './index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { resourceModifierRefErrors } from '../selection/specErrors.js';
-import type { ControllerContext } from './run/context.js';
+
+/** The server's client and namespace: the mapping ConfigMaps are its configuration, read with its rights. */
+export interface ServerConfigMaps {
+  client: DynamicClient;
+  namespace: string;
+}
 
 export interface RestoreTransforms {
   modifiers?: ResourceModifiers;
@@ -21,8 +26,6 @@ export interface RestoreTransforms {
   /** For the run log: what the restore will apply. */
   logLine: string | undefined;
 }
-
-export { resourceModifierRefErrors } from '../selection/specErrors.js';
 
 async function readModifiers(r: Restore, namespace: string, authority: Authority): Promise<{ modifiers: ResourceModifiers } | { errors: string[] }> {
   const name = r.spec.resourceModifier?.name ?? '';
@@ -40,7 +43,7 @@ async function readModifiers(r: Restore, namespace: string, authority: Authority
   return parsed;
 }
 
-async function readMappings(ctx: ControllerContext): Promise<{ config: MappingConfig } | { errors: string[] }> {
+async function readMappings(ctx: ServerConfigMaps): Promise<{ config: MappingConfig } | { errors: string[] }> {
   const found = new Map<string, ConfigMapLike>();
   for (const label of PLUGIN_CONFIG_LABELS) {
     const list = await ctx.client.listAll<ConfigMapLike>(CORE.configMaps, { namespace: ctx.namespace, labelSelector: label });
@@ -51,7 +54,7 @@ async function readMappings(ctx: ControllerContext): Promise<{ config: MappingCo
 }
 
 /** Reads and checks the restore's transforms, or every reason they are unusable. */
-export async function loadRestoreTransforms(ctx: ControllerContext, r: Restore, authority: Authority): Promise<RestoreTransforms | { errors: string[] }> {
+export async function loadRestoreTransforms(ctx: ServerConfigMaps, r: Restore, authority: Authority): Promise<RestoreTransforms | { errors: string[] }> {
   const errors: string[] = [];
   let modifiers: ResourceModifiers | undefined;
   // A reference that names no ConfigMap is refused by validateRestore (resourceModifierRefErrors).
