@@ -9,7 +9,7 @@ import { servedVersions, type ApiResource, type ResourceRef } from '../kube/inde
 import type { KubeObject } from '../plugin/api/index.js';
 import type { ResourceLike } from '../selection/filters.js';
 import { anyLabelSelectorMatches } from '../selection/labels.js';
-import { boundServiceAccounts, clusterReferences, GR } from '../util/references.js';
+import { boundServiceAccounts, clusterReferences, GR } from '../kube/references.js';
 import { neverRestoredReason } from './kinds.js';
 import { displayName, isRecord, recordAt } from './objects.js';
 import { controllerRefs, ownerIndex, ownerKinds, restoredController, type ControllerRef, type OwnerCandidate, type RestoredOwner } from './ownership.js';
@@ -38,7 +38,7 @@ export interface ItemFacts {
   claim?: string;
   /** What a CustomResourceDefinition serves. */
   serves?: CrdServes;
-  /** Cluster-scoped objects it needs (util/references clusterReferences), as item keys. */
+  /** Cluster-scoped objects it needs (kube/references clusterReferences), as item keys. */
   needs?: string[];
   /** A ClusterRoleBinding's service accounts, `ns/name`, or `ns/*` for every account of a namespace. */
   binds?: string[];

@@ -3,7 +3,7 @@
 // mapped (in the item and in the references that name a namespace), and the restore labels added.
 import { LABEL_BACKUP_NAME, LABEL_RESTORE_NAME, labelValue } from '../apis/v1/index.js';
 import type { KubeObject } from '../plugin/api/index.js';
-import { moveSubject, subjectAccounts } from '../util/references.js';
+import { moveSubject, subjectAccounts } from '../kube/references.js';
 import { arrayAt, cloneObject, isRecord, recordAt } from './objects.js';
 
 /** Metadata the apiserver owns (or that would tie the copy to the old object); removed from every item. */
@@ -54,7 +54,7 @@ export function addRestoreLabels(obj: KubeObject, backupName: string, restoreNam
 /**
  * A binding subject that names a service account of a mapped namespace names the restored account
  * instead (as Velero does), so a restored workload keeps the permissions its bindings gave it: as a
- * ServiceAccount subject, as its user name or through its namespace's group (util/references.ts
+ * ServiceAccount subject, as its user name or through its namespace's group (kube/references.ts
  * reads all three). The cluster-wide group is left alone.
  */
 function mapSubject(s: Record<string, unknown>, map: (ns: string) => string): void {

@@ -1,7 +1,7 @@
 // Built-in action: a custom resource brings its CustomResourceDefinition, so a namespace backup can
 // be restored into a cluster that lacks the CRD.
 import { groupOfApiVersion } from '../../archive/index.js';
-import { GR } from '../../util/references.js';
+import { GR } from '../../kube/references.js';
 import { clusterDependency, dependencyAction, itemName, type DependencyAction } from './dependency.js';
 
 export const CRD_GROUP_RESOURCE = GR.customResourceDefinitions;

@@ -6,7 +6,7 @@ import { podServiceAccountAction } from './pod.js';
 import { persistentVolumeStorageClassAction, pvcVolumeAction } from './pvc.js';
 import { bindingClusterRoleAction, serviceAccountBindingsAction } from './rbac.js';
 import { resolveActions } from './resolve.js';
-import { podSpecOf } from '../../util/references.js';
+import { podSpecOf } from '../../kube/references.js';
 import { podClassesAction, statefulSetStorageClassesAction } from './template.js';
 
 const backup: KubeObject = { apiVersion: 'stowage.dev/v1', kind: 'Backup', metadata: { name: 'b' } };

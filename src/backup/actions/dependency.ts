@@ -4,7 +4,7 @@
 import type { BackupItemAction, KubeObject, ResourceIdentifier } from '../../plugin/api/index.js';
 import { selector } from './selector.js';
 
-export { GR } from '../../util/references.js';
+export { GR } from '../../kube/references.js';
 
 /** One item another item needs. */
 export interface Dependency {

@@ -1,6 +1,6 @@
 // Built-in actions on pods and pod templates: the claims a pod mounts and the service account it
 // runs as, so a backup selected by label still holds what the pod needs to start again.
-import { field, GR, podSpecOf, POD_SPEC_RESOURCES, stringField } from '../../util/references.js';
+import { field, GR, podSpecOf, POD_SPEC_RESOURCES, stringField } from '../../kube/references.js';
 import { dependencyAction, itemName, kindName, type Dependency } from './dependency.js';
 
 export const podVolumeClaimsAction = dependencyAction(['pods'], (item) => {

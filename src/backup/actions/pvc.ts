@@ -1,7 +1,7 @@
 // Built-in actions on volumes: a bound PersistentVolumeClaim brings its PersistentVolume, and a
 // volume (or a claim not bound yet) its StorageClass. Both are cluster-scoped, so they are backed
 // up as related items even when cluster resources are not listed in full.
-import { GR, storageClassOf, stringField } from '../../util/references.js';
+import { GR, storageClassOf, stringField } from '../../kube/references.js';
 import { clusterDependency, dependencyAction, itemName } from './dependency.js';
 
 export const pvcVolumeAction = dependencyAction([GR.persistentVolumeClaims], (item) => {

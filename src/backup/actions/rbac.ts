@@ -1,7 +1,7 @@
 // Built-in actions on RBAC: a ServiceAccount brings the ClusterRoleBindings that bind it, and a
 // RoleBinding or ClusterRoleBinding the ClusterRole it grants, so a restored workload keeps its
 // permissions. The bindings are listed once per backup (clusterRoleBindingIndex), not per account.
-import { boundServiceAccounts, clusterRoleOf, GR, stringField } from '../../util/references.js';
+import { boundServiceAccounts, clusterRoleOf, GR, stringField } from '../../kube/references.js';
 import { clusterDependency, dependencyAction, itemName, kindName, type DependencyAction } from './dependency.js';
 
 /** A ClusterRoleBinding that binds a service account, and how its subject names it. */

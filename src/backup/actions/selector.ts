@@ -12,4 +12,4 @@ export function selector(partial: Partial<ResourceSelector>): ResourceSelector {
   };
 }
 
-export { field, stringField } from '../../util/references.js';
+export { field, stringField } from '../../kube/references.js';

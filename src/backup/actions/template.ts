@@ -1,7 +1,7 @@
 // Built-in actions on pod specs (a Pod's or a workload's template): the PriorityClass and
 // RuntimeClass it names (cluster-scoped, so a namespace backup would lack them), and a
 // StatefulSet's volume claim templates' StorageClasses.
-import { claimTemplateClasses, GR, podClassesOf, POD_SPEC_RESOURCES } from '../../util/references.js';
+import { claimTemplateClasses, GR, podClassesOf, POD_SPEC_RESOURCES } from '../../kube/references.js';
 import { clusterDependency, dependencyAction, itemName, type Dependency } from './dependency.js';
 
 export const podClassesAction = dependencyAction(POD_SPEC_RESOURCES, (item) => {

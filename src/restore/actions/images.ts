@@ -6,7 +6,7 @@
 // Velero's meaning: every occurrence of old anywhere in the name is replaced, the first rule (by
 // data key) that occurs winning.
 import type { KubeObject } from '../../plugin/api/index.js';
-import { podSpecOf } from '../../util/references.js';
+import { podSpecOf } from '../../kube/references.js';
 import { arrayAt, isRecord } from '../objects.js';
 
 export interface ImageRule {

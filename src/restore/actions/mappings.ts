@@ -3,7 +3,7 @@
 // are restore item actions like the others; what each changed is kept with the item it returned
 // (changesOf), so the restore records it in the item's outcome.
 import type { KubeObject, RestoreItemAction } from '../../plugin/api/index.js';
-import { POD_SPEC_RESOURCES } from '../../util/references.js';
+import { POD_SPEC_RESOURCES } from '../../kube/references.js';
 import { mapImages, type ImageMode, type ImageRule } from './images.js';
 import { mapNodeLabels, type NodeLabelRule } from './nodeLabels.js';
 import { selectorFor } from './selector.js';

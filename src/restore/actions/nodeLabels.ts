@@ -3,7 +3,7 @@
 // node affinity (required and preferred terms' matchExpressions), and, for key renames, the
 // topologyKey of pod (anti-)affinity terms and topology spread constraints.
 import type { KubeObject } from '../../plugin/api/index.js';
-import { podSpecOf } from '../../util/references.js';
+import { podSpecOf } from '../../kube/references.js';
 import { arrayAt, isRecord, recordAt } from '../objects.js';
 
 export type NodeLabelRule =

@@ -1,7 +1,7 @@
 // Storage-class mapping (`old: new`, Velero's change-storage-class): a claim's or volume's class,
 // including the beta annotation older manifests carry, and a StatefulSet's volume claim templates.
 import type { KubeObject } from '../../plugin/api/index.js';
-import { BETA_STORAGE_CLASS_ANNOTATION, GR } from '../../util/references.js';
+import { BETA_STORAGE_CLASS_ANNOTATION, GR } from '../../kube/references.js';
 import { arrayAt, isRecord, recordAt } from '../objects.js';
 
 export const STORAGE_CLASS_RESOURCES = [GR.persistentVolumeClaims, GR.persistentVolumes, GR.statefulSets];
