@@ -1,4 +1,4 @@
-// DownloadRequest controller and the server's download endpoint.
+// DownloadRequest controller; it starts the server's download endpoint (controller/download/).
 //
 // A DownloadRequest names a backup or restore artifact. In trust mode `requester` it is served only
 // when its requester could have made the backup or could restore everything in it
@@ -17,7 +17,6 @@
 // plain text: it is sealed to the one-time public key the client put in spec.publicKey
 // (auth/sealedLink.ts), and a request without one is refused.
 // Processed requests are deleted when their URL expires.
-import type http from 'node:http';
 import {
   DOWNLOAD_TARGET_WORDS,
   RESOURCES,
@@ -25,45 +24,34 @@ import {
   type BackupStorageLocation,
   type DownloadRequest,
   type DownloadTarget,
-  type DownloadTargetKind,
   type Restore,
   type SealedDownloadURL,
   type StoredDownloadTargetKind,
 } from '../apis/v1/index.js';
 import { describeAccess, parseLinkPublicKey, sealContext, sealLink, type Authority } from '../auth/index.js';
 import { isNotFound } from '../kube/index.js';
-import { isNotFound as isStoreNotFound } from '../persistence/backupStore.js';
-import { downloadKey, normalizePrefix } from '../persistence/layout.js';
-import { downloadArtifact } from '../persistence/sealing.js';
 import { isVeleroImport } from '../persistence/veleroBackup.js';
 import { veleroMissingArtifact } from '../persistence/veleroStore.js';
 import type { Result } from '../runtime/index.js';
 import { errorMessage, safeErrorMessage } from '../util/errors.js';
-import { readsFrom, type ActiveRun, type ControllerContext, type ControllerDefinition } from './run/context.js';
+import { readsFrom, type ControllerContext, type ControllerDefinition } from './run/context.js';
 import { backupRefusal } from './run/backupRights.js';
 import { encrypts } from '../storage/keys.js';
 import { resolveLocation } from './run/locations.js';
-import { isVeleroLocation, withBackupStore, type OpenedLocation } from '../storage/open.js';
+import { withBackupStore } from '../storage/open.js';
 import { resolveBackupOf } from './run/resolveBackup.js';
 import { signs } from '../storage/signatures.js';
 import { SignatureError } from '../signing/index.js';
 import { stamp } from './run/runs.js';
-import { downloadServerOptions, startDownloadServer, text, type DownloadServer, type DownloadServerOptions, type Handler } from './download/server.js';
+import { downloadServerOptions, startDownloadServer, type DownloadServer, type DownloadServerOptions } from './download/server.js';
 import { createTokenSigner, type DownloadToken } from './download/tokens.js';
+import { downloadHandler, DOWNLOAD_PATH, isStored, targetKeys } from './download/serve.js';
 
 const DRS = RESOURCES.DownloadRequest;
-export const DOWNLOAD_PATH = '/download/';
 /** How a DownloadRequest without spec.publicKey is answered. */
 export const NO_PUBLIC_KEY =
   'this DownloadRequest has no spec.publicKey, and download links are only given out sealed to the requester\'s key ' +
   '(a plain link in its status could be read by anyone who may get DownloadRequests): use stowage backup download/logs, or set spec.publicKey';
-// ---- the controller -----------------------------------------------------------------------------
-
-/** A target (or token) for an object in storage, not the server's own log. */
-function isStored<T extends { kind: DownloadTargetKind }>(t: T): t is T & { kind: StoredDownloadTargetKind } {
-  return t.kind !== 'ServerLog';
-}
-
 function runOf(target: DownloadTarget): { kind: 'backup' | 'restore'; live: boolean } {
   const kind = target.kind.startsWith('Restore') ? 'restore' : 'backup';
   return { kind, live: target.kind === 'BackupLog' || target.kind === 'RestoreLog' };
@@ -116,12 +104,6 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     }
   }
 
-  /** Where a target may be stored: its layout's key, then (a long name stored before the short form) the full one. */
-  function targetKeys(bsl: BackupStorageLocation, kind: StoredDownloadTargetKind, name: string): string[] {
-    const prefix = normalizePrefix(bsl.spec.objectStorage.prefix);
-    return [...new Set([downloadKey(prefix, kind, name, isVeleroLocation(bsl) ? 'full' : 'auto'), downloadKey(prefix, kind, name, 'full')])];
-  }
-
   /**
    * The URL for a target of `backup`: live log endpoint, presigned store URL (http(s) only: a
    * store's file:// URL would neither expire nor be bound to anything), or the endpoint for the
@@ -150,118 +132,6 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
       return undefined;
     });
     return signedURL ?? ownURL(object, exp);
-  }
-
-  /** The object's bytes decrypted (and authenticated as they are read) with its backup's key. */
-  async function opened(
-    t: DownloadToken & { kind: StoredDownloadTargetKind }, by: { namespace: string; name: string }, location: OpenedLocation, body: AsyncIterable<Uint8Array>,
-  ): Promise<AsyncIterable<Uint8Array>> {
-    const backup = await ctx.client.get<Backup>(RESOURCES.Backup, by.namespace, by.name);
-    return (await location.keyedFor(backup)).open(downloadArtifact(t.kind, t.name), body);
-  }
-
-  async function serveObject(t: DownloadToken & { kind: StoredDownloadTargetKind }, res: http.ServerResponse): Promise<void> {
-    const bsl = resolveLocation(ctx, t.loc);
-    if (bsl === undefined) {
-      text(res, 404, `backup storage location "${t.loc}" no longer exists`);
-      return;
-    }
-    // The link is for one object where the location kept it when the link was made: if the
-    // location now points elsewhere, the same key there may be something else.
-    const keys = targetKeys(bsl, t.kind, t.name);
-    if (bsl.spec.objectStorage.bucket !== t.bucket || !keys.includes(t.key)) {
-      text(res, 410, `backup storage location "${t.loc}" has moved to another bucket or prefix since this link was made; run the command again`);
-      return;
-    }
-    await withBackupStore(ctx, bsl, { kind: 'controller', namespace: ctx.namespace, name: 'download' }, async (location) => {
-      const store = location.objectStore;
-      let it: AsyncIterator<Uint8Array>;
-      let next: IteratorResult<Uint8Array>;
-      try {
-        let body = await store.getObject(t.bucket, t.key).catch(async (err: unknown) => {
-          const older = keys.find((k) => k !== t.key);
-          if (older === undefined || !isStoreNotFound(err)) throw err;
-          return store.getObject(t.bucket, older);
-        });
-        if (t.sealedBy !== undefined) body = await opened(t, t.sealedBy, location, body);
-        // The first bytes are read before the status line, so a key or a first chunk that fails is a 500 that says why.
-        it = body[Symbol.asyncIterator]();
-        next = await it.next();
-      } catch (err) {
-        if (isStoreNotFound(err)) {
-          text(res, 404, `${t.key} is not in location ${t.loc}`);
-          return;
-        }
-        throw err;
-      }
-      res.writeHead(200, { 'content-type': 'application/octet-stream', 'cache-control': 'no-store' });
-      while (next.done !== true) {
-        if (res.destroyed) {
-          await it.return?.();
-          break;
-        }
-        if (!res.write(next.value)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
-        next = await it.next();
-      }
-      res.end();
-    });
-  }
-
-  async function serveLive(run: ActiveRun, follow: boolean, res: http.ServerResponse): Promise<void> {
-    res.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store', 'x-stowage-live': '1' });
-    if (!follow) {
-      for (const line of await run.linesSoFar()) res.write(`${line}\n`);
-      res.end();
-      return;
-    }
-    await new Promise<void>((resolve) => {
-      let ended = false;
-      const end = (): void => {
-        if (ended) return;
-        ended = true;
-        unsubscribe();
-        res.end();
-        resolve();
-      };
-      const unsubscribe = run.follow((line) => void res.write(`${line}\n`), { fromStart: true, onEnd: end });
-      res.once('close', end);
-    });
-  }
-
-  const handler: Handler = async (req, res) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    if (req.method !== 'GET') {
-      text(res, 405, 'method not allowed');
-      return;
-    }
-    if (!url.pathname.startsWith(DOWNLOAD_PATH)) {
-      text(res, 404, 'not found');
-      return;
-    }
-    const t = signer.verify(url.pathname.slice(DOWNLOAD_PATH.length), ctx.clock.now().getTime());
-    if ('error' in t) {
-      text(res, t.status, t.error);
-      return;
-    }
-    if (!isStored(t)) {
-      serveServerLog(res);
-      return;
-    }
-    const run = t.run === undefined ? undefined : ctx.runs.get(t.run.kind, t.run.namespace, t.run.name);
-    if (run !== undefined) await serveLive(run, url.searchParams.get('follow') === '1', res);
-    else await serveObject(t, res);
-  };
-
-  /** The server's last log lines, as the server logger rendered (and scrubbed) them. */
-  function serveServerLog(res: http.ServerResponse): void {
-    const tail = ctx.logTail;
-    if (tail === undefined) {
-      text(res, 404, 'this server keeps no log tail in memory');
-      return;
-    }
-    const lines = tail.lines();
-    res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'x-stowage-dropped-lines': String(tail.dropped()) });
-    res.end(lines.length === 0 ? '' : `${lines.join('\n')}\n`);
   }
 
   /**
@@ -376,7 +246,7 @@ export function downloadRequestController(ctx: ControllerContext, serverOpts: Do
     reconciler: { reconcile },
     async onStart() {
       if (server !== undefined) return;
-      server = await startDownloadServer(serverOpts, handler);
+      server = await startDownloadServer(serverOpts, downloadHandler(ctx, signer));
       ctx.logger.info(`download endpoint for DownloadRequests at ${server.baseURL}${DOWNLOAD_PATH}`);
       const s = server;
       ctx.shutdown.addEventListener('abort', () => void s.close(), { once: true });
