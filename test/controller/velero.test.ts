@@ -203,9 +203,11 @@ describe('Velero buckets', () => {
   it('deletes an imported Backup as a resource only, and nothing was ever written to the bucket', async () => {
     await client.create(RESOURCES.DeleteBackupRequest, ns, newDeleteBackupRequest('shop-partial', ns));
     await waitUntil('shop-partial deleted', () => gone(() => getBackup('shop-partial')), 60_000);
-    const dbr = (await client.list<DeleteBackupRequest>(RESOURCES.DeleteBackupRequest, { namespace: ns })).items.find((d) => d.spec.backupName === 'shop-partial');
-    expect(dbr?.status?.phase).toBe('Processed');
-    expect(dbr?.status?.errors).toBeUndefined();
+    // The request is marked Processed just after the Backup is deleted, so the test waits for that too.
+    const processed = async (): Promise<DeleteBackupRequest | undefined> => (await client.list<DeleteBackupRequest>(RESOURCES.DeleteBackupRequest, { namespace: ns })).items
+      .find((d) => d.spec.backupName === 'shop-partial' && d.status?.phase === 'Processed');
+    const dbr = await waitUntil('the DeleteBackupRequest of shop-partial Processed', processed, 30_000);
+    expect(dbr.status?.errors).toBeUndefined();
     await server?.waitForOutput(/backup deleted: backup "shop-partial" was imported from a Velero location: only its Backup resource/, 30_000);
     expect(await listing()).toEqual(before);
   });
