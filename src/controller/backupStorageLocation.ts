@@ -12,7 +12,7 @@ import type { ControllerContext, ControllerDefinition } from './run/context.js';
 import { checkLocationKeys, encrypts } from '../storage/keys.js';
 import { checkLocationSigning, signs } from '../storage/signatures.js';
 import { BSL_RESOURCE, validatedCurrentSpec } from './run/locations.js';
-import { backupStoreOn, openObjectStore } from '../storage/open.js';
+import { backupStoreOn, withBackupStore } from '../storage/open.js';
 import { detectLayout, type DetectedLayout } from '../persistence/veleroStore.js';
 import { flushSpool, stamp } from './run/runs.js';
 
@@ -102,31 +102,35 @@ export async function validateLocation(ctx: ControllerContext, bsl: BackupStorag
   const name = bsl.metadata.name;
   const unsupported = encryptionSpecProblem(bsl) ?? signingSpecProblem(bsl);
   if (unsupported !== undefined) return { available: false, message: unsupported };
-  const handle = ctx.plugins.handle({ kind: 'controller', namespace: ctx.namespace, name: `backupstoragelocation/${name}` });
   let layout: LocationValidation['layout'];
   try {
-    const objectStore = await openObjectStore(ctx, handle, bsl);
-    const v = bsl.spec.velero;
-    layout = v === true || v === false
-      ? { layout: v ? 'Velero' : 'Stowage', reason: `spec.velero is ${String(v)}` }
-      : recordedLayout(bsl) ?? { ...(await detectLayout({ objectStore, bucket: bsl.spec.objectStorage.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' })), detectedIn: detectionPlace(bsl) };
-    if (layout.layout === 'Velero' && encrypts(bsl)) {
-      return { available: false, layout, message: `the bucket holds Velero's backups (${layout.reason}), which Stowage only reads and never encrypts: remove spec.encryption, or set spec.velero: false` };
-    }
-    if (layout.layout === 'Velero' && signs(bsl)) {
-      return { available: false, layout, message: `the bucket holds Velero's backups (${layout.reason}), which carry no Stowage signature: remove spec.signing, or set spec.velero: false` };
-    }
-    const unsigned = missingSigningProblem(bsl, layout.layout, ctx.namespace);
-    if (unsigned !== undefined) return { available: false, layout, message: unsigned };
-    await backupStoreOn(objectStore, bsl, layout.layout === 'Velero').validate();
-    await checkLocationKeys(ctx, handle, bsl);
-    await checkLocationSigning(ctx, bsl);
-    return { available: true, message: '', layout };
+    return await withBackupStore(ctx, bsl, { kind: 'controller', namespace: ctx.namespace, name: `backupstoragelocation/${name}` }, async ({ handle, objectStore }) => {
+      const v = bsl.spec.velero;
+      layout = v === true || v === false
+        ? { layout: v ? 'Velero' : 'Stowage', reason: `spec.velero is ${String(v)}` }
+        : recordedLayout(bsl) ?? { ...(await detectLayout({ objectStore, bucket: bsl.spec.objectStorage.bucket, prefix: bsl.spec.objectStorage.prefix ?? '' })), detectedIn: detectionPlace(bsl) };
+      const problem = layoutProblem(bsl, layout.layout, ctx.namespace, layout.reason);
+      if (problem !== undefined) return { available: false, layout, message: problem };
+      // The layout found (not the one the location recorded before) decides which store validates.
+      await backupStoreOn(objectStore, bsl, layout.layout === 'Velero').validate();
+      await checkLocationKeys(ctx, handle, bsl);
+      await checkLocationSigning(ctx, bsl);
+      return { available: true, message: '', layout };
+    });
   } catch (err) {
     return { available: false, message: safeErrorMessage(err), ...(layout !== undefined ? { layout } : {}) };
-  } finally {
-    handle.release();
   }
+}
+
+/** Why the layout found cannot carry the location's encryption or signing (or lacks the signing it must have), or undefined. */
+function layoutProblem(bsl: BackupStorageLocation, layout: BackupStorageLocationLayout, namespace: string, reason: string): string | undefined {
+  if (layout === 'Velero' && encrypts(bsl)) {
+    return `the bucket holds Velero's backups (${reason}), which Stowage only reads and never encrypts: remove spec.encryption, or set spec.velero: false`;
+  }
+  if (layout === 'Velero' && signs(bsl)) {
+    return `the bucket holds Velero's backups (${reason}), which carry no Stowage signature: remove spec.signing, or set spec.velero: false`;
+  }
+  return missingSigningProblem(bsl, layout, namespace);
 }
 
 export function backupStorageLocationController(ctx: ControllerContext): ControllerDefinition {
