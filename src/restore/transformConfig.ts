@@ -8,9 +8,9 @@
 import type { Restore } from '../apis/v1/index.js';
 import type { Authority } from '../auth/index.js';
 import { CORE, isForbidden, isNotFound, type DynamicClient } from '../kube/index.js';
-import {
-  mappingConfigOf, parseResourceModifiers, PLUGIN_CONFIG_LABELS, type ConfigMapLike, type MappingConfig, type ResourceModifiers,
-} from './index.js';
+import { mappingConfigOf, PLUGIN_CONFIG_LABELS, type ConfigMapLike } from './actions/mappingConfig.js';
+import type { MappingConfig } from './actions/mappings.js';
+import { parseResourceModifiers, type ResourceModifiers } from './modifiers/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { resourceModifierRefErrors } from '../selection/specErrors.js';
 
