@@ -20,7 +20,7 @@
 import { LABEL_SCHEDULE_NAME, RESOURCES, labelValue, type Backup, type Schedule, type ScheduleStatus } from '../apis/v1/index.js';
 import { isAlreadyExists, isConflict, isNotFound } from '../kube/index.js';
 import type { Result } from '../runtime/index.js';
-import { backupFromSchedule, planSchedule } from '../schedule/plan.js';
+import { backupFromSchedule, planSchedule, type SchedulePlan } from '../schedule/plan.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './run/context.js';
 import { stamp } from './run/runs.js';
 
@@ -69,28 +69,31 @@ export function scheduleController(ctx: ControllerContext): ControllerDefinition
     }
   }
 
+  /** The schedule's plan now; before skipping a tick, a live read makes sure the cache is not just behind a backup that has finished. */
+  async function currentPlan(s: Schedule, now: Date): Promise<SchedulePlan> {
+    const own = backupsOf(s).map((b) => ({ name: b.metadata.name, phase: b.status?.phase }));
+    const plan = planSchedule(s, own, now);
+    if (plan.action !== 'skip') return plan;
+    const running = new Set(plan.running);
+    const live = await Promise.all(own.map(async (b) => {
+      if (!running.has(b.name)) return b;
+      try {
+        const got = await ctx.client.get<Backup>(BACKUPS, s.metadata.namespace, b.name);
+        return { name: b.name, phase: got.status?.phase };
+      } catch (err) {
+        if (isNotFound(err)) return { name: b.name, phase: 'Deleting' as const }; // gone: not running
+        throw err;
+      }
+    }));
+    return planSchedule(s, live, now);
+  }
+
   async function reconcile(key: string): Promise<Result> {
     const s = schedules.get(key);
     if (s === undefined || s.metadata.deletionTimestamp !== undefined) return;
     const where = `schedule ${s.metadata.namespace ?? ''}/${s.metadata.name}`;
     const now = ctx.clock.now();
-    let own = backupsOf(s).map((b) => ({ name: b.metadata.name, phase: b.status?.phase }));
-    let plan = planSchedule(s, own, now);
-    if (plan.action === 'skip') {
-      // Before skipping a tick, make sure the cache is not just behind a backup that has finished.
-      const running = new Set(plan.running);
-      own = await Promise.all(own.map(async (b) => {
-        if (!running.has(b.name)) return b;
-        try {
-          const live = await ctx.client.get<Backup>(BACKUPS, s.metadata.namespace, b.name);
-          return { name: b.name, phase: live.status?.phase };
-        } catch (err) {
-          if (isNotFound(err)) return { name: b.name, phase: 'Deleting' as const }; // gone: not running
-          throw err;
-        }
-      }));
-      plan = planSchedule(s, own, now);
-    }
+    let plan = await currentPlan(s, now);
     const status = s.status ?? {};
     // Its backups carry its stamp (the webhook seals them for the server, which may impersonate):
     // a Schedule whose own stamp this server's webhook did not write must not lend it to them.
