@@ -11,6 +11,7 @@ import {
   BackupItemActionService,
   type BackupItemActionClient,
 } from '../../gen/stowage/plugin/v1/item_actions.js';
+import { varintLength } from './fastCodec.js';
 
 /** Tag of a length-delimited field: (field number << 3) | 2. */
 const tag = (field: number): number => (field << 3) | 2;
@@ -20,15 +21,6 @@ const REQUEST_ITEMS = tag(3);
 const RESPONSE_RESULTS = tag(1);
 const RESULT_ITEM = tag(1);
 const RESULT_ERROR = tag(3);
-
-function varintLength(n: number): number {
-  let len = 1;
-  while (n >= 0x80) {
-    n = Math.floor(n / 128);
-    len++;
-  }
-  return len;
-}
 
 /** Bytes of a length-delimited field whose value is `n` bytes long. */
 const fieldLength = (n: number): number => 1 + varintLength(n) + n;

@@ -14,7 +14,8 @@ import {
 const PUT_CHUNK_TAG = (2 << 3) | 2; // PutObjectRequest.chunk = 2
 const GET_CHUNK_TAG = (1 << 3) | 2; // GetObjectResponse.chunk = 1
 
-function varintLength(n: number): number {
+/** Bytes a protobuf varint of n takes (batchCodec sizes its buffers with it too). */
+export function varintLength(n: number): number {
   let len = 1;
   while (n >= 0x80) {
     n = Math.floor(n / 128);
