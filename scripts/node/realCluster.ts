@@ -5,6 +5,7 @@
 import { startControlPlane, type ControlPlane } from '../cluster/controlPlane.js';
 import { startS3Server, type S3Server } from '../cluster/s3.js';
 import { ensureHelm } from '../helm/helm.js';
+import { takeRealNodeLock } from './hostLock.js';
 import { hostChanges, snapshotHost, type HostSnapshot } from './hostState.js';
 import { hostIp, nodeBinaries, startNode, type RealNode } from './node.js';
 import { ensureNodePackages } from './packages.js';
@@ -16,13 +17,15 @@ export interface RealCluster {
   node: RealNode;
   s3: S3Server;
   helmBin: string;
-  /** Stops the node, the S3 server and the control plane; resolves what differs on the machine from before (empty: nothing). */
+  /** Stops the node, the S3 server and the control plane, and lets the next real-node user start; resolves what differs on the machine from before (empty: nothing). */
   stop(): Promise<string[]>;
 }
 
 export async function startRealCluster(opts: { buckets: string[]; log: (line: string) => void }): Promise<RealCluster> {
   // nft (for the snapshot) is one of the node's packages: a fresh machine gets them first.
   ensureNodePackages(opts.log);
+  // Real-node test files run in parallel with each other: they take turns on the machine.
+  const lock = await takeRealNodeLock(opts.log);
   const before: HostSnapshot = snapshotHost();
   const ip = hostIp();
   let cp: ControlPlane | undefined;
@@ -43,7 +46,9 @@ export async function startRealCluster(opts: { buckets: string[]; log: (line: st
     node = undefined;
     s3 = undefined;
     cp = undefined;
-    return [...problems, ...hostChanges(before, snapshotHost())];
+    const changes = hostChanges(before, snapshotHost());
+    await lock.release();
+    return [...problems, ...changes];
   };
   try {
     cp = await startControlPlane({ node: { ip, nodeName: NODE_NAME } });
