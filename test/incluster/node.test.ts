@@ -2,7 +2,7 @@
 // kube-scheduler) joined to its own node-mode control plane, the image built from the shipped
 // Dockerfile, and the chart installed with helm itself. Nothing comes from a registry. Provisioning
 // failures fail here with the reason; nothing is skipped.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -18,6 +18,7 @@ import { EXAMPLE_PLUGIN, HOLD_PLUGIN, pluginImage } from '../../scripts/node/plu
 import { startRealCluster, type RealCluster } from '../../scripts/node/realCluster.js';
 import { podOfIdentity } from '../../src/runtime/leaderElection.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
+import { kubectlOk, log, podReady, setInCluster, timed, timings } from './context.js';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 const CHART = path.join(REPO, 'charts', 'stowage');
@@ -30,29 +31,6 @@ let s3: S3Server;
 let helmBin: string;
 let kc: k8s.KubeConfig;
 let core: k8s.CoreV1Api;
-/** Seconds each step took, printed at the end for the issue's note. */
-const timings: string[] = [];
-const timed = async <T>(what: string, f: () => Promise<T>): Promise<T> => {
-  const t0 = Date.now();
-  try {
-    return await f();
-  } finally {
-    timings.push(`${what}: ${((Date.now() - t0) / 1000).toFixed(1)}s`);
-  }
-};
-const log = (l: string): void => void process.stderr.write(`[incluster] ${l}\n`);
-
-function kubectl(args: string[], input?: string): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(kubectlPath(), ['--kubeconfig', cp.kubeconfigPath, ...args], { encoding: 'utf8', input, timeout: 120_000 });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-function kubectlOk(args: string[], input?: string): string {
-  const r = kubectl(args, input);
-  if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')} failed (exit ${r.status}): ${r.stderr.trim()}`);
-  return r.stdout;
-}
-
 function httpGet(url: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     http.get(url, { timeout: 5000 }, (res) => {
@@ -69,14 +47,6 @@ async function serverPods(namespace: string): Promise<k8s.V1Pod[]> {
   return podReady(namespace, 'app.kubernetes.io/name=stowage', d.spec?.replicas ?? 1);
 }
 
-async function podReady(ns: string, selector: string, count: number): Promise<k8s.V1Pod[]> {
-  return waitUntil(`${count} Ready pod(s) ${selector} in ${ns}`, async () => {
-    const pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: selector })).items
-      .filter((p) => p.metadata?.deletionTimestamp === undefined && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-    return pods.length === count ? pods : undefined;
-  }, 300_000, 500);
-}
-
 beforeAll(async () => {
   // The same start as `npm run demo -- --in-cluster`: control plane, node, S3 on the machine's address, helm.
   cluster = await timed('cluster start (control plane, node, S3, helm; image built when missing)', () => startRealCluster({ buckets: [BUCKET, DEMO_BUCKET], log }));
@@ -84,6 +54,7 @@ beforeAll(async () => {
   kc = new k8s.KubeConfig();
   kc.loadFromFile(cp.kubeconfigPath);
   core = kc.makeApiClient(k8s.CoreV1Api);
+  setInCluster({ cluster, kc, core });
   // Third-party plugin images, made locally as a plugin vendor would ship them for initContainers.
   await timed('plugin images (bundle, pack, import)', async () => {
     for (const spec of [EXAMPLE_PLUGIN, HOLD_PLUGIN]) node?.importImage(await pluginImage(spec, log));
@@ -93,6 +64,7 @@ beforeAll(async () => {
 afterAll(async () => {
   const c = cluster;
   cluster = undefined;
+  setInCluster(undefined);
   const left = await c?.stop();
   if (left !== undefined && left.length > 0) log(`after stopping: ${left.join('; ')}`);
   log(`timings:\n  ${timings.join('\n  ')}`);
@@ -598,10 +570,13 @@ describe('npm run demo -- --in-cluster', () => {
   }, 900_000);
 });
 
+// Feature suites that need pods (see context.ts): each registers its describe blocks here, before the teardown.
+
 describe('teardown', () => {
   it('leaves the machine as found: sysctls, the nft ruleset, links, mounts and global paths', async () => {
     const c = cluster;
     cluster = undefined;
+    setInCluster(undefined);
     expect(c).toBeDefined();
     expect(await c?.stop()).toEqual([]);
   }, 180_000);
