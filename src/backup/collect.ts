@@ -48,9 +48,17 @@ export function dependencyRights(scope: Pick<BackupScope, 'who' | 'access' | 're
   };
 }
 
-/** The run cannot go on (the tarball stream failed, or the run was cancelled). */
+/** The run cannot go on (the tarball stream failed, or the run was stopped). */
 export class FatalBackupError extends Error {
   override readonly name = 'FatalBackupError';
+}
+
+/**
+ * Why an aborted run ended, worded once for every place that notices: "stopped", not "cancelled",
+ * since a server shutdown ends the run Failed and only spec.cancel ends it Canceled (the reason says which).
+ */
+export function stoppedMessage(signal: AbortSignal): string {
+  return `the backup was stopped: ${errorMessage(signal.reason)}`;
 }
 
 /** One LIST to run: a resource, in one namespace or all of them, with one label selector. */
@@ -108,7 +116,7 @@ export async function collectUnit(ctx: CollectContext, unit: ListUnit, retried =
     count += await backupItems(ctx, res, orderItems(held, ordered));
   } catch (err) {
     if (err instanceof FatalBackupError) throw err;
-    if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+    if (ctx.signal.aborted) throw new FatalBackupError(stoppedMessage(ctx.signal));
     // An outage that outlasted --api-outage-timeout ends the run: every other LIST would wait it out again.
     if (isApiUnreachable(err)) throw new FatalBackupError(errorMessage(err), { cause: err });
     if (isNotFound(err) && count === 0) {
@@ -117,7 +125,7 @@ export async function collectUnit(ctx: CollectContext, unit: ListUnit, retried =
       // moment later (only when nothing was listed yet, so no item is counted twice).
       if (served === true && !retried && listedHere === 0) {
         await sleep(NOT_FOUND_RETRY_MS, ctx.signal).catch(() => undefined);
-        if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+        if (ctx.signal.aborted) throw new FatalBackupError(stoppedMessage(ctx.signal));
         return collectUnit(ctx, unit, true);
       }
       notFound(ctx, unit, err, served);
@@ -294,7 +302,7 @@ async function runAction(ctx: CollectContext, a: ResolvedBackupItemAction, items
   try {
     results = await executeItems(a.action, input);
   } catch (err) {
-    if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+    if (ctx.signal.aborted) throw new FatalBackupError(stoppedMessage(ctx.signal));
     const reason = errorMessage(err);
     results = items.map(() => ({ ok: false, error: reason }));
   }
@@ -377,7 +385,7 @@ async function backupAdditional(ctx: CollectContext, add: AdditionalItem, parent
   try {
     obj = await ctx.client.get(res, ref.namespace === '' ? undefined : ref.namespace, ref.name, { signal: ctx.signal });
   } catch (err) {
-    if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+    if (ctx.signal.aborted) throw new FatalBackupError(stoppedMessage(ctx.signal));
     if (isApiUnreachable(err)) throw new FatalBackupError(errorMessage(err), { cause: err });
     const missing = isNotFound(err);
     if (missing && dep?.mayBeAbsent === true) {
@@ -414,7 +422,7 @@ async function mayGetDependency(ctx: CollectContext, rights: DependencyRights, r
   try {
     return await rights.mayGet(res, ref.namespace, ref.name);
   } catch (err) {
-    if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+    if (ctx.signal.aborted) throw new FatalBackupError(stoppedMessage(ctx.signal));
     if (isApiUnreachable(err)) throw new FatalBackupError(errorMessage(err), { cause: err });
     ctx.log.error(recordProblem(ctx.req, 'errors', ref.namespace, `checking whether ${rights.who} may get ${describeItem(ref)} failed, so it is not backed up: ${errorMessage(err)}`), meta(ref));
     return false;

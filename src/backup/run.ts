@@ -13,7 +13,7 @@ import {
   builtinActions, clusterRoleBindingIndex, CRD_GROUP_RESOURCE, crdTable, GR, resolveActions,
   type ClusterRoleBindingIndex, type NamedBackupItemAction, type ResolvedBackupItemAction,
 } from './actions/index.js';
-import { backupItem, collectUnit, dependencyRights, FatalBackupError, MAX_PER_NAMESPACE_LISTS, wantNamespace, type CollectContext, type ListUnit } from './collect.js';
+import { backupItem, collectUnit, dependencyRights, FatalBackupError, MAX_PER_NAMESPACE_LISTS, stoppedMessage, wantNamespace, type CollectContext, type ListUnit } from './collect.js';
 import { listsInFull, newBackupRequest, recordOf, recordProblem, recordResourceError, type BackupProgress, type BackupRequest } from './request.js';
 import type { Access } from './rights.js';
 import { discoverResources, type BackupScope } from './scope.js';
@@ -326,12 +326,12 @@ async function collectAndUpload(deps: BackupDeps, req: BackupRequest, p: Prepare
     await collectOtherVersions(ctx);
     digest = await writer.finish();
   } catch (err) {
-    fatal = signal.aborted ? `the backup was cancelled: ${errorMessage(signal.reason)}` : errorMessage(err);
+    fatal = signal.aborted ? stoppedMessage(signal) : errorMessage(err);
     writer.abort(new Error(fatal));
   }
   await upload;
   // The root cause wins over its echoes ("writing the tarball failed: uploading ... failed").
-  if (signal.aborted) fatal = `the backup was cancelled: ${errorMessage(signal.reason)}`;
+  if (signal.aborted) fatal = stoppedMessage(signal);
   else if (uploadError !== undefined) fatal = `uploading the tarball failed: ${errorMessage(uploadError)}`;
   return finish(req, fatal === undefined ? digest : undefined, fatal);
 }

@@ -4,7 +4,7 @@
 // never the items; the other versions are read page by page like the first.
 import { apiVersionOf, type ApiResource } from '../kube/index.js';
 import { errorMessage } from '../util/errors.js';
-import { FatalBackupError, MAX_PER_NAMESPACE_LISTS, prefetched, type CollectContext } from './collect.js';
+import { FatalBackupError, MAX_PER_NAMESPACE_LISTS, prefetched, stoppedMessage, type CollectContext } from './collect.js';
 import { otherVersionsOf, recordOf, recordProblem, recordResourceError } from './request.js';
 
 /** Stores the other versions of every written item. Problems go to the results; only fatal errors escape. */
@@ -46,7 +46,7 @@ async function storeVersion(ctx: CollectContext, res: ApiResource, version: stri
     }
   } catch (err) {
     if (err instanceof FatalBackupError) throw err;
-    if (ctx.signal.aborted) throw new FatalBackupError(`the backup was cancelled: ${errorMessage(ctx.signal.reason)}`);
+    if (ctx.signal.aborted) throw new FatalBackupError(stoppedMessage(ctx.signal));
     const why = `includeAllGroupVersions: listing ${res.groupResource} at ${ref.apiVersion} failed, so its items are not stored at that version: ${errorMessage(err)}`;
     recordResourceError(req, res, why);
     ctx.log.error(recordProblem(req, 'errors', '', why), { resource: res.groupResource });

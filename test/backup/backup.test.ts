@@ -228,7 +228,7 @@ describe('runBackup against the real cluster', () => {
       },
     }, newBackup('cancelled', 'stowage', { includedNamespaces: [ns] }));
     expect(result.phase).toBe('Failed');
-    expect(result.failureReason).toBe('the backup was cancelled: the server is shutting down');
+    expect(result.failureReason).toBe('the backup was stopped: the server is shutting down');
     expect(progress.slice(0, 3)).toEqual([1, 2, 3]);
     expect(progress.length).toBeLessThan(6);
     expect(await s3.store.objectExists(store.bucket, store.keys('cancelled').tarball)).toBe(false);

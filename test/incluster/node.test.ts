@@ -435,7 +435,7 @@ spec:
 
     // The commit-point rule: no stowage-backup.json was written, so the run is Failed, with the reason.
     expect(cut.status?.phase).toBe('Failed');
-    expect(cut.status?.failureReason).toBe('the backup was cancelled: the server shut down before the backup finished');
+    expect(cut.status?.failureReason).toBe('the backup was stopped: the server shut down before the backup finished');
     const keys = bucketKeys(path.join(ns, 'backups', 'cut'));
     expect(keys.some((k) => k.includes('stowage-backup.json'))).toBe(false);
     expect(keys.some((k) => /log/.test(k)), keys.join(', ')).toBe(true);
