@@ -39,7 +39,9 @@ export const ALLOWED = {
   // The engines see only the store they are handed: no plugin processes, keys, signing, runtime or reconcilers.
   backup: ['apis', 'util', 'selection', 'kube', 'auth', 'archive', 'plugin/api', 'persistence'],
   restore: ['apis', 'util', 'selection', 'config', 'kube', 'auth', 'archive', 'plugin/api', 'persistence'],
-  controller: ['apis', 'util', 'selection', 'schedule', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'storage', 'backup', 'restore', 'encryption', 'signing'],
+  // Backup and restore hooks: which apply to a pod, init containers added to restored pods, and commands exec'd in pods.
+  hooks: ['apis', 'util', 'selection', 'kube'],
+  controller: ['apis', 'util', 'selection', 'schedule', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'storage', 'backup', 'restore', 'encryption', 'signing', 'hooks'],
   // The CLI imports engines and stores, never controller files.
   cli: ['apis', 'util', 'selection', 'schedule', 'config', 'logging', 'kube', 'auth', 'archive', 'persistence', 'plugin/sdk', 'plugin/builtin', 'main'],
   main: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'runtime', 'auth', 'webhook', 'plugin/host', 'plugin/builtin', 'controller'],

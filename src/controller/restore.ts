@@ -22,6 +22,7 @@ import {
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { restoreSpecErrors } from '../selection/specErrors.js';
+import { restoreHookErrors } from '../hooks/restoreSpec.js';
 import { keyedForBackup, unencryptedRefusal } from '../storage/keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './run/context.js';
 import type { BackupStore } from '../persistence/backupStore.js';
@@ -53,7 +54,7 @@ type Validation = { errors: string[]; backup?: Backup; location?: BackupStorageL
 
 export function validateRestore(ctx: ControllerContext, r: Restore): Validation {
   const spec = r.spec;
-  const errors = restoreSpecErrors(spec);
+  const errors = [...restoreSpecErrors(spec), ...restoreHookErrors(spec.hooks)];
   const resolved = resolveBackupOf(ctx, r);
   if (resolved.backup === undefined) {
     errors.push(resolved.error);

@@ -173,6 +173,66 @@ const backupStatus = s.named(
   }),
 );
 
+// Velero's restore hooks (RestoreHooks), field for field: init containers added to restored pods,
+// and commands run in their containers once they run (src/hooks/restoreSpec.ts validates them).
+const restoreHookDuration = (what: string): Schema => s.string({ description: `${what}, as a Go duration ("90s", "5m").` });
+const restoreHooks = s.named(
+  'RestoreHooks',
+  s.object({
+    resources: s.array(
+      s.named(
+        'RestoreResourceHookSpec',
+        s.object(
+          {
+            name: s.string({ description: 'The hook\'s name, used in the run log and in messages.' }),
+            includedNamespaces: stringList('Target namespaces (after namespaceMapping) whose pods the hooks apply to; empty or ["*"] means all.'),
+            excludedNamespaces: stringList('Target namespaces whose pods the hooks do not apply to.'),
+            includedResources: stringList('Resources the hooks apply to: hooks apply to pods only, so this may name only pods (or "*").'),
+            excludedResources: stringList('Resources the hooks do not apply to: naming pods here means the hooks apply to nothing, which is refused.'),
+            labelSelector: { ...labelSelector, description: 'Only pods whose labels match (as restored).' } satisfies Schema,
+            postHooks: s.array(
+              s.named(
+                'RestoreResourceHook',
+                s.object({
+                  exec: s.named(
+                    'ExecRestoreHook',
+                    s.object(
+                      {
+                        container: s.string({ description: 'The container to run the command in; the pod\'s first container when unset.' }),
+                        command: stringList('The command and its arguments (not run in a shell).'),
+                        onError: s.enum(['Continue', 'Fail'], { description: 'Fail: a failed hook is an error of the restore (PartiallyFailed), and the pod\'s later hooks do not run. Continue (default): a warning.' }),
+                        execTimeout: restoreHookDuration('How long the command may run before it is ended and counted failed (default 30s)'),
+                        waitTimeout: restoreHookDuration('How long to wait, from the pod\'s creation, for the container to run (and be ready with waitForReady); default 10m'),
+                        waitForReady: s.bool({ nullable: true, description: 'Wait for the container to be ready, not only running.' }),
+                      },
+                      { required: ['command'] },
+                    ),
+                    { description: 'A command run in a container of the restored pod once it runs.' },
+                  ),
+                  init: s.named(
+                    'InitRestoreHook',
+                    s.object({
+                      initContainers: s.array(s.unknownObject({ description: 'A Kubernetes Container: name and image required.' }), {
+                        description: 'Init containers added to the restored pod, before its own, in this order.',
+                      }),
+                      timeout: restoreHookDuration('How long the restore waits for these init containers to finish (default 10m); a container not finished by then counts failed'),
+                    }),
+                    { description: 'Init containers added to the restored pod.' },
+                  ),
+                }),
+              ),
+              { description: 'Hooks run in order: init containers are added to the pod, exec hooks run once it runs.' },
+            ),
+          },
+          { required: ['name'] },
+        ),
+      ),
+      { description: 'Hooks, each with the pods it applies to.' },
+    ),
+  }),
+  { description: 'Init containers to add and commands to run in restored pods (Velero\'s format). Pod annotations init.hook.restore.velero.io/* and post.hook.restore.velero.io/* take precedence.' },
+);
+
 const restoreSpec = keepUnknown(s.named(
   'RestoreSpec',
   s.object({
@@ -191,7 +251,7 @@ const restoreSpec = keepUnknown(s.named(
     dryRun: s.bool({ description: 'Compute what would be created, updated or skipped, and write nothing to the cluster.' }),
     cancel: cancel('restore', ' The items a canceled restore already created or updated stay, and its results list them.'),
     // Velero's fields, refused until implemented.
-    hooks: notYet(s.unknownObject({ description: 'Init containers to add and commands to run in restored pods.' }), 'restore hooks are not supported yet'),
+    hooks: restoreHooks,
     restorePVs: notYet(s.bool({ nullable: true, description: 'Restore volumes from their snapshots.' }), 'restoring volumes from snapshots is not supported yet'),
     itemOperationTimeout: notYet(s.string({ description: 'How long to wait for asynchronous item action operations.' }), ITEM_OPERATIONS),
     resourceModifier: s.named('ResourceModifierRef', s.object(
@@ -231,6 +291,11 @@ const restoreStatus = s.named(
     artifactsNotUploaded: s.string({
       description: 'Set when the restore\'s log, results and resource list were not written to object storage (its backup is in a Velero or ReadOnly location, which Stowage never writes to): where they are instead.',
     }),
+    hookStatus: s.named(
+      'RestoreHookStatus',
+      s.object({ hooksAttempted: s.int({ minimum: 0 }), hooksFailed: s.int({ minimum: 0 }) }),
+      { description: 'Restore hooks run (init containers added and exec hooks), and how many of them failed.' },
+    ),
     messages: s.named(
       'RestoreMessages',
       s.object({ warnings: stringList('Warnings, "namespace: message" or the message for the cluster.'), errors: stringList('Errors, likewise.') }),
