@@ -22,6 +22,8 @@ export const ALLOWED = {
   // The admission webhook that stamps requesters, its certificate and its configuration.
   webhook: ['apis', 'util', 'kube', 'auth'],
   archive: ['util'],
+  // Running a command in a pod's container over pods/exec, as a run's client (backup and restore hooks).
+  hooks: ['util', 'kube'],
   // Client-side encryption: the chunked object format, data keys, the Secret-backed key manager.
   encryption: ['util', 'plugin/api'],
   // Signed manifests: HMAC and Ed25519 signing keys, the signed statement and its check.
