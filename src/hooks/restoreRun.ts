@@ -69,8 +69,8 @@ function outputOf(o: HookExecOutcome): string {
 }
 
 export function newRestoreHookRunner(deps: RestoreHookRunnerDeps): {
-  prepare(pod: Record<string, unknown>, dryRun: boolean): { create: Record<string, unknown>; notes: string[]; warnings: string[] } | string;
-  created(pod: Record<string, unknown>, report: Report): void;
+  prepare<T extends object>(pod: T, dryRun: boolean): { create: T; notes: string[]; warnings: string[] } | string;
+  created(pod: object, report: Report): void;
   settle(): Promise<{ hooksAttempted: number; hooksFailed: number }>;
 } {
   const compiled: CompiledRestoreHooks = compileRestoreHooks(deps.hooks);
@@ -80,7 +80,7 @@ export function newRestoreHookRunner(deps: RestoreHookRunnerDeps): {
 
   return {
     prepare(item, dryRun) {
-      const pod = item as Pod;
+      const pod = item as unknown as Pod;
       const found = hooksForPod(compiled, pod);
       if (found.problems.length > 0) return `not restored: its restore hook annotations are wrong: ${found.problems.join('; ')}`;
       const { pod: create, added, notAdded } = withInitContainers(pod, found.init);
@@ -95,11 +95,12 @@ export function newRestoreHookRunner(deps: RestoreHookRunnerDeps): {
         const timeouts = new Map(found.init.flatMap((h) => h.containers.map((c) => [String(c.name), h.timeoutMs] as const)));
         planned.set(keyOf(pod), { init: added.map((a) => ({ hook: a.hook, name: a.name, timeoutMs: timeouts.get(a.name) ?? 0 })), exec: found.exec });
       }
-      return { create, notes, warnings: notAdded };
+      // The same object with only spec.initContainers changed: still a T.
+      return { create: create as typeof item, notes, warnings: notAdded };
     },
 
     created(item, report) {
-      const pod = item as Pod;
+      const pod = item as unknown as Pod;
       const plan = planned.get(keyOf(pod));
       if (plan === undefined) return;
       planned.delete(keyOf(pod));

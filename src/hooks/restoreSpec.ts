@@ -66,6 +66,9 @@ export interface CompiledRestoreHooks {
   readonly entries: readonly CompiledEntry[];
 }
 
+/** Pods, by every name a resource filter entry may give them. */
+const PODS = { resource: 'pods', group: '', kind: 'Pod', singularName: 'pod', shortNames: ['po'], namespaced: true } as const;
+
 const DNS_LABEL_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 function durationProblem(value: string | undefined, at: string): string | undefined {
@@ -122,7 +125,7 @@ export function restoreHookErrors(hooks: RestoreHooks | undefined | null): strin
         if (p !== undefined) errors.push(`${at}.${k}[${j}] "${ns}" ${p}`);
       });
     }
-    if (!resourceFilter(r.includedResources, r.excludedResources).shouldInclude('pods')) {
+    if (!resourceFilter(r.includedResources, r.excludedResources).shouldInclude(PODS)) {
       errors.push(`${at}: restore hooks apply to pods only, and includedResources/excludedResources leave pods out, so the hook would apply to nothing; include pods (or leave both empty)`);
     }
     errors.push(...validateLabelSelector(r.labelSelector, `${at}.labelSelector`));
@@ -166,7 +169,7 @@ export function compileRestoreHooks(hooks: RestoreHooks | undefined | null): Com
 export const hasRestoreHooks = (c: CompiledRestoreHooks): boolean => c.entries.length > 0;
 
 function applies(e: CompiledEntry, pod: PodView): boolean {
-  return e.resources.shouldInclude('pods') && e.namespaces.shouldInclude(pod.metadata.namespace ?? '') && labelSelectorMatches(e.spec.labelSelector, pod.metadata.labels);
+  return e.resources.shouldInclude(PODS) && e.namespaces.shouldInclude(pod.metadata.namespace ?? '') && labelSelectorMatches(e.spec.labelSelector, pod.metadata.labels);
 }
 
 /** A command annotation: a JSON list of strings, or else one word (Velero's rule). */
