@@ -85,6 +85,34 @@ const BACKUP_ROWS: Record<string, Row> = {
   ...SELECTION_ROWS,
 };
 
+// Restore hooks (issue 36): validated and matched in src/hooks/restoreSpec.test.ts, run in real
+// containers on the real node in test/incluster/restoreHooks.suite.ts.
+const HOOKS_UNIT = 'src/hooks/restoreSpec.test.ts';
+const HOOKS_NODE = 'test/incluster/restoreHooks.suite.ts';
+const HOOK = 'spec.hooks.resources[]';
+const RESTORE_HOOK_ROWS: Record<string, Row> = {
+  'spec.hooks': by(HOOKS_NODE, HOOKS_UNIT),
+  'spec.hooks.resources': by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.name`]: by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.includedNamespaces`]: by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.excludedNamespaces`]: by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.includedResources`]: by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.excludedResources`]: by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.labelSelector`]: by(HOOKS_NODE, HOOKS_UNIT),
+  ...selectorRows(`${HOOK}.labelSelector`),
+  [`${HOOK}.postHooks`]: by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.postHooks[].exec`]: by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.postHooks[].exec.container`]: by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.postHooks[].exec.command`]: by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.postHooks[].exec.onError`]: by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.postHooks[].exec.execTimeout`]: by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.postHooks[].exec.waitTimeout`]: by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.postHooks[].exec.waitForReady`]: by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.postHooks[].init`]: by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.postHooks[].init.initContainers`]: by(HOOKS_NODE, HOOKS_UNIT),
+  [`${HOOK}.postHooks[].init.timeout`]: by(HOOKS_NODE, HOOKS_UNIT),
+};
+
 const RESTORE_ROWS: Record<string, Row> = {
   'spec.backupName': by('test/controller/restore.test.ts'),
   // Resolved by validateRestore to the schedule's newest usable backup: proved below in this file.
@@ -108,7 +136,7 @@ const RESTORE_ROWS: Record<string, Row> = {
   'spec.dryRun': by('test/restore/restore.test.ts', 'test/controller/restore.test.ts'),
   'spec.cancel': by('test/controller/cancel.test.ts', 'src/webhook/admission.test.ts'),
   ...SELECTION_ROWS,
-  'spec.hooks': refused,
+  ...RESTORE_HOOK_ROWS,
   'spec.restorePVs': refused,
   'spec.itemOperationTimeout': refused,
   'spec.resourceModifier': by('test/controller/transforms.test.ts', 'src/selection/specErrors.test.ts'),

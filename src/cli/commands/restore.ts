@@ -12,6 +12,7 @@ import {
   type ExistingResourcePolicy,
   type Restore,
   type RestoreSpec,
+  type RestoreStatus,
   type Schedule,
 } from '../../apis/v1/index.js';
 import { isAlreadyExists, isNotFound } from '../../kube/index.js';
@@ -278,6 +279,12 @@ export async function fetchRestoreResults(ctx: CliContext, name: string, timeout
   }
 }
 
+/** The Hooks line of `restore describe`: restore hooks run and failed (status.hookStatus), or nothing when none ran. */
+export function hooksField(st: Pick<RestoreStatus, 'hookStatus'>): string {
+  const h = st.hookStatus;
+  return h === undefined ? '' : formatFields([['Hooks', `${h.hooksAttempted ?? 0} attempted, ${h.hooksFailed ?? 0} failed`]]);
+}
+
 export async function describeRestoreText(ctx: CliContext, r: Restore, timeoutMs: number, details = false): Promise<string> {
   const st = r.status ?? {};
   const phase = st.phase ?? 'New';
@@ -308,7 +315,7 @@ export async function describeRestoreText(ctx: CliContext, r: Restore, timeoutMs
     const w = dryRun ? 'would be ' : '';
     s += formatFields([['Summary', `${st.summary.created} ${w}created, ${st.summary.updated} ${w}updated, ${st.summary.skipped} ${w}skipped, ${st.summary.failed} ${dryRun ? 'would fail' : 'failed'}`]]);
   }
-  if (st.hookStatus !== undefined) s += formatFields([['Hooks', `${st.hookStatus.hooksAttempted ?? 0} attempted, ${st.hookStatus.hooksFailed ?? 0} failed`]]);
+  s += hooksField(st);
   s += '\n';
   const finished = phase === 'Completed' || phase === 'PartiallyFailed' || phase === 'Failed' || phase === 'Canceled';
   if (phase === 'Canceled' && !dryRun) s += canceledNote(r.metadata.name);
