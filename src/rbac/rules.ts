@@ -88,6 +88,15 @@ export const SERVER_RULES: readonly ServerRule[] = [
     verbs: ['escalate', 'bind'],
   },
   {
+    id: 'restore-hooks-watch',
+    reason: 'Cluster-admin mode only: a restore with hooks waits on a watch of each pod it created for its init containers to finish and its containers to run.',
+    scope: 'cluster',
+    modes: CLUSTER_ADMIN,
+    apiGroups: [''],
+    resources: ['pods'],
+    verbs: ['watch'],
+  },
+  {
     id: 'stowage-resources',
     reason: 'Stowage\'s own kinds: watched, status written, Backups created (schedules, sync) and deleted with finished requests; the only delete granted.',
     scope: 'cluster',

@@ -376,7 +376,7 @@ describe('deploy/cluster-admin RBAC with the ServiceAccount token', () => {
   it('holds every requester-mode rule but the narrow reads, which its backup-read covers', () => {
     const requester = deployRuleIds('requester').map((r) => r.id);
     const admin = deployRuleIds('cluster-admin').map((r) => r.id);
-    expect(admin.filter((id) => !requester.includes(id))).toEqual(['backup-read', 'restore-write', 'restore-rbac']);
+    expect(admin.filter((id) => !requester.includes(id))).toEqual(['backup-read', 'restore-write', 'restore-rbac', 'restore-hooks-watch']);
     // Requester mode's own read rules are what backup-read (get and list on everything) covers.
     expect(requester.filter((id) => !admin.includes(id))).toEqual(['backup-list', 'crd-read', 'credential-secrets']);
   });
