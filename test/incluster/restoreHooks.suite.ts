@@ -8,11 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { RESOURCES, newBackup, type Backup, type Restore } from '../../src/apis/v1/index.js';
 import { REQUESTER_ANNOTATION, formatRequester, type Requester } from '../../src/auth/index.js';
-import type { DynamicClient } from '../../src/kube/index.js';
+import { loadKubeConfig, type DynamicClient } from '../../src/kube/index.js';
 import { BUSYBOX_IMAGE } from '../../scripts/node/node.js';
 import { uniqueName } from '../support/kube.js';
 import { startInProcessServer, type InProcessServer } from '../support/inProcessServer.js';
-import { filesystemLocation, testClient, waitFinished } from '../support/server.js';
+import { installServerIdentity } from '../deploy/manifests.js';
+import { ensureNamespace, filesystemLocation, testClient, waitFinished } from '../support/server.js';
 import { inCluster, kubectl, kubectlOk, log, podReady, timed } from './context.js';
 
 const ADMIN: Requester = { username: 'admin', uid: 'admin', groups: ['system:masters', 'system:authenticated'] };
@@ -298,6 +299,53 @@ spec:
       expect(lines).not.toMatch(/exited \d/);
       log(`restore hooks dry run:\n${lines}`);
     }, 300_000);
+
+    it('in trust mode cluster-admin the server\'s own rules run the hooks; without restore-hooks-watch the hook fails naming the right', async () => {
+      const { cluster } = inCluster();
+      const admin = loadKubeConfig(cluster.cp.kubeconfigPath);
+      /** A cluster-admin server in a namespace of its own (its identity the generated rules, less `without`), a backup of `src`, and a restore with one exec hook. */
+      const runAsClusterAdmin = async (tag: string, without: string[]): Promise<{ r: Restore; dst: string; lines: string }> => {
+        const ns = uniqueName(`stowage-rh-${tag}`);
+        made.push(ns);
+        await ensureNamespace(client, ns);
+        const identity = await installServerIdentity(client, admin, { namespace: ns, trustMode: 'cluster-admin', withoutRules: without });
+        const s = await startInProcessServer({
+          kubeconfigPath: identity.kubeconfigPath, adminKubeconfigPath: cluster.cp.kubeconfigPath, identity: 'kubeconfig',
+          namespace: ns, trustMode: 'cluster-admin', location: filesystemLocation('default'),
+        });
+        try {
+          await client.create(RESOURCES.Backup, ns, newBackup('b', ns, { includedNamespaces: [src], includedResources: ['pods'], labelSelector: { matchLabels: { app: 'db' } } }));
+          expect((await waitFinished<Backup>(client, RESOURCES.Backup, ns, 'b', 120_000)).status?.phase).toBe('Completed');
+          const dst = target(tag);
+          await client.create(RESOURCES.Restore, ns, YAML.parse(`
+apiVersion: stowage.dev/v1
+kind: Restore
+metadata: {name: r, namespace: ${ns}}
+spec:
+  backupName: b
+  namespaceMapping: {${src}: ${dst}}
+  hooks:
+    resources:
+    - name: check
+      postHooks:
+      - exec: {command: [sh, -c, 'echo as the server'], onError: Fail, waitForReady: true}
+`) as Record<string, unknown>);
+          const r = await waitFinished<Restore>(client, RESOURCES.Restore, ns, 'r', 300_000);
+          return { r, dst, lines: s.output().split('\n').filter((l) => l.includes(`restore=${ns}/r`)).join('\n') };
+        } finally {
+          await s.stop();
+          await identity.remove().catch(() => undefined);
+        }
+      };
+      const ok = await timed('restore hooks: cluster-admin mode', () => runAsClusterAdmin('ca', []));
+      expect(ok.r.status?.phase, ok.lines).toBe('Completed');
+      expect(ok.r.status?.hookStatus).toEqual({ hooksAttempted: 1, hooksFailed: 0 });
+      expect(ok.lines).toContain(`exec hook "check" in container db of pod ${ok.dst}/db: ["sh","-c","echo as the server"] exited 0 (ok)`);
+      const lacking = await timed('restore hooks: cluster-admin mode without restore-hooks-watch', () => runAsClusterAdmin('nowatch', ['restore-hooks-watch']));
+      expect(lacking.r.status?.phase, lacking.lines).toBe('PartiallyFailed');
+      expect(lacking.r.status?.hookStatus).toEqual({ hooksAttempted: 1, hooksFailed: 1 });
+      expect(lacking.lines).toMatch(new RegExp(`restore hooks of pod ${lacking.dst}/db stopped: cannot watch pod ${lacking.dst}/db: .*cannot watch resource \\\\?"pods\\\\?"`));
+    }, 900_000);
 
     it('refuses wrong hooks at validation, each by its field path', async () => {
       const r = await restore(`
