@@ -116,26 +116,39 @@ export function newRestoreHookRunner(deps: RestoreHookRunnerDeps): {
   };
 }
 
-/** One pod's hooks, in order: its added init containers awaited, then its exec hooks. */
+/**
+ * One pod's hooks, in order: its added init containers awaited, then its exec hooks. A failed init
+ * container means the pod's containers will not run: its exec hooks are reported not run at once
+ * (rather than each waiting out its waitTimeout), as are the ones after an onError Fail.
+ */
 async function runPod(deps: RestoreHookRunnerDeps, pod: Pod, plan: Planned, report: Report, failed: () => void): Promise<void> {
   const ns = pod.metadata.namespace ?? '';
   const t0 = Date.now();
+  let settled = 0;
   const fail = (kind: 'warnings' | 'errors', message: string): void => {
+    settled++;
     failed();
     deps.log.error(message);
     report(kind, ns, message);
   };
+  let stopped: string | undefined;
   try {
     for (const init of plan.init) {
       const what = describeHook('init', init.hook, init.name, pod);
       const outcome = await waitForPod(deps, pod, init.timeoutMs - (Date.now() - t0), (p) => initState(p, init.name));
       const took = seconds(Date.now() - t0);
-      if (outcome === 'timeout') fail('errors', `${what} failed: not finished ${seconds(init.timeoutMs)} after the pod was created (timeout)`);
-      else if (typeof outcome === 'string') fail('errors', `${what} failed: ${outcome}`);
-      else if (outcome.exitCode === 0) deps.log.info(`${what}: exited 0 (ok) ${took} after the pod was created`);
-      else fail('errors', `${what} failed: exited ${outcome.exitCode ?? '?'}${outcome.reason !== undefined ? ` (${outcome.reason})` : ''}${(outcome.message ?? '').trim() !== '' ? `: ${outcome.message?.trim() ?? ''}` : ''}`);
+      let problem: string | undefined;
+      if (outcome === 'timeout') problem = `not finished ${seconds(init.timeoutMs)} after the pod was created (timeout)`;
+      else if (typeof outcome === 'string') problem = outcome;
+      else if (outcome.exitCode !== 0) problem = `exited ${outcome.exitCode ?? '?'}${outcome.reason !== undefined ? ` (${outcome.reason})` : ''}${(outcome.message ?? '').trim() !== '' ? `: ${outcome.message?.trim() ?? ''}` : ''}`;
+      if (problem === undefined) {
+        settled++;
+        deps.log.info(`${what}: exited 0 (ok) ${took} after the pod was created`);
+        continue;
+      }
+      fail('errors', `${what} failed: ${problem}`);
+      stopped ??= `${what} failed, so the pod's containers do not start`;
     }
-    let stopped: string | undefined;
     for (const h of plan.exec) {
       const container = execContainer(h, pod) ?? '<none>';
       const what = describeHook('exec', h.hook, container, pod);
@@ -145,12 +158,18 @@ async function runPod(deps: RestoreHookRunnerDeps, pod: Pod, plan: Planned, repo
         continue;
       }
       const problem = await runExec(deps, pod, h, container, t0);
-      if (problem === undefined) continue;
+      if (problem === undefined) {
+        settled++;
+        continue;
+      }
       fail(kind, `${what} failed: ${problem}`);
       if (h.onError === 'Fail') stopped = `the pod's hook before it failed with onError Fail (${what})`;
     }
   } catch (err) {
-    fail('errors', `restore hooks of pod ${keyOf(pod)} stopped: ${errorMessage(err)}`);
+    // Waiting itself failed (the pod deleted, the watch refused, the restore stopped): every hook not settled yet fails with it.
+    const left = plan.init.length + plan.exec.length - settled;
+    fail('errors', `restore hooks of pod ${keyOf(pod)} stopped${left > 1 ? ` (${left} hooks not run)` : ''}: ${errorMessage(err)}`);
+    for (let i = 1; i < left; i++) failed();
   }
 }
 

@@ -219,6 +219,9 @@ spec:
   namespaceMapping: {${src}: ${dst}}
   hooks:
     resources:
+    - name: missing
+      postHooks:
+      - exec: {container: nosuch, command: ['true']}
     - name: slow
       postHooks:
       - exec: {command: [sh, -c, 'echo starting; sleep 60'], execTimeout: 2s, onError: Continue}
@@ -231,16 +234,45 @@ spec:
       - exec: {command: ['true']}
 `));
       expect(r.status?.phase, JSON.stringify(r.status)).toBe('PartiallyFailed');
-      expect(r.status?.hookStatus).toEqual({ hooksAttempted: 4, hooksFailed: 4 });
+      expect(r.status?.hookStatus).toEqual({ hooksAttempted: 5, hooksFailed: 5 });
       const pod = `pod ${dst}/db`;
       const lines = runLines('failing').join('\n');
+      expect(lines).toContain(`exec hook "missing" in container nosuch of ${pod} failed: ${pod} has no container nosuch (it has db)`);
       expect(lines).toContain(`exec hook "slow" in container db of ${pod} failed: ["sh","-c","echo starting; sleep 60"] ran past its execTimeout of 2.0s and was ended; stdout: starting`);
       expect(lines).toContain(`exec hook "soft" in container db of ${pod} failed: ["sh","-c","echo soft failure >&2; exit 3"] exited 3; stderr: soft failure`);
       expect(lines).toContain(`exec hook "hard" in container db of ${pod} failed: ["sh","-c","echo hard failure; exit 7"] exited 7; stdout: hard failure`);
       expect(lines).toContain(`exec hook "hard" in container db of ${pod} not run: the pod's hook before it failed with onError Fail (exec hook "hard" in container db of ${pod})`);
       // Continue's failures are warnings, Fail's (and the hook it stopped, onError Continue by default: a warning) errors.
       expect(r.status?.errors).toBe(1);
-      expect(r.status?.warnings).toBeGreaterThanOrEqual(3);
+      expect(r.status?.warnings).toBeGreaterThanOrEqual(4);
+    }, 600_000);
+
+    it('an init container that fails is an error naming its exit code and output, and the pod\'s exec hooks are reported not run at once', async () => {
+      const dst = target('initfail');
+      const r = await timed('restore hooks: failing init container', () => restore(`
+apiVersion: stowage.dev/v1
+kind: Restore
+metadata: {name: initfail, namespace: ${stowageNs}}
+spec:
+  backupName: b
+  includedResources: [pods]
+  labelSelector: {matchLabels: {app: db}}
+  namespaceMapping: {${src}: ${dst}}
+  hooks:
+    resources:
+    - name: broken
+      postHooks:
+      - init:
+          initContainers:
+          - {name: broken, image: ${BUSYBOX_IMAGE}, imagePullPolicy: Never, terminationMessagePolicy: FallbackToLogsOnError, command: [sh, -c, 'echo setup broke >&2; exit 4']}
+      - exec: {command: ['true'], waitTimeout: 10m}
+`));
+      expect(r.status?.phase, JSON.stringify(r.status)).toBe('PartiallyFailed');
+      expect(r.status?.hookStatus).toEqual({ hooksAttempted: 2, hooksFailed: 2 });
+      const lines = runLines('initfail').join('\n');
+      const init = `init hook "broken" in init container broken of pod ${dst}/db`;
+      expect(lines).toContain(`${init} failed: exited 4 (Error): setup broke`);
+      expect(lines).toContain(`exec hook "broken" in container db of pod ${dst}/db not run: ${init} failed, so the pod's containers do not start`);
     }, 600_000);
 
     it('a requester who may not exec into the pod cannot hook it: the refusal names the pod and the right', async () => {
