@@ -18,6 +18,7 @@ export interface HookExecOutcome {
   exitCode: number | undefined;
   stdout: string;
   stderr: string;
+  durationMs: number;
   timedOut: boolean;
   error?: string;
 }
@@ -140,7 +141,7 @@ async function runPod(deps: RestoreHookRunnerDeps, pod: Pod, plan: Planned, repo
       let problem: string | undefined;
       if (outcome === 'timeout') problem = `not finished ${seconds(init.timeoutMs)} after the pod was created (timeout)`;
       else if (typeof outcome === 'string') problem = outcome;
-      else if (outcome.exitCode !== 0) problem = `exited ${outcome.exitCode ?? '?'}${outcome.reason !== undefined ? ` (${outcome.reason})` : ''}${(outcome.message ?? '').trim() !== '' ? `: ${outcome.message?.trim() ?? ''}` : ''}`;
+      else if (outcome.exitCode !== 0) problem = `exited ${outcome.exitCode ?? '?'}${outcome.reason !== undefined ? ` (${outcome.reason})` : ''} ${took} after the pod was created${(outcome.message ?? '').trim() !== '' ? `: ${outcome.message?.trim() ?? ''}` : ''}`;
       if (problem === undefined) {
         settled++;
         deps.log.info(`${what}: exited 0 (ok) ${took} after the pod was created`);
@@ -188,8 +189,9 @@ async function runExec(deps: RestoreHookRunnerDeps, pod: Pod, h: ExecHook, conta
   const what = describeHook('exec', h.hook, container, pod);
   if (o.timedOut) return `${quoteCommand(h.command)} ran past its execTimeout of ${seconds(h.execTimeoutMs)} and was ended; ${outputOf(o)}`;
   if (o.error !== undefined) return o.error;
-  if (o.exitCode !== 0) return `${quoteCommand(h.command)} exited ${o.exitCode ?? '?'}; ${outputOf(o)}`;
-  deps.log.info(`${what}: ${quoteCommand(h.command)} exited 0 (ok), after waiting ${seconds(waited)} for the container; ${outputOf(o)}`);
+  const ran = `in ${seconds(o.durationMs)}, after waiting ${seconds(waited)} for the container`;
+  if (o.exitCode !== 0) return `${quoteCommand(h.command)} exited ${o.exitCode ?? '?'} ${ran}; ${outputOf(o)}`;
+  deps.log.info(`${what}: ${quoteCommand(h.command)} exited 0 (ok) ${ran}; ${outputOf(o)}`);
   return undefined;
 }
 
