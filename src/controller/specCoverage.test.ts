@@ -54,6 +54,34 @@ const SELECTION_ROWS: Record<string, Row> = {
   'spec.excludedNames': by(SELECTION, NAMES),
 };
 
+// Backup hooks (issue 36): checked by validation (selection/hooks.test.ts), run in real containers on
+// the real node (test/incluster/hooks.suite.ts), Velero's manifests applied unchanged.
+const HOOKS_UNIT = 'src/selection/hooks.test.ts';
+const HOOKS_NODE = 'test/incluster/hooks.suite.ts';
+function execRows(at: string): Record<string, Row> {
+  return {
+    [at]: by(HOOKS_UNIT, HOOKS_NODE),
+    [`${at}[].exec`]: by(HOOKS_UNIT, HOOKS_NODE),
+    [`${at}[].exec.container`]: by(HOOKS_UNIT, HOOKS_NODE),
+    [`${at}[].exec.command`]: by(HOOKS_UNIT, HOOKS_NODE),
+    [`${at}[].exec.onError`]: by(HOOKS_UNIT, HOOKS_NODE),
+    [`${at}[].exec.timeout`]: by(HOOKS_UNIT, HOOKS_NODE),
+  };
+}
+const HOOK_ROWS: Record<string, Row> = {
+  'spec.hooks': by(HOOKS_UNIT, HOOKS_NODE),
+  'spec.hooks.resources': by(HOOKS_UNIT, HOOKS_NODE),
+  'spec.hooks.resources[].name': by(HOOKS_UNIT, HOOKS_NODE),
+  'spec.hooks.resources[].includedNamespaces': by(HOOKS_UNIT, HOOKS_NODE),
+  'spec.hooks.resources[].excludedNamespaces': by(HOOKS_UNIT),
+  'spec.hooks.resources[].includedResources': by(HOOKS_UNIT, HOOKS_NODE),
+  'spec.hooks.resources[].excludedResources': by(HOOKS_UNIT),
+  'spec.hooks.resources[].labelSelector': by(HOOKS_UNIT, HOOKS_NODE),
+  ...selectorRows('spec.hooks.resources[].labelSelector'),
+  ...execRows('spec.hooks.resources[].pre'),
+  ...execRows('spec.hooks.resources[].post'),
+};
+
 const BACKUP_ROWS: Record<string, Row> = {
   'spec.includedNamespaces': by('test/controller/backup.test.ts', 'src/backup/request.test.ts'),
   'spec.excludedNamespaces': by('src/backup/request.test.ts', 'src/selection/filters.test.ts'),
@@ -71,7 +99,7 @@ const BACKUP_ROWS: Record<string, Row> = {
   'spec.includeAllGroupVersions': by('test/backup/discovery.test.ts'),
   'spec.cancel': by('test/controller/cancel.test.ts', 'src/webhook/admission.test.ts'),
   'spec.snapshotVolumes': refused,
-  'spec.hooks': refused,
+  ...HOOK_ROWS,
   'spec.volumeSnapshotLocations': refused,
   'spec.snapshotMoveData': refused,
   'spec.datamover': refused,
