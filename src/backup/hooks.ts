@@ -11,8 +11,6 @@ export interface HookContext {
   plan: BackupHookPlan;
   /** The run's client's connection: in trust mode requester it impersonates the requester. */
   conn: ExecConnection;
-  /** Runs one exec; execInPod, or a stand-in in unit tests of the bracket's logic. */
-  exec?: typeof execInPod;
 }
 
 export interface HookStatusCounts {
@@ -66,7 +64,7 @@ export async function runPodHooks(
     } else if (podPhase !== undefined && podPhase !== 'Running') {
       outcome = notRun(`the pod is ${podPhase}, not Running, so nothing can run in it yet`);
     } else {
-      outcome = await (h.exec ?? execInPod)(h.conn, { namespace: ns, pod: pod.metadata.name, container, command: hook.command }, { timeoutMs: hook.timeoutMs, signal });
+      outcome = await execInPod(h.conn, { namespace: ns, pod: pod.metadata.name, container, command: hook.command }, { timeoutMs: hook.timeoutMs, signal });
     }
     const fields = {
       hook: hook.name, hookPhase: phase, hookSource: hook.source, pod: podName(pod), container, durationMs: outcome.durationMs,
@@ -81,11 +79,11 @@ export async function runPodHooks(
     const why = outcome.timedOut ? `timed out after ${formatMs(hook.timeoutMs)}; its exec was ended`
       : outcome.error ?? `exit code ${outcome.exitCode ?? 'unknown'}`;
     if (hook.onError === 'Continue') {
-      log.warn(recordProblem(req, 'warnings', ns, `${what} failed in ${seconds(outcome.durationMs)}: ${why}${output(outcome)}; going on (onError Continue)`), fields);
+      log.warn(recordProblem(req, 'warnings', ns, `${what}: failed in ${seconds(outcome.durationMs)}: ${why}${output(outcome)}; going on (onError Continue)`), fields);
       continue;
     }
     const rest = phase === 'pre' ? 'the pod is not backed up and its remaining pre hooks are not run (onError Fail)' : 'the pod is not backed up (onError Fail)';
-    log.error(recordProblem(req, 'errors', ns, `${what} failed in ${seconds(outcome.durationMs)}: ${why}${output(outcome)}; ${rest}`), fields);
+    log.error(recordProblem(req, 'errors', ns, `${what}: failed in ${seconds(outcome.durationMs)}: ${why}${output(outcome)}; ${rest}`), fields);
     return false;
   }
   return true;

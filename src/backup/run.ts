@@ -7,7 +7,7 @@ import { createTarballWriter, FORMAT_VERSION, manifestFromDigest, type ArchiveDi
 import { isApiUnreachable, isNotFound, type ApiResource, type DynamicClient, type KubeObject as ListedObject } from '../kube/index.js';
 import type { BackupStore } from '../persistence/backupStore.js';
 import { countResults, resourceListOf, type ResourceList, type RunResults } from '../persistence/results.js';
-import { connectionOf, type execInPod } from '../hooks/index.js';
+import { connectionOf } from '../hooks/index.js';
 import { compileBackupHooks } from '../selection/hooks.js';
 import { mapLimit } from '../util/concurrency.js';
 import { errorMessage } from '../util/errors.js';
@@ -58,8 +58,6 @@ export interface BackupDeps {
   scopeFailure?: string;
   /** The run log's line saying whose rights the run uses (`running with the rights of alice ...`). */
   rights?: string;
-  /** Runs a hook's command (hooks/exec.ts's execInPod, as `client`); replaced only in unit tests of the engine. */
-  exec?: typeof execInPod;
 }
 
 export interface BackupResult {
@@ -315,7 +313,7 @@ async function collectAndUpload(deps: BackupDeps, req: BackupRequest, p: Prepare
     pageSize: deps.pageSize ?? DEFAULT_PAGE_SIZE, signal, onProgress: deps.onProgress,
     ...(deps.scope !== undefined ? { rights: dependencyRights(deps.scope) } : {}),
     // Every pod may carry hook annotations, so hooks are looked for even when the spec has none.
-    hooks: { plan: compileBackupHooks(req.backup.spec.hooks), conn: connectionOf(deps.client), ...(deps.exec !== undefined ? { exec: deps.exec } : {}) },
+    hooks: { plan: compileBackupHooks(req.backup.spec.hooks), conn: connectionOf(deps.client) },
   };
   let digest: ArchiveDigest | undefined;
   let fatal: string | undefined;
