@@ -40,7 +40,7 @@ export const ALLOWED = {
   // When and how long: cron, retention, schedule plans, GC plans (pure; the reconcilers act on them).
   schedule: ['apis', 'util', 'selection', 'auth', 'persistence'],
   // The engines see only the store they are handed: no plugin processes, keys, signing, runtime or reconcilers.
-  backup: ['apis', 'util', 'selection', 'kube', 'auth', 'archive', 'plugin/api', 'persistence'],
+  backup: ['apis', 'util', 'selection', 'kube', 'auth', 'archive', 'plugin/api', 'persistence', 'hooks'],
   restore: ['apis', 'util', 'selection', 'config', 'kube', 'auth', 'archive', 'plugin/api', 'persistence'],
   controller: ['apis', 'util', 'selection', 'schedule', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'storage', 'backup', 'restore', 'encryption', 'signing', 'hooks'],
   // The CLI imports engines and stores, never controller files.

@@ -5,6 +5,7 @@
 // namespace Velero matches, see its issue 4720).
 import type { ExecRestoreHook, RestoreHooks, RestoreResourceHookSpec } from '../apis/v1/index.js';
 import { namespaceEntryProblem, namespaceFilter, resourceFilter, type NamespaceFilter, type ResourceFilter } from '../selection/filters.js';
+import { parseHookCommand } from '../selection/hooks.js';
 import { labelSelectorMatches, validateLabelSelector } from '../selection/labels.js';
 import { tryParseDuration } from '../util/duration.js';
 
@@ -172,16 +173,11 @@ function applies(e: CompiledEntry, pod: PodView): boolean {
   return e.resources.shouldInclude(PODS) && e.namespaces.shouldInclude(pod.metadata.namespace ?? '') && labelSelectorMatches(e.spec.labelSelector, pod.metadata.labels);
 }
 
-/** A command annotation: a JSON list of strings, or else one word (Velero's rule). */
+/** A command annotation: a JSON list of strings, or else one word (Velero's rule, parsed as the backup hooks parse it). */
 function annotationCommand(value: string, key: string): string[] | string {
-  if (!value.trimStart().startsWith('[')) return [value];
-  try {
-    const v: unknown = JSON.parse(value);
-    if (isStringList(v) && v.length > 0) return v;
-  } catch {
-    // reported below
-  }
-  return `annotation ${key} starts with "[" but is not a JSON list of strings: ${JSON.stringify(value)}`;
+  const c = parseHookCommand(value);
+  if ('error' in c) return `annotation ${key} ${c.error}`;
+  return c.length > 0 ? c : `annotation ${key} is an empty list: give the executable and its arguments`;
 }
 
 const GO_BOOLS: Record<string, boolean> = { 1: true, t: true, T: true, TRUE: true, true: true, True: true, 0: false, f: false, F: false, FALSE: false, false: false, False: false };

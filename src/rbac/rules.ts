@@ -88,6 +88,15 @@ export const SERVER_RULES: readonly ServerRule[] = [
     verbs: ['escalate', 'bind'],
   },
   {
+    id: 'hook-exec',
+    reason: 'Cluster-admin mode only: backup and restore hooks run commands in pods through pods/exec with the server\'s own rights (create; and get, which authorises the WebSocket exec\'s GET on API servers that check only that). Within backup-read and restore-write already, named so that it stays if they narrow. Requester mode has none: hooks exec as the requester.',
+    scope: 'cluster',
+    modes: CLUSTER_ADMIN,
+    apiGroups: [''],
+    resources: ['pods/exec'],
+    verbs: ['create', 'get'],
+  },
+  {
     id: 'restore-hooks-watch',
     reason: 'Cluster-admin mode only: a restore with hooks waits on a watch of each pod it created for its init containers to finish and its containers to run.',
     scope: 'cluster',

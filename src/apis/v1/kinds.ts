@@ -98,6 +98,37 @@ function keepUnknown(schema: Schema): Schema {
   }
 }
 
+// Velero's backup hooks, field for field, so its manifests apply unchanged: commands run in a pod's
+// container before the pod and its volumes are taken (pre) and after (post). Pod annotations
+// (pre.hook.backup.velero.io/*, or Stowage's pre.hook.backup.stowage.dev/*) win over these for a pod.
+// Values are checked by validation (selection/hooks.ts), not by enums here, so a bad one fails the
+// run with the field's path instead of the apply.
+const execHook = s.named('ExecHook', s.object(
+  {
+    container: s.string({ description: 'The container to run the command in; the pod\'s first container when unset.' }),
+    command: stringList('The command and its arguments, run without a shell (start it with sh -c for one).'),
+    onError: s.string({ description: '"Fail" (default): the pod is not backed up and the backup ends PartiallyFailed; "Continue": a warning.' }),
+    timeout: s.string({ description: 'Go duration the command may take (default 30s); then its exec is ended and the hook counts as failed.' }),
+  },
+  { required: ['command'] },
+));
+const backupResourceHook = s.named('BackupResourceHook', s.object({ exec: execHook }, { required: ['exec'] }));
+const backupHooks = s.named('BackupHooks', s.object({
+  resources: s.array(s.named('BackupResourceHookSpec', s.object(
+    {
+      name: s.string({ description: 'Names the hook in the log and in errors.' }),
+      includedNamespaces: stringList('Pods in these namespaces (globs allowed); empty or ["*"] means all.'),
+      excludedNamespaces: stringList('Not pods in these namespaces.'),
+      includedResources: stringList('Hooks run in pods only: empty, "*" or an entry naming pods.'),
+      excludedResources: stringList('Resources the hook does not apply to.'),
+      labelSelector: { ...labelSelector, description: 'Only pods whose labels match.' } satisfies Schema,
+      pre: s.array(backupResourceHook, { description: 'Run in order before the pod and its volumes are backed up.' }),
+      post: s.array(backupResourceHook, { description: 'Run in order after the pod and its volumes are backed up.' }),
+    },
+    { required: ['name'] },
+  ))),
+}, { description: 'Commands to run in pods before and after they are backed up.' }));
+
 const FS_BACKUP = 'file-system backup of pod volumes is not supported yet';
 const ITEM_OPERATIONS = 'asynchronous item action operations are not supported yet';
 const UPLOADER = 'volume data upload is not supported yet';
@@ -109,7 +140,7 @@ const backupFields = {
     ttl: s.string({ description: 'How long to keep the backup, as a Go duration ("720h0m0s"). Default 720h.' }),
     storageLocation: s.string({ description: 'Name of the BackupStorageLocation; the default location when unset.' }),
     snapshotVolumes: notYet(s.bool({ nullable: true, description: 'Whether to take volume snapshots.' }), 'volume snapshots are not supported yet'),
-    hooks: notYet(s.unknownObject({ description: 'Commands to run in pods before and after they are backed up.' }), 'backup hooks are not supported yet'),
+    hooks: backupHooks,
     // Velero's other fields, refused until implemented (false, null or empty asks for nothing and is accepted).
     volumeSnapshotLocations: notYet(stringList('VolumeSnapshotLocations to store volume snapshots in.'), 'volume snapshots are not supported yet, so volume snapshot locations cannot be used'),
     snapshotMoveData: notYet(s.bool({ nullable: true, description: 'Move volume snapshot data to the backup storage.' }), 'moving volume snapshot data is not supported yet'),
@@ -152,6 +183,10 @@ const backupStatus = s.named(
     failureReason: s.string(),
     formatVersion: s.string({ description: 'Version of the tarball layout, e.g. "1.1.0".' }),
     waitingFor: s.string({ description: 'While the backup is New and queued: the running or earlier backups whose scope overlaps it, or the --concurrent-backups slots it waits for.' }),
+    hookStatus: s.named('HookStatus', s.object(
+      { hooksAttempted: s.int({ minimum: 0 }), hooksFailed: s.int({ minimum: 0 }) },
+      { description: 'Backup hooks run so far (attempted) and those that failed, whatever their onError.' },
+    )),
     encryption: s.named(
       'BackupEncryptionStatus',
       s.object({

@@ -162,8 +162,7 @@ export type BackupSpec = {
   storageLocation?: string;
   /** Whether to take volume snapshots. Not supported yet: a run that sets it fails validation. */
   snapshotVolumes?: boolean | null;
-  /** Commands to run in pods before and after they are backed up. Not supported yet: a run that sets it fails validation. */
-  hooks?: Record<string, unknown>;
+  hooks?: BackupHooks;
   /** VolumeSnapshotLocations to store volume snapshots in. Not supported yet: a run that sets it fails validation. */
   volumeSnapshotLocations?: string[];
   /** Move volume snapshot data to the backup storage. Not supported yet: a run that sets it fails validation. */
@@ -207,6 +206,45 @@ export type LabelSelectorRequirement = {
 
 export type LabelSelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
 
+/** Commands to run in pods before and after they are backed up. */
+export type BackupHooks = {
+  resources?: BackupResourceHookSpec[];
+};
+
+export type BackupResourceHookSpec = {
+  /** Names the hook in the log and in errors. */
+  name: string;
+  /** Pods in these namespaces (globs allowed); empty or ["*"] means all. */
+  includedNamespaces?: string[];
+  /** Not pods in these namespaces. */
+  excludedNamespaces?: string[];
+  /** Hooks run in pods only: empty, "*" or an entry naming pods. */
+  includedResources?: string[];
+  /** Resources the hook does not apply to. */
+  excludedResources?: string[];
+  /** Only pods whose labels match. */
+  labelSelector?: LabelSelector;
+  /** Run in order before the pod and its volumes are backed up. */
+  pre?: BackupResourceHook[];
+  /** Run in order after the pod and its volumes are backed up. */
+  post?: BackupResourceHook[];
+};
+
+export type BackupResourceHook = {
+  exec: ExecHook;
+};
+
+export type ExecHook = {
+  /** The container to run the command in; the pod's first container when unset. */
+  container?: string;
+  /** The command and its arguments, run without a shell (start it with sh -c for one). */
+  command: string[];
+  /** "Fail" (default): the pod is not backed up and the backup ends PartiallyFailed; "Continue": a warning. */
+  onError?: string;
+  /** Go duration the command may take (default 30s); then its exec is ended and the hook counts as failed. */
+  timeout?: string;
+};
+
 export type BackupStatus = {
   phase?: BackupPhase;
   /** Every reason the spec failed validation. */
@@ -223,6 +261,7 @@ export type BackupStatus = {
   formatVersion?: string;
   /** While the backup is New and queued: the running or earlier backups whose scope overlaps it, or the --concurrent-backups slots it waits for. */
   waitingFor?: string;
+  hookStatus?: HookStatus;
   /** Set when the backup is encrypted: what must still be held to read it. */
   encryption?: BackupEncryptionStatus;
   /** Set when the backup's manifest is signed. */
@@ -234,6 +273,12 @@ export type BackupPhase = 'New' | 'FailedValidation' | 'InProgress' | 'Completed
 export type BackupProgress = {
   totalItems: number;
   itemsBackedUp: number;
+};
+
+/** Backup hooks run so far (attempted) and those that failed, whatever their onError. */
+export type HookStatus = {
+  hooksAttempted?: number;
+  hooksFailed?: number;
 };
 
 export type BackupEncryptionStatus = {
@@ -556,8 +601,7 @@ export type BackupTemplateSpec = {
   storageLocation?: string;
   /** Whether to take volume snapshots. Not supported yet: a run that sets it fails validation. */
   snapshotVolumes?: boolean | null;
-  /** Commands to run in pods before and after they are backed up. Not supported yet: a run that sets it fails validation. */
-  hooks?: Record<string, unknown>;
+  hooks?: BackupHooks;
   /** VolumeSnapshotLocations to store volume snapshots in. Not supported yet: a run that sets it fails validation. */
   volumeSnapshotLocations?: string[];
   /** Move volume snapshot data to the backup storage. Not supported yet: a run that sets it fails validation. */
