@@ -22,6 +22,9 @@ export const ALLOWED = {
   // The admission webhook that stamps requesters, its certificate and its configuration.
   webhook: ['apis', 'util', 'kube', 'auth'],
   archive: ['util'],
+  // Running a command in a pod's container over pods/exec, as a run's client (backup and restore hooks);
+  // which restore hooks apply to a pod (selection's filters), and the init containers they add.
+  hooks: ['apis', 'util', 'selection', 'kube'],
   // Client-side encryption: the chunked object format, data keys, the Secret-backed key manager.
   encryption: ['util', 'plugin/api'],
   // Signed manifests: HMAC and Ed25519 signing keys, the signed statement and its check.
@@ -37,9 +40,9 @@ export const ALLOWED = {
   // When and how long: cron, retention, schedule plans, GC plans (pure; the reconcilers act on them).
   schedule: ['apis', 'util', 'selection', 'auth', 'persistence'],
   // The engines see only the store they are handed: no plugin processes, keys, signing, runtime or reconcilers.
-  backup: ['apis', 'util', 'selection', 'kube', 'auth', 'archive', 'plugin/api', 'persistence'],
+  backup: ['apis', 'util', 'selection', 'kube', 'auth', 'archive', 'plugin/api', 'persistence', 'hooks'],
   restore: ['apis', 'util', 'selection', 'config', 'kube', 'auth', 'archive', 'plugin/api', 'persistence'],
-  controller: ['apis', 'util', 'selection', 'schedule', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'storage', 'backup', 'restore', 'encryption', 'signing'],
+  controller: ['apis', 'util', 'selection', 'schedule', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'storage', 'backup', 'restore', 'encryption', 'signing', 'hooks'],
   // The CLI imports engines and stores, never controller files.
   cli: ['apis', 'util', 'selection', 'schedule', 'config', 'logging', 'kube', 'auth', 'archive', 'persistence', 'plugin/sdk', 'plugin/builtin', 'main'],
   main: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'runtime', 'auth', 'webhook', 'plugin/host', 'plugin/builtin', 'controller'],

@@ -8,6 +8,7 @@ import { sleep } from '../util/backoff.js';
 import { errorMessage } from '../util/errors.js';
 import { anyLabelSelectorMatches, labelSelectorMatches } from '../selection/labels.js';
 import { kindName, type NamedBackupItemAction, type ResolvedBackupItemAction } from './actions/index.js';
+import { hooksUnreadable, podHooks, runPodHooks, type HookContext } from './hooks.js';
 import { isBackupable } from './resources.js';
 import type { Access } from './rights.js';
 import type { BackupScope } from './scope.js';
@@ -26,6 +27,8 @@ export interface CollectContext {
   onProgress?: ((p: BackupProgress) => void) | undefined;
   /** Trust mode requester: what the requester may read beyond the LISTs the scope allowed. */
   rights?: DependencyRights;
+  /** Backup hooks (hooks.ts): pods with any are backed up one by one, inside their bracket (backupBracketed). */
+  hooks?: HookContext | undefined;
 }
 
 /** The requester's rights as the collection needs them (from scope.ts). */
@@ -241,36 +244,91 @@ interface AdditionalItem {
  * later action. Returns how many items were written. Item-level problems are logged and counted.
  */
 export async function backupItems(ctx: CollectContext, res: ApiResource, objs: readonly ListedObject[]): Promise<number> {
+  if (ctx.hooks === undefined || res.groupResource !== 'pods') return backupBatch(ctx, res, objs);
+  // Pods with hooks go one by one, each inside its own bracket (so none stays frozen while others
+  // run their hooks); the rest keep their batches. List order is kept.
+  let written = 0;
+  let batch: ListedObject[] = [];
+  for (const o of objs) {
+    const hooks = podHooks(ctx.hooks.plan, asPod(res, o));
+    if ('pre' in hooks && hooks.pre.length === 0 && hooks.post.length === 0) {
+      batch.push(o);
+      continue;
+    }
+    written += await backupBatch(ctx, res, batch);
+    batch = [];
+    written += await backupBracketed(ctx, res, o, hooks);
+  }
+  return written + await backupBatch(ctx, res, batch);
+}
+
+/** The pod as the hooks see it (a listed item lacks apiVersion and kind). */
+function asPod(res: ApiResource, o: ListedObject): KubeObject {
+  return { ...o, apiVersion: o.apiVersion ?? res.apiVersion, kind: o.kind ?? res.kind, metadata: { ...o.metadata, name: o.metadata?.name ?? '' } };
+}
+
+/** A batch of items: every action over all of them, then their tarball entries, then their additional items. */
+async function backupBatch(ctx: CollectContext, res: ApiResource, objs: readonly ListedObject[]): Promise<number> {
+  if (objs.length === 0) return 0;
   const pending = objs.map((o) => admit(ctx, res, o)).filter((p): p is Pending => p !== undefined);
   for (const a of ctx.actions) {
     const mine = pending.filter((p) => !p.failed && a.matches(res, p.ref.namespace, p.item.metadata.labels));
     if (mine.length > 0) await runAction(ctx, a, mine);
   }
   let written = 0;
-  const record = recordOf(ctx.req, res);
-  const names = otherVersionsOf(ctx.req, res).length > 0 ? writtenNamesOf(ctx.req, res) : undefined;
-  for (const p of pending) {
-    if (p.failed) continue;
-    try {
-      await ctx.writer.addItem(p.ref, p.item, { preferred: true });
-    } catch (err) {
-      throw new FatalBackupError(`writing the tarball failed: ${errorMessage(err)}`, { cause: err });
-    }
-    written++;
-    record.written++;
-    if (names !== undefined) names.add(p.ref.namespace === '' ? p.ref.name : `${p.ref.namespace}/${p.ref.name}`);
-    ctx.req.backedUp.push(p.ref);
-    if (p.ref.namespace !== '') ctx.req.namespacesWithItems.add(p.ref.namespace);
-    ctx.req.progress.itemsBackedUp++;
-    ctx.onProgress?.({ ...ctx.req.progress });
-    // Guarded: at info level winston would still format and route a line per item for nothing.
-    if (ctx.log.isDebugEnabled()) ctx.log.debug(`backed up ${p.what}`, meta(p.ref));
-  }
+  for (const p of pending) if (!p.failed && await writeItem(ctx, res, p)) written++;
   for (const p of pending) {
     if (p.failed) continue;
     for (const add of p.additional) await backupAdditional(ctx, add, p.what);
   }
   return written;
+}
+
+/**
+ * One pod with hooks, in Velero's order: its pre hooks; the item actions and the items they name
+ * (its PersistentVolumeClaims and their volumes); its post hooks; then the pod's own entry, so a
+ * post hook that fails with onError Fail leaves it out. Post hooks run once the pre hooks were
+ * tried, even when one failed or the run was canceled meanwhile: what they thaw must not stay frozen.
+ */
+async function backupBracketed(ctx: CollectContext, res: ApiResource, obj: ListedObject, hooks: ReturnType<typeof podHooks>): Promise<number> {
+  const h = ctx.hooks as HookContext;
+  const p = admit(ctx, res, obj);
+  if (p === undefined) return 0;
+  if ('error' in hooks) {
+    hooksUnreadable(ctx.req, ctx.log, p.item, hooks.error);
+    return 0;
+  }
+  if (!(await runPodHooks(h, ctx.req, ctx.log, p.item, 'pre', hooks.pre, ctx.signal))) p.failed = true;
+  try {
+    if (!p.failed) {
+      for (const a of ctx.actions) if (!p.failed && a.matches(res, p.ref.namespace, p.item.metadata.labels)) await runAction(ctx, a, [p]);
+    }
+    if (!p.failed) for (const add of p.additional) await backupAdditional(ctx, add, p.what);
+    // Inside the bracket: whatever is taken of the pod's volumes (its claims, their volumes above,
+    // and snapshots of their data) must be taken here, between its pre and its post hooks.
+  } finally {
+    if (!(await runPodHooks(h, ctx.req, ctx.log, p.item, 'post', hooks.post, undefined))) p.failed = true;
+  }
+  if (p.failed) return 0;
+  return (await writeItem(ctx, res, p)) ? 1 : 0;
+}
+
+/** The item's tarball entry and its records. */
+async function writeItem(ctx: CollectContext, res: ApiResource, p: Pending): Promise<boolean> {
+  try {
+    await ctx.writer.addItem(p.ref, p.item, { preferred: true });
+  } catch (err) {
+    throw new FatalBackupError(`writing the tarball failed: ${errorMessage(err)}`, { cause: err });
+  }
+  recordOf(ctx.req, res).written++;
+  if (otherVersionsOf(ctx.req, res).length > 0) writtenNamesOf(ctx.req, res).add(p.ref.namespace === '' ? p.ref.name : `${p.ref.namespace}/${p.ref.name}`);
+  ctx.req.backedUp.push(p.ref);
+  if (p.ref.namespace !== '') ctx.req.namespacesWithItems.add(p.ref.namespace);
+  ctx.req.progress.itemsBackedUp++;
+  ctx.onProgress?.({ ...ctx.req.progress });
+  // Guarded: at info level winston would still format and route a line per item for nothing.
+  if (ctx.log.isDebugEnabled()) ctx.log.debug(`backed up ${p.what}`, meta(p.ref));
+  return true;
 }
 
 /** The item to back up, or undefined when it has no name, was handled already, or is labelled out. */

@@ -60,6 +60,8 @@ export interface BackupRequest {
    * written, so its other versions can be stored for exactly those items once the lists are done.
    */
   readonly writtenNames: Map<string, Set<string>> | undefined;
+  /** Hooks run so far and those that failed (status.hookStatus). */
+  readonly hookStatus: { hooksAttempted: number; hooksFailed: number };
 }
 
 export function itemKey(ref: ItemRef): string {
@@ -95,6 +97,7 @@ export function newBackupRequest(backup: Backup, selection: Selection = compileS
     progress: { totalItems: 0, itemsBackedUp: 0 },
     records: new Map(),
     writtenNames: spec.includeAllGroupVersions === true ? new Map() : undefined,
+    hookStatus: { hooksAttempted: 0, hooksFailed: 0 },
   };
 }
 

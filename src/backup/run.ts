@@ -7,6 +7,8 @@ import { createTarballWriter, FORMAT_VERSION, manifestFromDigest, type ArchiveDi
 import { isApiUnreachable, isNotFound, type ApiResource, type DynamicClient, type KubeObject as ListedObject } from '../kube/index.js';
 import type { BackupStore } from '../persistence/backupStore.js';
 import { countResults, resourceListOf, type ResourceList, type RunResults } from '../persistence/results.js';
+import { connectionOf } from '../hooks/index.js';
+import { compileBackupHooks } from '../selection/hooks.js';
 import { mapLimit } from '../util/concurrency.js';
 import { errorMessage } from '../util/errors.js';
 import {
@@ -70,6 +72,8 @@ export interface BackupResult {
   progress: BackupProgress;
   warnings: number;
   errors: number;
+  /** Hooks attempted and failed; absent when the run ran none. */
+  hookStatus?: { hooksAttempted: number; hooksFailed: number };
 }
 
 const DEFAULT_PAGE_SIZE = 500;
@@ -308,6 +312,8 @@ async function collectAndUpload(deps: BackupDeps, req: BackupRequest, p: Prepare
     req, client: deps.client, writer, actions: p.actions, byGroupResource: p.byGroupResource, log,
     pageSize: deps.pageSize ?? DEFAULT_PAGE_SIZE, signal, onProgress: deps.onProgress,
     ...(deps.scope !== undefined ? { rights: dependencyRights(deps.scope) } : {}),
+    // Every pod may carry hook annotations, so hooks are looked for even when the spec has none.
+    hooks: { plan: compileBackupHooks(req.backup.spec.hooks), conn: connectionOf(deps.client) },
   };
   let digest: ArchiveDigest | undefined;
   let fatal: string | undefined;
@@ -352,6 +358,7 @@ function finish(req: BackupRequest, digest: ArchiveDigest | undefined, fatal: st
     errors,
   };
   if (digest !== undefined) result.manifest = manifestFromDigest(digest);
+  if (req.hookStatus.hooksAttempted > 0) result.hookStatus = { ...req.hookStatus };
   if (fatal !== undefined) result.failureReason = fatal;
   return result;
 }

@@ -159,6 +159,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
       putLog: (store, file) => store.putLog(name, file),
       finalStatus: (o) => ({
         expiration, formatVersion: FORMAT_VERSION, progress: o.result?.progress ?? { totalItems: 0, itemsBackedUp: 0 }, ...(signed !== undefined ? { signature: signed } : {}),
+        ...(o.result?.hookStatus !== undefined ? { hookStatus: o.result.hookStatus } : {}),
       }),
       summary: (o) => `${o.result?.progress.itemsBackedUp ?? 0} items backed up`,
       // Called once the final status is patched.

@@ -17,11 +17,16 @@ import { normalizePrefix, restoreKeys, unstorableKeys } from '../persistence/lay
 import { backupUseRefusal, type Authority, type HeldResources } from '../auth/index.js';
 import {
   checkTargetNamespaces, inStowageForm, loadRestoreTransforms, newRestoreRequest, noManifestWarning, noteNoManifest, resolveRestoreItemActions, runRestore,
-  sourcesOfResourceList, targetsOfResourceList, veleroRestoreStatus, type RestoreRequest, type RestoreResult, type RestoreTransforms, type TargetNamespace,
+  sourcesOfResourceList, targetsOfResourceList, veleroRestoreStatus, type RestorePodHooks, type RestoreRequest, type RestoreResult, type RestoreTransforms, type TargetNamespace,
 } from '../restore/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ReconcileContext, Result } from '../runtime/index.js';
 import { restoreSpecErrors } from '../selection/specErrors.js';
+import type winston from 'winston';
+import { connectionOf, execInPod } from '../hooks/index.js';
+import { newRestoreHookRunner } from '../hooks/restoreRun.js';
+import { restoreHookErrors } from '../hooks/restoreSpec.js';
+import type { DynamicClient } from '../kube/index.js';
 import { keyedForBackup, unencryptedRefusal } from '../storage/keys.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './run/context.js';
 import type { BackupStore } from '../persistence/backupStore.js';
@@ -53,7 +58,7 @@ type Validation = { errors: string[]; backup?: Backup; location?: BackupStorageL
 
 export function validateRestore(ctx: ControllerContext, r: Restore): Validation {
   const spec = r.spec;
-  const errors = restoreSpecErrors(spec);
+  const errors = [...restoreSpecErrors(spec), ...restoreHookErrors(spec.hooks)];
   const resolved = resolveBackupOf(ctx, r);
   if (resolved.backup === undefined) {
     errors.push(resolved.error);
@@ -147,6 +152,16 @@ export async function restoreRights(
   return { authority, logLine: `${acting}; SubjectAccessReviews allowed reading what it restores, and ${verdict.reviews} allowed its ${n} target namespace${n === 1 ? '' : 's'}` };
 }
 
+/**
+ * The restore's hooks (spec.hooks and the pods' Velero hook annotations): pods are watched and
+ * exec'd into with the run's client, so in trust mode requester a requester who may not exec into a
+ * pod cannot hook it either (the refusal names the pod and the right).
+ */
+function restoreHooksOf(r: Restore, client: DynamicClient, log: winston.Logger, signal: AbortSignal): RestorePodHooks {
+  const conn = connectionOf(client);
+  return newRestoreHookRunner({ hooks: r.spec.hooks, client, log, signal, exec: (target, opts) => execInPod(conn, target, opts) });
+}
+
 export function restoreController(ctx: ControllerContext): ControllerDefinition {
   const informer = ctx.informer<Restore>('Restore');
   // Validation reads backups and locations from the shared caches.
@@ -202,6 +217,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
           maxItemBytes: ctx.config.maxItemBytes,
           onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsRestored: p.itemsRestored }),
           mappings: transforms.mappings, ...(transforms.modifiers !== undefined ? { modifiers: transforms.modifiers } : {}),
+          podHooks: restoreHooksOf(r, rights.authority.client, env.log, env.signal),
         }, req);
         if (velero) noteNoManifest(result, backup.metadata.name);
         return result;
@@ -232,6 +248,7 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
       finalStatus: (o) => ({
         progress: o.result?.progress ?? { totalItems: 0, itemsRestored: 0 },
         summary: o.result?.summary ?? { created: 0, updated: 0, skipped: 0, failed: 0 },
+        ...(o.result?.hookStatus !== undefined ? { hookStatus: o.result.hookStatus } : {}),
         ...(refusal !== undefined ? veleroRestoreStatus(refusal, backup.metadata.name, run, o.result?.results) : {}),
       }),
       summary: (o) => {

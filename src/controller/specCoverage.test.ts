@@ -54,6 +54,34 @@ const SELECTION_ROWS: Record<string, Row> = {
   'spec.excludedNames': by(SELECTION, NAMES),
 };
 
+// Backup hooks (issue 36): checked by validation (selection/hooks.test.ts), run in real containers on
+// the real node (test/incluster/hooks.suite.ts), Velero's manifests applied unchanged.
+const HOOKS_UNIT = 'src/selection/hooks.test.ts';
+const HOOKS_NODE = 'test/incluster/hooks.suite.ts';
+function execRows(at: string): Record<string, Row> {
+  return {
+    [at]: by(HOOKS_UNIT, HOOKS_NODE),
+    [`${at}[].exec`]: by(HOOKS_UNIT, HOOKS_NODE),
+    [`${at}[].exec.container`]: by(HOOKS_UNIT, HOOKS_NODE),
+    [`${at}[].exec.command`]: by(HOOKS_UNIT, HOOKS_NODE),
+    [`${at}[].exec.onError`]: by(HOOKS_UNIT, HOOKS_NODE),
+    [`${at}[].exec.timeout`]: by(HOOKS_UNIT, HOOKS_NODE),
+  };
+}
+const HOOK_ROWS: Record<string, Row> = {
+  'spec.hooks': by(HOOKS_UNIT, HOOKS_NODE),
+  'spec.hooks.resources': by(HOOKS_UNIT, HOOKS_NODE),
+  'spec.hooks.resources[].name': by(HOOKS_UNIT, HOOKS_NODE),
+  'spec.hooks.resources[].includedNamespaces': by(HOOKS_UNIT, HOOKS_NODE),
+  'spec.hooks.resources[].excludedNamespaces': by(HOOKS_UNIT),
+  'spec.hooks.resources[].includedResources': by(HOOKS_UNIT, HOOKS_NODE),
+  'spec.hooks.resources[].excludedResources': by(HOOKS_UNIT),
+  'spec.hooks.resources[].labelSelector': by(HOOKS_UNIT, HOOKS_NODE),
+  ...selectorRows('spec.hooks.resources[].labelSelector'),
+  ...execRows('spec.hooks.resources[].pre'),
+  ...execRows('spec.hooks.resources[].post'),
+};
+
 const BACKUP_ROWS: Record<string, Row> = {
   'spec.includedNamespaces': by('test/controller/backup.test.ts', 'src/backup/request.test.ts'),
   'spec.excludedNamespaces': by('src/backup/request.test.ts', 'src/selection/filters.test.ts'),
@@ -71,7 +99,7 @@ const BACKUP_ROWS: Record<string, Row> = {
   'spec.includeAllGroupVersions': by('test/backup/discovery.test.ts'),
   'spec.cancel': by('test/controller/cancel.test.ts', 'src/webhook/admission.test.ts'),
   'spec.snapshotVolumes': refused,
-  'spec.hooks': refused,
+  ...HOOK_ROWS,
   'spec.volumeSnapshotLocations': refused,
   'spec.snapshotMoveData': refused,
   'spec.datamover': refused,
@@ -83,6 +111,34 @@ const BACKUP_ROWS: Record<string, Row> = {
   'spec.resourcePolicy': refused,
   'spec.metadata': refused,
   ...SELECTION_ROWS,
+};
+
+// Restore hooks (issue 36): validated and matched in src/hooks/restoreSpec.test.ts, run in real
+// containers on the real node in test/incluster/restoreHooks.suite.ts.
+const RHOOKS_UNIT = 'src/hooks/restoreSpec.test.ts';
+const RHOOKS_NODE = 'test/incluster/restoreHooks.suite.ts';
+const HOOK = 'spec.hooks.resources[]';
+const RESTORE_HOOK_ROWS: Record<string, Row> = {
+  'spec.hooks': by(RHOOKS_NODE, RHOOKS_UNIT),
+  'spec.hooks.resources': by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.name`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.includedNamespaces`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.excludedNamespaces`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.includedResources`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.excludedResources`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.labelSelector`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  ...selectorRows(`${HOOK}.labelSelector`),
+  [`${HOOK}.postHooks`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.postHooks[].exec`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.postHooks[].exec.container`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.postHooks[].exec.command`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.postHooks[].exec.onError`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.postHooks[].exec.execTimeout`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.postHooks[].exec.waitTimeout`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.postHooks[].exec.waitForReady`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.postHooks[].init`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.postHooks[].init.initContainers`]: by(RHOOKS_NODE, RHOOKS_UNIT),
+  [`${HOOK}.postHooks[].init.timeout`]: by(RHOOKS_NODE, RHOOKS_UNIT),
 };
 
 const RESTORE_ROWS: Record<string, Row> = {
@@ -108,7 +164,7 @@ const RESTORE_ROWS: Record<string, Row> = {
   'spec.dryRun': by('test/restore/restore.test.ts', 'test/controller/restore.test.ts'),
   'spec.cancel': by('test/controller/cancel.test.ts', 'src/webhook/admission.test.ts'),
   ...SELECTION_ROWS,
-  'spec.hooks': refused,
+  ...RESTORE_HOOK_ROWS,
   'spec.restorePVs': refused,
   'spec.itemOperationTimeout': refused,
   'spec.resourceModifier': by('test/controller/transforms.test.ts', 'src/selection/specErrors.test.ts'),

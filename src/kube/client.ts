@@ -191,6 +191,11 @@ export interface DynamicClient {
   impersonating(who: Impersonation): DynamicClient;
   /** The user this view acts as, if it impersonates one. */
   readonly impersonated: Impersonation | undefined;
+  /**
+   * The kubeconfig the client was made from, for connections this client does not make itself
+   * (exec over WebSocket, hooks/exec.ts): they add `impersonated`'s headers on their own.
+   */
+  readonly kubeConfig: KubeConfig;
   /** Closes idle keep-alive sockets. The client stays usable. */
   close(): void;
 }
@@ -781,6 +786,8 @@ export function createDynamicClient(kc: KubeConfig, opts: ClientOptions = {}): D
       impersonating: (next: Impersonation) => makeClient(outageMs, next),
 
       impersonated: who,
+
+      kubeConfig: kc,
 
       close(): void {
         transportNow?.agent.destroy();

@@ -26,7 +26,7 @@ export async function predictItem(w: WriteContext, p: PlannedItem, t: Target, d:
   }
   if (live === undefined) {
     try {
-      await createRetrying(w, p, t, d.item, true, { retried: false });
+      await createRetrying(w, p, t, d.createAs ?? d.item, true, { retried: false });
       return outcomes.record(p, t, 'created', 'would be created', { validated: true });
     } catch (err) {
       if (!isAlreadyExists(err)) return outcomes.record(p, t, 'failed', itemErrorMessage(p, d.original, err), { validated: true });

@@ -3,7 +3,7 @@
 // to what must exist first (its namespace, its CRD), then writes it or, in a dry run, predicts the
 // write. Outcomes, ordering, serving checks, writes and predictions live in modules of their own.
 import type winston from 'winston';
-import { CORE, isApiUnreachable, isNotFound, type DynamicClient } from '../kube/index.js';
+import { CORE, isApiUnreachable, isNotFound, type DynamicClient, type KubeObject as LiveObject } from '../kube/index.js';
 import type { KubeObject } from '../plugin/api/index.js';
 import { takeChanges } from './actions/mappings.js';
 import type { ActionMatcher } from './actions/selector.js';
@@ -16,9 +16,10 @@ import { itemKey, type PlannedItem, type RestorePlan } from './plan.js';
 import { targetNamespace, type ItemOutcome, type RestoreRequest } from './request.js';
 import { newServing, type Serving } from './serving.js';
 import type { ResourceModifiers } from './modifiers/index.js';
+import type { HookReport, RestorePodHooks } from './podHooks.js';
 import { prepareItem } from './transform.js';
 import { applyTransforms, noteTransforms } from './transforms.js';
-import { writeItem, type WriteContext } from './writes.js';
+import { writeItem, type Desired, type WriteContext } from './writes.js';
 
 export interface ExecutorContext {
   client: DynamicClient;
@@ -40,6 +41,10 @@ export interface ExecutorContext {
   onInFlight(n: number): void;
   /** The Restore's resource modifier rules, applied after the actions. */
   modifiers?: ResourceModifiers;
+  /** Restore hooks: init containers added to pods as they are created, exec hooks started once they are. */
+  podHooks?: RestorePodHooks;
+  /** Where the hooks' failures and warnings go. */
+  reportHook?: HookReport;
 }
 
 export interface Executor {
@@ -114,10 +119,26 @@ async function restoreOne(parts: Parts, p: PlannedItem, original: KubeObject): P
   const target = { namespace: p.ref.namespaced === false ? '' : (item.metadata.namespace ?? p.namespace), name: item.metadata.name };
   const pending = await prerequisites(parts, p, target);
   if (!Array.isArray(pending)) return pending;
-  const desired = { item, keepStatus, original };
+  const hooked = withPodHooks(ctx, p, target, item);
+  if (typeof hooked === 'string') return ctx.outcomes.record(p, target, 'failed', hooked);
+  const desired = { item, keepStatus, original, ...hooked.desired };
   const outcome = await (ctx.req.dryRun ? predictItem(parts.writes, p, target, desired, pending) : writeItem(parts.writes, p, target, desired));
   noteTransforms(outcome, p.groupResource, transforms, ctx.req.dryRun ? item : undefined, parts.kept);
+  // Hooks act only on pods this restore creates: an existing pod is neither given init containers nor exec'd into.
+  if (hooked.notes.length > 0 && outcome.action === 'created') outcome.hooks = hooked.notes;
   return outcome;
+}
+
+/** A pod's restore hooks: what to create instead of the item, and its start once created. A string: why the pod is not restored. */
+function withPodHooks(ctx: ExecutorContext, p: PlannedItem, target: Target, item: KubeObject): { desired: Pick<Desired, 'createAs' | 'onCreated'>; notes: string[] } | string {
+  const hooks = ctx.podHooks;
+  if (hooks === undefined || p.groupResource !== 'pods') return { desired: {}, notes: [] };
+  const prepared = hooks.prepare(item, ctx.req.dryRun);
+  if (typeof prepared === 'string') return prepared;
+  for (const w of prepared.warnings) ctx.outcomes.warn(target.namespace, `pod ${displayName(target.namespace, target.name)}: ${w}`);
+  const report = ctx.reportHook;
+  const onCreated = ctx.req.dryRun || report === undefined ? undefined : (created: LiveObject): void => hooks.created(created, report);
+  return { desired: { createAs: prepared.create, ...(onCreated !== undefined ? { onCreated } : {}) }, notes: prepared.notes };
 }
 
 /**

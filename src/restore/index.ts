@@ -19,4 +19,5 @@ export { parseResourceModifiers, type ResourceModifiers } from './modifiers/inde
 export { mappingConfigOf, PLUGIN_CONFIG_LABELS, type ConfigMapLike } from './actions/mappingConfig.js';
 export type { MappingConfig } from './actions/mappings.js';
 export { loadRestoreTransforms, type RestoreTransforms, type ServerConfigMaps } from './transformConfig.js';
+export type { HookReport, PreparedPod, RestorePodHooks } from './podHooks.js';
 export { noManifestWarning, noteNoManifest, veleroRestoreStatus } from './veleroStatus.js';

@@ -24,6 +24,8 @@ export interface ItemOutcome {
   transforms?: string[];
   /** Dry run only: the transformed object as it would be written (a Secret's values redacted). */
   patched?: Record<string, unknown>;
+  /** A created pod's restore hooks: init containers added, exec hooks run (a dry run's: would be). */
+  hooks?: string[];
 }
 
 export interface RestoreRequest {

@@ -31,6 +31,7 @@ import { actionMatcher, resolveRestoreItemActions, type ActionMatcher, type Reso
 import { BUILTIN_RESTORE_ITEM_ACTIONS } from './actions/index.js';
 import { mappingActions, type MappingConfig } from './actions/mappings.js';
 import type { ResourceModifiers } from './modifiers/index.js';
+import type { RestorePodHooks } from './podHooks.js';
 import { newExecutor, type Executor } from './executor.js';
 import { newOutcomes } from './outcomes.js';
 import { oversizedVerdict, type OversizedVerdict } from './oversized.js';
@@ -102,6 +103,8 @@ export interface RestoreDeps {
   mappings?: MappingConfig;
   /** The Restore's resource modifier rules (spec.resourceModifier), applied to each item after every action. */
   modifiers?: ResourceModifiers;
+  /** Restore hooks (spec.hooks, the pods' hook annotations): waited for after the last tier, counted in hookStatus. */
+  podHooks?: RestorePodHooks;
 }
 
 export interface RestoreStats {
@@ -132,6 +135,8 @@ export interface RestoreResult {
   /** Every item's outcome and why. */
   outcomes: ItemOutcome[];
   stats: RestoreStats;
+  /** Restore hooks run, and failed (set when the restore had hooks to run). */
+  hookStatus?: { hooksAttempted: number; hooksFailed: number };
 }
 
 export const DEFAULT_RESTORE_CONCURRENCY = 16;
@@ -195,9 +200,17 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
         stats.maxInFlight = Math.max(stats.maxInFlight, n);
       },
       ...(deps.modifiers !== undefined ? { modifiers: deps.modifiers } : {}),
+      ...(deps.podHooks !== undefined ? {
+        podHooks: deps.podHooks,
+        reportHook: (kind: 'warnings' | 'errors', namespace: string, message: string) => addResult(req.results, kind, namespace === '' ? undefined : namespace, message),
+      } : {}),
     });
     const stopped = await runTiers(deps, ready.plan, exec, concurrency, stats, req, stop.signal);
-    return finish(stopped);
+    // Hooks started as their pods were created; the restore ends when the last one has.
+    const hookStatus = await deps.podHooks?.settle();
+    const result = finish(stopped);
+    if (hookStatus !== undefined && hookStatus.hooksAttempted > 0) result.hookStatus = hookStatus;
+    return result;
   } finally {
     deps.signal?.removeEventListener('abort', onOuterAbort);
     await spill?.close().catch((err: unknown) => log.warn(`could not remove the restore's spill file: ${errorMessage(err)}`));

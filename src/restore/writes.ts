@@ -18,6 +18,10 @@ export interface Desired {
   keepStatus: boolean;
   /** The object as backed up. */
   original: KubeObject;
+  /** What is created instead of `item` (a pod with its restore hooks' init containers); an existing object is still compared with `item`. */
+  createAs?: KubeObject;
+  /** Told of the object this restore created. */
+  onCreated?: (created: LooseObject) => void;
 }
 
 export interface WriteContext {
@@ -63,8 +67,9 @@ export async function writeItem(w: WriteContext, p: PlannedItem, t: Target, d: D
   const { client, outcomes } = w;
   const state = { retried: false };
   try {
-    const created = await createRetrying(w, p, t, d.item, false, state);
+    const created = await createRetrying(w, p, t, d.createAs ?? d.item, false, state);
     const statusProblem = await restoreStatus(w, p, t, d, created);
+    d.onCreated?.(created);
     return statusProblem === undefined
       ? outcomes.record(p, t, 'created', 'created')
       : outcomes.record(p, t, 'created', `created, but ${statusProblem}`, { warn: true });
@@ -87,6 +92,7 @@ export async function writeItem(w: WriteContext, p: PlannedItem, t: Target, d: D
   }
   // A retried create whose first attempt went through unseen: the object carries this restore's label.
   if (state.retried && live.metadata?.labels?.[LABEL_RESTORE_NAME] === labelValue(w.req.restore.metadata.name)) {
+    d.onCreated?.(live);
     return outcomes.record(p, t, 'created', 'created');
   }
   return updateExisting(w, p, t, d, live, false);

@@ -29,6 +29,14 @@ describe('validateSchedule', () => {
     ]);
   });
 
+  it('checks the template\'s hooks as a Backup\'s, under spec.template.hooks', () => {
+    const hooks = { resources: [{ name: 'sync', pre: [{ exec: { command: ['sync'], onError: 'Retry' } }] }] };
+    expect(validateSchedule(schedule({ template: { hooks } }))).toEqual([
+      'spec.template.hooks.resources[0].pre[0].exec.onError: "Retry" is not an onError mode (use Fail or Continue)',
+    ]);
+    expect(validateSchedule(schedule({ template: { hooks: { resources: [{ name: 'sync', post: [{ exec: { command: ['sync'], timeout: '1m' } }] }] } } }))).toEqual([]);
+  });
+
   it('an empty cron expression says what to write', () => {
     expect(validateSchedule(schedule({ schedule: '  ' }))).toEqual(['spec.schedule is empty: give a 5-field cron expression, e.g. "0 3 * * *"']);
   });

@@ -3,6 +3,7 @@
 // `stowage schedule describe` shows it. The timing rules are in controller/schedule.ts's header.
 import { newScheduledBackup, specFieldErrors, type Backup, type BackupPhase, type Schedule } from '../apis/v1/index.js';
 import { REQUESTER_ANNOTATION } from '../auth/index.js';
+import { backupHookSpecErrors } from '../selection/hooks.js';
 import { validateSelection } from '../selection/validate.js';
 import { validateTtl } from '../util/duration.js';
 import { MAX_SCHEDULE_NAME_LENGTH, parseCron, parseScheduledBackupName, scheduledBackupName, validateCron } from './cron.js';
@@ -25,7 +26,7 @@ export type SchedulePlan =
 /** Every reason the Schedule's spec is invalid; empty when valid. */
 export function validateSchedule(schedule: Schedule): string[] {
   const spec = schedule.spec;
-  // Template fields come out as spec.template.<field>: a Schedule that asks for hooks fails before any backup does.
+  // Template fields come out as spec.template.<field>: a Schedule whose template a Backup would refuse fails before any backup does.
   const errors: string[] = specFieldErrors('Schedule', spec);
   if (typeof spec.schedule !== 'string' || spec.schedule.trim() === '') errors.push('spec.schedule is empty: give a 5-field cron expression, e.g. "0 3 * * *"');
   else errors.push(...validateCron(spec.schedule).map((e) => `spec.schedule: ${e}`));
@@ -38,6 +39,7 @@ export function validateSchedule(schedule: Schedule): string[] {
   const template = spec.template ?? {};
   errors.push(...validateTtl(template.ttl, 'spec.template.ttl'));
   errors.push(...validateSelection(template).map((e) => `spec.template: ${e}`));
+  errors.push(...backupHookSpecErrors(template.hooks, 'spec.template.hooks'));
   return errors;
 }
 

@@ -4,10 +4,14 @@
 import { specFieldErrors, type BackupSpec, type RestoreSpec } from '../apis/v1/index.js';
 import { validateTtl } from '../util/duration.js';
 import { validateNamespaceMapping } from './filters.js';
+import { backupHookSpecErrors } from './hooks.js';
 import { validateSelection } from './validate.js';
 
 export function backupSpecErrors(spec: BackupSpec): string[] {
-  return [...specFieldErrors('Backup', spec), ...validateSelection(spec), ...(spec.ttl !== undefined ? validateTtl(spec.ttl, 'spec.ttl') : [])];
+  return [
+    ...specFieldErrors('Backup', spec), ...validateSelection(spec), ...(spec.ttl !== undefined ? validateTtl(spec.ttl, 'spec.ttl') : []),
+    ...backupHookSpecErrors(spec.hooks, 'spec.hooks'),
+  ];
 }
 
 export function restoreSpecErrors(spec: RestoreSpec): string[] {

@@ -373,10 +373,16 @@ describe('deploy/cluster-admin RBAC with the ServiceAccount token', () => {
     expect(created.metadata?.name).toBe('restored-admin');
   });
 
+  it('may exec into pods, for hooks run with its own rights (hook-exec: create and get on pods/exec)', async () => {
+    for (const verb of ['create', 'get']) expect(await allowed(sa, { verb, resource: 'pods', subresource: 'exec', namespace: 'default' }), verb).toBe(true);
+    const hookExec = deployRuleIds('cluster-admin').find((r) => r.id === 'hook-exec')?.rule;
+    expect(hookExec).toEqual({ apiGroups: [''], resources: ['pods/exec'], verbs: ['create', 'get'] });
+  });
+
   it('holds every requester-mode rule but the narrow reads, which its backup-read covers', () => {
     const requester = deployRuleIds('requester').map((r) => r.id);
     const admin = deployRuleIds('cluster-admin').map((r) => r.id);
-    expect(admin.filter((id) => !requester.includes(id))).toEqual(['backup-read', 'restore-write', 'restore-rbac']);
+    expect(admin.filter((id) => !requester.includes(id))).toEqual(['backup-read', 'restore-write', 'restore-rbac', 'hook-exec', 'restore-hooks-watch']);
     // Requester mode's own read rules are what backup-read (get and list on everything) covers.
     expect(requester.filter((id) => !admin.includes(id))).toEqual(['backup-list', 'crd-read', 'credential-secrets']);
   });

@@ -19,6 +19,8 @@ import { startRealCluster, type RealCluster } from '../../scripts/node/realClust
 import { podOfIdentity } from '../../src/runtime/leaderElection.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { kubectlOk, log, podReady, setInCluster, timed, timings } from './context.js';
+import { backupHooksSuite } from './hooks.suite.js';
+import { restoreHooksSuite } from './restoreHooks.suite.js';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 const CHART = path.join(REPO, 'charts', 'stowage');
@@ -571,6 +573,8 @@ describe('npm run demo -- --in-cluster', () => {
 });
 
 // Feature suites that need pods (see context.ts): each registers its describe blocks here, before the teardown.
+backupHooksSuite();
+restoreHooksSuite();
 
 describe('teardown', () => {
   it('leaves the machine as found: sysctls, the nft ruleset, links, mounts and global paths', async () => {

@@ -98,6 +98,37 @@ function keepUnknown(schema: Schema): Schema {
   }
 }
 
+// Velero's backup hooks, field for field, so its manifests apply unchanged: commands run in a pod's
+// container before the pod and its volumes are taken (pre) and after (post). Pod annotations
+// (pre.hook.backup.velero.io/*, or Stowage's pre.hook.backup.stowage.dev/*) win over these for a pod.
+// Values are checked by validation (selection/hooks.ts), not by enums here, so a bad one fails the
+// run with the field's path instead of the apply.
+const execHook = s.named('ExecHook', s.object(
+  {
+    container: s.string({ description: 'The container to run the command in; the pod\'s first container when unset.' }),
+    command: stringList('The command and its arguments, run without a shell (start it with sh -c for one).'),
+    onError: s.string({ description: '"Fail" (default): the pod is not backed up and the backup ends PartiallyFailed; "Continue": a warning.' }),
+    timeout: s.string({ description: 'Go duration the command may take (default 30s); then its exec is ended and the hook counts as failed.' }),
+  },
+  { required: ['command'] },
+));
+const backupResourceHook = s.named('BackupResourceHook', s.object({ exec: execHook }, { required: ['exec'] }));
+const backupHooks = s.named('BackupHooks', s.object({
+  resources: s.array(s.named('BackupResourceHookSpec', s.object(
+    {
+      name: s.string({ description: 'Names the hook in the log and in errors.' }),
+      includedNamespaces: stringList('Pods in these namespaces (globs allowed); empty or ["*"] means all.'),
+      excludedNamespaces: stringList('Not pods in these namespaces.'),
+      includedResources: stringList('Hooks run in pods only: empty, "*" or an entry naming pods.'),
+      excludedResources: stringList('Resources the hook does not apply to.'),
+      labelSelector: { ...labelSelector, description: 'Only pods whose labels match.' } satisfies Schema,
+      pre: s.array(backupResourceHook, { description: 'Run in order before the pod and its volumes are backed up.' }),
+      post: s.array(backupResourceHook, { description: 'Run in order after the pod and its volumes are backed up.' }),
+    },
+    { required: ['name'] },
+  ))),
+}, { description: 'Commands to run in pods before and after they are backed up.' }));
+
 const FS_BACKUP = 'file-system backup of pod volumes is not supported yet';
 const ITEM_OPERATIONS = 'asynchronous item action operations are not supported yet';
 const UPLOADER = 'volume data upload is not supported yet';
@@ -109,7 +140,7 @@ const backupFields = {
     ttl: s.string({ description: 'How long to keep the backup, as a Go duration ("720h0m0s"). Default 720h.' }),
     storageLocation: s.string({ description: 'Name of the BackupStorageLocation; the default location when unset.' }),
     snapshotVolumes: notYet(s.bool({ nullable: true, description: 'Whether to take volume snapshots.' }), 'volume snapshots are not supported yet'),
-    hooks: notYet(s.unknownObject({ description: 'Commands to run in pods before and after they are backed up.' }), 'backup hooks are not supported yet'),
+    hooks: backupHooks,
     // Velero's other fields, refused until implemented (false, null or empty asks for nothing and is accepted).
     volumeSnapshotLocations: notYet(stringList('VolumeSnapshotLocations to store volume snapshots in.'), 'volume snapshots are not supported yet, so volume snapshot locations cannot be used'),
     snapshotMoveData: notYet(s.bool({ nullable: true, description: 'Move volume snapshot data to the backup storage.' }), 'moving volume snapshot data is not supported yet'),
@@ -152,6 +183,10 @@ const backupStatus = s.named(
     failureReason: s.string(),
     formatVersion: s.string({ description: 'Version of the tarball layout, e.g. "1.1.0".' }),
     waitingFor: s.string({ description: 'While the backup is New and queued: the running or earlier backups whose scope overlaps it, or the --concurrent-backups slots it waits for.' }),
+    hookStatus: s.named('HookStatus', s.object(
+      { hooksAttempted: s.int({ minimum: 0 }), hooksFailed: s.int({ minimum: 0 }) },
+      { description: 'Backup hooks run so far (attempted) and those that failed, whatever their onError.' },
+    )),
     encryption: s.named(
       'BackupEncryptionStatus',
       s.object({
@@ -173,6 +208,66 @@ const backupStatus = s.named(
   }),
 );
 
+// Velero's restore hooks (RestoreHooks), field for field: init containers added to restored pods,
+// and commands run in their containers once they run (src/hooks/restoreSpec.ts validates them).
+const restoreHookDuration = (what: string): Schema => s.string({ description: `${what}, as a Go duration ("90s", "5m").` });
+const restoreHooks = s.named(
+  'RestoreHooks',
+  s.object({
+    resources: s.array(
+      s.named(
+        'RestoreResourceHookSpec',
+        s.object(
+          {
+            name: s.string({ description: 'The hook\'s name, used in the run log and in messages.' }),
+            includedNamespaces: stringList('Target namespaces (after namespaceMapping) whose pods the hooks apply to; empty or ["*"] means all.'),
+            excludedNamespaces: stringList('Target namespaces whose pods the hooks do not apply to.'),
+            includedResources: stringList('Resources the hooks apply to: hooks apply to pods only, so this may name only pods (or "*").'),
+            excludedResources: stringList('Resources the hooks do not apply to: naming pods here means the hooks apply to nothing, which is refused.'),
+            labelSelector: { ...labelSelector, description: 'Only pods whose labels match (as restored).' } satisfies Schema,
+            postHooks: s.array(
+              s.named(
+                'RestoreResourceHook',
+                s.object({
+                  exec: s.named(
+                    'ExecRestoreHook',
+                    s.object(
+                      {
+                        container: s.string({ description: 'The container to run the command in; the pod\'s first container when unset.' }),
+                        command: stringList('The command and its arguments (not run in a shell).'),
+                        onError: s.enum(['Continue', 'Fail'], { description: 'Fail: a failed hook is an error of the restore (PartiallyFailed), and the pod\'s later hooks do not run. Continue (default): a warning.' }),
+                        execTimeout: restoreHookDuration('How long the command may run before it is ended and counted failed (default 30s)'),
+                        waitTimeout: restoreHookDuration('How long to wait, from the pod\'s creation, for the container to run (and be ready with waitForReady); default 10m'),
+                        waitForReady: s.bool({ nullable: true, description: 'Wait for the container to be ready, not only running.' }),
+                      },
+                      { required: ['command'] },
+                    ),
+                    { description: 'A command run in a container of the restored pod once it runs.' },
+                  ),
+                  init: s.named(
+                    'InitRestoreHook',
+                    s.object({
+                      initContainers: s.array(s.unknownObject({ description: 'A Kubernetes Container: name and image required.' }), {
+                        description: 'Init containers added to the restored pod, before its own, in this order.',
+                      }),
+                      timeout: restoreHookDuration('How long the restore waits for these init containers to finish (default 10m); a container not finished by then counts failed'),
+                    }),
+                    { description: 'Init containers added to the restored pod.' },
+                  ),
+                }),
+              ),
+              { description: 'Hooks run in order: init containers are added to the pod, exec hooks run once it runs.' },
+            ),
+          },
+          { required: ['name'] },
+        ),
+      ),
+      { description: 'Hooks, each with the pods it applies to.' },
+    ),
+  }),
+  { description: 'Init containers to add and commands to run in restored pods (Velero\'s format). Pod annotations init.hook.restore.velero.io/* and post.hook.restore.velero.io/* take precedence.' },
+);
+
 const restoreSpec = keepUnknown(s.named(
   'RestoreSpec',
   s.object({
@@ -191,7 +286,7 @@ const restoreSpec = keepUnknown(s.named(
     dryRun: s.bool({ description: 'Compute what would be created, updated or skipped, and write nothing to the cluster.' }),
     cancel: cancel('restore', ' The items a canceled restore already created or updated stay, and its results list them.'),
     // Velero's fields, refused until implemented.
-    hooks: notYet(s.unknownObject({ description: 'Init containers to add and commands to run in restored pods.' }), 'restore hooks are not supported yet'),
+    hooks: restoreHooks,
     restorePVs: notYet(s.bool({ nullable: true, description: 'Restore volumes from their snapshots.' }), 'restoring volumes from snapshots is not supported yet'),
     itemOperationTimeout: notYet(s.string({ description: 'How long to wait for asynchronous item action operations.' }), ITEM_OPERATIONS),
     resourceModifier: s.named('ResourceModifierRef', s.object(
@@ -231,6 +326,11 @@ const restoreStatus = s.named(
     artifactsNotUploaded: s.string({
       description: 'Set when the restore\'s log, results and resource list were not written to object storage (its backup is in a Velero or ReadOnly location, which Stowage never writes to): where they are instead.',
     }),
+    hookStatus: s.named(
+      'RestoreHookStatus',
+      s.object({ hooksAttempted: s.int({ minimum: 0 }), hooksFailed: s.int({ minimum: 0 }) }),
+      { description: 'Restore hooks run (init containers added and exec hooks), and how many of them failed.' },
+    ),
     messages: s.named(
       'RestoreMessages',
       s.object({ warnings: stringList('Warnings, "namespace: message" or the message for the cluster.'), errors: stringList('Errors, likewise.') }),

@@ -162,8 +162,7 @@ export type BackupSpec = {
   storageLocation?: string;
   /** Whether to take volume snapshots. Not supported yet: a run that sets it fails validation. */
   snapshotVolumes?: boolean | null;
-  /** Commands to run in pods before and after they are backed up. Not supported yet: a run that sets it fails validation. */
-  hooks?: Record<string, unknown>;
+  hooks?: BackupHooks;
   /** VolumeSnapshotLocations to store volume snapshots in. Not supported yet: a run that sets it fails validation. */
   volumeSnapshotLocations?: string[];
   /** Move volume snapshot data to the backup storage. Not supported yet: a run that sets it fails validation. */
@@ -207,6 +206,45 @@ export type LabelSelectorRequirement = {
 
 export type LabelSelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
 
+/** Commands to run in pods before and after they are backed up. */
+export type BackupHooks = {
+  resources?: BackupResourceHookSpec[];
+};
+
+export type BackupResourceHookSpec = {
+  /** Names the hook in the log and in errors. */
+  name: string;
+  /** Pods in these namespaces (globs allowed); empty or ["*"] means all. */
+  includedNamespaces?: string[];
+  /** Not pods in these namespaces. */
+  excludedNamespaces?: string[];
+  /** Hooks run in pods only: empty, "*" or an entry naming pods. */
+  includedResources?: string[];
+  /** Resources the hook does not apply to. */
+  excludedResources?: string[];
+  /** Only pods whose labels match. */
+  labelSelector?: LabelSelector;
+  /** Run in order before the pod and its volumes are backed up. */
+  pre?: BackupResourceHook[];
+  /** Run in order after the pod and its volumes are backed up. */
+  post?: BackupResourceHook[];
+};
+
+export type BackupResourceHook = {
+  exec: ExecHook;
+};
+
+export type ExecHook = {
+  /** The container to run the command in; the pod's first container when unset. */
+  container?: string;
+  /** The command and its arguments, run without a shell (start it with sh -c for one). */
+  command: string[];
+  /** "Fail" (default): the pod is not backed up and the backup ends PartiallyFailed; "Continue": a warning. */
+  onError?: string;
+  /** Go duration the command may take (default 30s); then its exec is ended and the hook counts as failed. */
+  timeout?: string;
+};
+
 export type BackupStatus = {
   phase?: BackupPhase;
   /** Every reason the spec failed validation. */
@@ -223,6 +261,7 @@ export type BackupStatus = {
   formatVersion?: string;
   /** While the backup is New and queued: the running or earlier backups whose scope overlaps it, or the --concurrent-backups slots it waits for. */
   waitingFor?: string;
+  hookStatus?: HookStatus;
   /** Set when the backup is encrypted: what must still be held to read it. */
   encryption?: BackupEncryptionStatus;
   /** Set when the backup's manifest is signed. */
@@ -234,6 +273,12 @@ export type BackupPhase = 'New' | 'FailedValidation' | 'InProgress' | 'Completed
 export type BackupProgress = {
   totalItems: number;
   itemsBackedUp: number;
+};
+
+/** Backup hooks run so far (attempted) and those that failed, whatever their onError. */
+export type HookStatus = {
+  hooksAttempted?: number;
+  hooksFailed?: number;
 };
 
 export type BackupEncryptionStatus = {
@@ -383,8 +428,8 @@ export type RestoreSpec = {
   dryRun?: boolean;
   /** true stops the restore: a New one never starts, one InProgress is aborted and ends Canceled with what it did so far in its results; a finished one is left as it is. The items a canceled restore already created or updated stay, and its results list them. */
   cancel?: boolean;
-  /** Init containers to add and commands to run in restored pods. Not supported yet: a run that sets it fails validation. */
-  hooks?: Record<string, unknown>;
+  /** Init containers to add and commands to run in restored pods (Velero's format). Pod annotations init.hook.restore.velero.io/* and post.hook.restore.velero.io/* take precedence. */
+  hooks?: RestoreHooks;
   /** Restore volumes from their snapshots. Not supported yet: a run that sets it fails validation. */
   restorePVs?: boolean | null;
   /** How long to wait for asynchronous item action operations. Not supported yet: a run that sets it fails validation. */
@@ -395,6 +440,57 @@ export type RestoreSpec = {
 };
 
 export type ExistingResourcePolicy = 'none' | 'update';
+
+export type RestoreHooks = {
+  /** Hooks, each with the pods it applies to. */
+  resources?: RestoreResourceHookSpec[];
+};
+
+export type RestoreResourceHookSpec = {
+  /** The hook's name, used in the run log and in messages. */
+  name: string;
+  /** Target namespaces (after namespaceMapping) whose pods the hooks apply to; empty or ["*"] means all. */
+  includedNamespaces?: string[];
+  /** Target namespaces whose pods the hooks do not apply to. */
+  excludedNamespaces?: string[];
+  /** Resources the hooks apply to: hooks apply to pods only, so this may name only pods (or "*"). */
+  includedResources?: string[];
+  /** Resources the hooks do not apply to: naming pods here means the hooks apply to nothing, which is refused. */
+  excludedResources?: string[];
+  /** Only pods whose labels match (as restored). */
+  labelSelector?: LabelSelector;
+  /** Hooks run in order: init containers are added to the pod, exec hooks run once it runs. */
+  postHooks?: RestoreResourceHook[];
+};
+
+export type RestoreResourceHook = {
+  /** A command run in a container of the restored pod once it runs. */
+  exec?: ExecRestoreHook;
+  /** Init containers added to the restored pod. */
+  init?: InitRestoreHook;
+};
+
+export type ExecRestoreHook = {
+  /** The container to run the command in; the pod's first container when unset. */
+  container?: string;
+  /** The command and its arguments (not run in a shell). */
+  command: string[];
+  /** Fail: a failed hook is an error of the restore (PartiallyFailed), and the pod's later hooks do not run. Continue (default): a warning. */
+  onError?: 'Continue' | 'Fail';
+  /** How long the command may run before it is ended and counted failed (default 30s), as a Go duration ("90s", "5m"). */
+  execTimeout?: string;
+  /** How long to wait, from the pod's creation, for the container to run (and be ready with waitForReady); default 10m, as a Go duration ("90s", "5m"). */
+  waitTimeout?: string;
+  /** Wait for the container to be ready, not only running. */
+  waitForReady?: boolean | null;
+};
+
+export type InitRestoreHook = {
+  /** Init containers added to the restored pod, before its own, in this order. */
+  initContainers?: Record<string, unknown>[];
+  /** How long the restore waits for these init containers to finish (default 10m); a container not finished by then counts failed, as a Go duration ("90s", "5m"). */
+  timeout?: string;
+};
 
 /** Resource modifier rules (Velero's format) applied to every restored item after the restore item actions. */
 export type ResourceModifierRef = {
@@ -421,6 +517,8 @@ export type RestoreStatus = {
   waitingFor?: string;
   /** Set when the restore's log, results and resource list were not written to object storage (its backup is in a Velero or ReadOnly location, which Stowage never writes to): where they are instead. */
   artifactsNotUploaded?: string;
+  /** Restore hooks run (init containers added and exec hooks), and how many of them failed. */
+  hookStatus?: RestoreHookStatus;
   /** The warnings and errors of a restore whose results are not uploaded (see artifactsNotUploaded), the first 100 of each. */
   messages?: RestoreMessages;
 };
@@ -438,6 +536,11 @@ export type RestoreSummary = {
   updated: number;
   skipped: number;
   failed: number;
+};
+
+export type RestoreHookStatus = {
+  hooksAttempted?: number;
+  hooksFailed?: number;
 };
 
 export type RestoreMessages = {
@@ -498,8 +601,7 @@ export type BackupTemplateSpec = {
   storageLocation?: string;
   /** Whether to take volume snapshots. Not supported yet: a run that sets it fails validation. */
   snapshotVolumes?: boolean | null;
-  /** Commands to run in pods before and after they are backed up. Not supported yet: a run that sets it fails validation. */
-  hooks?: Record<string, unknown>;
+  hooks?: BackupHooks;
   /** VolumeSnapshotLocations to store volume snapshots in. Not supported yet: a run that sets it fails validation. */
   volumeSnapshotLocations?: string[];
   /** Move volume snapshot data to the backup storage. Not supported yet: a run that sets it fails validation. */

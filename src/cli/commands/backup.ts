@@ -17,6 +17,7 @@ import {
   newDeleteBackupRequest,
   specFieldProblems,
   type Backup,
+  type BackupHooks,
 } from '../../apis/v1/index.js';
 import { parseManifest, type BackupManifest } from '../../archive/index.js';
 import type { PulledInRecord } from '../../persistence/results.js';
@@ -299,6 +300,12 @@ export function completenessSection(records: readonly ResourceRecord[] | undefin
   return s;
 }
 
+/** spec.hooks in one line: its entries and how many commands each runs before and after a pod. */
+function hooksSummary(hooks: BackupHooks | undefined): string {
+  const each = (hooks?.resources ?? []).map((e) => `${e.name} (${(e.pre ?? []).length} pre, ${(e.post ?? []).length} post)`);
+  return `${each.join(', ')}; a pod's own hook annotations win over them`;
+}
+
 export async function describeBackupText(ctx: CliContext, b: Backup, opts: { details: boolean; timeoutMs: number }): Promise<string> {
   const st = b.status ?? {};
   const phase = st.phase ?? 'New';
@@ -311,6 +318,7 @@ export async function describeBackupText(ctx: CliContext, b: Backup, opts: { det
   const notImplemented = specFieldProblems('Backup', b.spec).map((p) => p.path);
   const fields: [string, string][] = [['Storage Location', b.spec.storageLocation ?? '<default>'], ['TTL', b.spec.ttl ?? '<server default>']];
   if (notImplemented.length > 0) fields.push(['Not implemented', `${notImplemented.join(', ')} (set, but Stowage does not act on them)`]);
+  if ((b.spec.hooks?.resources ?? []).length > 0) fields.push(['Hooks', hooksSummary(b.spec.hooks)]);
   s += formatFields(fields);
   s += '\n';
   s += formatFields([
@@ -325,6 +333,9 @@ export async function describeBackupText(ctx: CliContext, b: Backup, opts: { det
   s += formatFields([
     ['Total items to be backed up', st.progress?.totalItems === undefined ? '<none>' : String(st.progress.totalItems)],
     ['Items backed up', progressText(st.progress?.itemsBackedUp, st.progress?.totalItems)],
+    // Velero's names, as in its describe: every hook tried (annotations' and the spec's), and those that failed.
+    ['Hooks attempted', String(st.hookStatus?.hooksAttempted ?? 0)],
+    ['Hooks failed', String(st.hookStatus?.hooksFailed ?? 0)],
   ]);
   s += '\n';
   const finished = phase === 'Completed' || phase === 'PartiallyFailed' || phase === 'Failed' || phase === 'Canceled';

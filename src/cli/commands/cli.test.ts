@@ -13,7 +13,7 @@ import { CliError, UsageError, describeError, exitCodeOf } from './errors.js';
 import { checkName, commaList, filterSpec, keyValueList, parseBool, parseTimeout, timestampSuffix } from './flags.js';
 import { formatBytes, formatTable, formatTimestamp, parseOutputFormat, shortDuration, timeLeft } from './output.js';
 import { createProgress, renderBar, renderPlain } from './progress.js';
-import { outcomesSection, restoreSpecFromFlags, summaryCounts } from './restore.js';
+import { hooksField, outcomesSection, restoreSpecFromFlags, summaryCounts } from './restore.js';
 import { renderLogLine } from './runLog.js';
 
 async function* chunks(...parts: (string | Buffer)[]): AsyncGenerator<Uint8Array> {
@@ -279,6 +279,23 @@ describe('restore describe', () => {
         '  Would be skipped (1):\n    services a/web: already exists and differs from the backup; left unchanged\n',
     );
     expect(outcomesSection([], false)).toBe('Items:  <none>\n');
+  });
+
+  it('shows hookStatus as Hooks, and nothing for a restore that ran none', () => {
+    expect(hooksField({ hookStatus: { hooksAttempted: 4, hooksFailed: 1 } })).toMatch(/^Hooks:\s+4 attempted, 1 failed\n$/);
+    expect(hooksField({})).toBe('');
+  });
+
+  it('lists a pod\'s restore hooks under it, without --details (a dry run is how one checks which would run)', () => {
+    const text = outcomesSection([{
+      groupResource: 'pods', namespace: 'shop', name: 'db', action: 'created', reason: 'would be created',
+      hooks: ['init container seed (busybox) would be added by restore hook "seed"', 'exec hook "seed" in container db of pod shop/db would run: ["true"] (onError Continue)'],
+    }], true);
+    expect(text).toBe(
+      'Plan (dry run: nothing was written to the cluster):\n  Would be created (1):\n    pods shop/db: would be created\n' +
+        '      hook: init container seed (busybox) would be added by restore hook "seed"\n' +
+        '      hook: exec hook "seed" in container db of pod shop/db would run: ["true"] (onError Continue)\n',
+    );
   });
 
   it('says "not validated" once per item, and "would fail" for a predicted failure', () => {

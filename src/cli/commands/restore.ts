@@ -12,6 +12,7 @@ import {
   type ExistingResourcePolicy,
   type Restore,
   type RestoreSpec,
+  type RestoreStatus,
   type Schedule,
 } from '../../apis/v1/index.js';
 import { isAlreadyExists, isNotFound } from '../../kube/index.js';
@@ -216,6 +217,8 @@ export interface ItemOutcome {
   transforms?: string[];
   /** Dry run only: the object as it would be written. */
   patched?: Record<string, unknown>;
+  /** A created pod's restore hooks (a dry run's: what they would do). */
+  hooks?: string[];
 }
 
 /** The restore-<r>-results.gz file: warnings and errors by scope, and (when written) every item's outcome. */
@@ -256,6 +259,8 @@ export function outcomesSection(outcomes: readonly ItemOutcome[], dryRun: boolea
       // The server's reason says it was not validated; results written by older servers may not.
       const unvalidated = dryRun && o.validated === false && !o.reason.includes('not validated') ? ' (not validated by the API server)' : '';
       s += `    ${id}${why}${unvalidated}${!details && (o.transforms?.length ?? 0) > 0 ? ' (transformed; --details shows how)' : ''}\n`;
+      // Hooks are listed without --details: a dry run is how a user checks which would run.
+      for (const h of o.hooks ?? []) s += `      hook: ${h}\n`;
       if (details) s += detailsOf(o);
     }
   }
@@ -272,6 +277,12 @@ export async function fetchRestoreResults(ctx: CliContext, name: string, timeout
     if (err instanceof HttpStatusError && err.status === 404) return undefined;
     throw err;
   }
+}
+
+/** The Hooks line of `restore describe`: restore hooks run and failed (status.hookStatus), or nothing when none ran. */
+export function hooksField(st: Pick<RestoreStatus, 'hookStatus'>): string {
+  const h = st.hookStatus;
+  return h === undefined ? '' : formatFields([['Hooks', `${h.hooksAttempted ?? 0} attempted, ${h.hooksFailed ?? 0} failed`]]);
 }
 
 export async function describeRestoreText(ctx: CliContext, r: Restore, timeoutMs: number, details = false): Promise<string> {
@@ -304,6 +315,7 @@ export async function describeRestoreText(ctx: CliContext, r: Restore, timeoutMs
     const w = dryRun ? 'would be ' : '';
     s += formatFields([['Summary', `${st.summary.created} ${w}created, ${st.summary.updated} ${w}updated, ${st.summary.skipped} ${w}skipped, ${st.summary.failed} ${dryRun ? 'would fail' : 'failed'}`]]);
   }
+  s += hooksField(st);
   s += '\n';
   const finished = phase === 'Completed' || phase === 'PartiallyFailed' || phase === 'Failed' || phase === 'Canceled';
   if (phase === 'Canceled' && !dryRun) s += canceledNote(r.metadata.name);
