@@ -202,6 +202,8 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
           maxItemBytes: ctx.config.maxItemBytes,
           onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsRestored: p.itemsRestored }),
           mappings: transforms.mappings, ...(transforms.modifiers !== undefined ? { modifiers: transforms.modifiers } : {}),
+          ...(ctx.timer !== undefined ? { timer: ctx.timer } : {}),
+          ...(rights.authority.mode === 'requester' ? { who: rights.authority.describe } : {}),
         }, req);
         if (velero) noteNoManifest(result, backup.metadata.name);
         return result;

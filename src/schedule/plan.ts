@@ -4,7 +4,7 @@
 import { newScheduledBackup, specFieldErrors, type Backup, type BackupPhase, type Schedule } from '../apis/v1/index.js';
 import { REQUESTER_ANNOTATION } from '../auth/index.js';
 import { validateSelection } from '../selection/validate.js';
-import { validateTtl } from '../util/duration.js';
+import { validateTimeout, validateTtl } from '../util/duration.js';
 import { MAX_SCHEDULE_NAME_LENGTH, parseCron, parseScheduledBackupName, scheduledBackupName, validateCron } from './cron.js';
 
 /** A backup of the schedule, as far as planning needs it. */
@@ -37,6 +37,7 @@ export function validateSchedule(schedule: Schedule): string[] {
   }
   const template = spec.template ?? {};
   errors.push(...validateTtl(template.ttl, 'spec.template.ttl'));
+  errors.push(...validateTimeout(template.csiSnapshotTimeout, 'spec.template.csiSnapshotTimeout'));
   errors.push(...validateSelection(template).map((e) => `spec.template: ${e}`));
   return errors;
 }

@@ -14,13 +14,16 @@ describe('specFieldProblems', () => {
   it('refuses a set unimplemented field by path, with what to do', () => {
     expect(specFieldErrors('Backup', { hooks: { resources: [{ name: 'quiesce', pre: [{ exec: { command: ['fsfreeze'] } }] }] } }))
       .toEqual(['spec.hooks: backup hooks are not supported yet; remove the field']);
-    expect(specFieldErrors('Backup', { snapshotVolumes: true, defaultVolumesToFsBackup: true })).toEqual([
-      'spec.snapshotVolumes: volume snapshots are not supported yet; remove the field or set it to false',
-      'spec.defaultVolumesToFsBackup: file-system backup of pod volumes is not supported yet; remove the field or set it to false',
+    // CSI snapshots are taken (snapshotVolumes); file-system backup and the data mover are refused with why.
+    expect(specFieldErrors('Backup', { snapshotVolumes: true, defaultVolumesToFsBackup: true, snapshotMoveData: true })).toEqual([
+      'spec.snapshotMoveData: moving snapshot data into the bucket (Velero\'s data mover) is not supported: a CSI snapshot stays in the storage system that took it; remove the field or set it to false',
+      'spec.defaultVolumesToFsBackup: file-system backup of pod volumes (Velero\'s node agent, Kopia or Restic) is not supported: Stowage backs volume data up through CSI snapshots (snapshotVolumes); remove the field or set it to false',
+    ]);
+    expect(specFieldErrors('Backup', { volumeSnapshotLocations: ['aws-default'] })).toEqual([
+      'spec.volumeSnapshotLocations: VolumeSnapshotLocations and VolumeSnapshotter plugins are not supported: Stowage takes volume snapshots through CSI only (snapshotVolumes, with a VolumeSnapshotClass); remove the field',
     ]);
     expect(specFieldErrors('Restore', { backupName: 'b', hooks: { resources: [{ name: 'h' }] }, restorePVs: true })).toEqual([
       'spec.hooks: restore hooks are not supported yet; remove the field',
-      'spec.restorePVs: restoring volumes from snapshots is not supported yet; remove the field or set it to false',
     ]);
   });
 

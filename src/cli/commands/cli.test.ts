@@ -74,19 +74,12 @@ describe('flags', () => {
     expect(() => backupSpecFromFlags({ ttl: '3 days' })).toThrow(UsageError);
   });
 
-  it('refuses --snapshot-volumes true as a usage error (no snapshots yet) and passes false through', () => {
-    for (const v of ['true', true]) {
-      let err: unknown;
-      try {
-        backupSpecFromFlags({ snapshotVolumes: v });
-      } catch (e) {
-        err = e;
-      }
-      expect(err).toBeInstanceOf(UsageError);
-      expect((err as UsageError).exitCode).toBe(2);
-      expect((err as UsageError).message).toBe('--snapshot-volumes: volume snapshots are not supported yet (Stowage backs up resources only); omit the flag or pass --snapshot-volumes=false');
-    }
+  it('passes --snapshot-volumes through and normalises --csi-snapshot-timeout', () => {
+    expect(backupSpecFromFlags({ snapshotVolumes: true })).toEqual({ snapshotVolumes: true });
     expect(backupSpecFromFlags({ snapshotVolumes: 'false' })).toEqual({ snapshotVolumes: false });
+    expect(backupSpecFromFlags({ csiSnapshotTimeout: '90s' })).toEqual({ csiSnapshotTimeout: '1m30s' });
+    expect(() => backupSpecFromFlags({ csiSnapshotTimeout: '0s' })).toThrow('--csi-snapshot-timeout must be above zero');
+    expect(() => backupSpecFromFlags({ csiSnapshotTimeout: 'soon' })).toThrow(UsageError);
   });
 
   it('builds restore specs and requires exactly one source', () => {
