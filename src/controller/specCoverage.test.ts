@@ -73,8 +73,8 @@ const BACKUP_ROWS: Record<string, Row> = {
   'spec.includeAllGroupVersions': by('test/backup/discovery.test.ts'),
   'spec.cancel': by('test/controller/cancel.test.ts', 'src/webhook/admission.test.ts'),
   // CSI volume snapshots (issue 37): taken, restored and deleted on the real node.
-  'spec.snapshotVolumes': by(VOLUMES_SUITE, 'src/volumes/take.test.ts'),
-  'spec.csiSnapshotTimeout': by(VOLUMES_SUITE, 'src/volumes/take.test.ts', 'src/selection/specErrors.test.ts'),
+  'spec.snapshotVolumes': by(VOLUMES_SUITE, 'src/volumes/volumes.test.ts'),
+  'spec.csiSnapshotTimeout': by(VOLUMES_SUITE, 'src/selection/specErrors.test.ts'),
   'spec.hooks': refused,
   // Refused: Stowage snapshots through CSI only; no VolumeSnapshotter plugin or location takes snapshots.
   'spec.volumeSnapshotLocations': refused,
