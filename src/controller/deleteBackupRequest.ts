@@ -167,7 +167,9 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
     void ctx.events.event(backup, 'Normal', 'Deleting', `deletion requested by DeleteBackupRequest ${d.metadata.name}`);
 
     // Whatever its phase or location: a Failed backup may have kept snapshots before it failed.
-    const snapshots = await deleteBackupSnapshots({ serverClient: ctx.client, clock: ctx.timer ?? systemClock, signal: ctx.shutdown }, backup.metadata.uid ?? '');
+    const snapshots = await deleteBackupSnapshots({
+      serverClient: ctx.client, clock: ctx.timer ?? systemClock, signal: ctx.shutdown, timeoutMs: ctx.config.csiSnapshotDeleteTimeout,
+    }, backup.metadata.uid ?? '');
     if (snapshots.deleted.length > 0) {
       ctx.logger.info(`backup ${namespace}/${name}: deleted ${snapshots.deleted.length} VolumeSnapshotContents and their snapshots: ${snapshots.deleted.join(', ')}`, { backup: `${namespace}/${name}` });
     }

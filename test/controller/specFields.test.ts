@@ -54,13 +54,12 @@ describe('spec fields Stowage does not implement', () => {
     await waitUntil('the refusal in the server log', async () => (server.output().includes('spec.hooks: backup hooks are not supported yet') ? true : undefined), 10_000);
   });
 
-  it('a Backup with defaultVolumesToFsBackup: true (kept by the apiserver, not pruned) fails validation naming it', async () => {
+  it('a Backup with defaultVolumesToFsBackup: true (kept by the apiserver, not pruned) fails validation naming it, with why', async () => {
     const b = await backup('fs-backup', { includedNamespaces: [app], defaultVolumesToFsBackup: true, snapshotVolumes: true });
     expect(b.spec.defaultVolumesToFsBackup).toBe(true);
     expect(b.status?.phase).toBe('FailedValidation');
     expect(b.status?.validationErrors).toEqual([
-      'spec.snapshotVolumes: volume snapshots are not supported yet; remove the field or set it to false',
-      'spec.defaultVolumesToFsBackup: file-system backup of pod volumes is not supported yet; remove the field or set it to false',
+      'spec.defaultVolumesToFsBackup: file-system backup of pod volumes (Velero\'s node agent, Kopia or Restic) is not supported: Stowage backs volume data up through CSI snapshots (snapshotVolumes); remove the field or set it to false',
     ]);
   });
 
