@@ -35,7 +35,7 @@ export const ALLOWED = {
   // How a backup is opened and trusted: a location's store through the plugin pool, its keys, its signatures.
   storage: ['apis', 'kube', 'plugin/api', 'plugin/host', 'persistence', 'encryption', 'signing'],
   // CSI volume snapshots: the class choice, taking one, restoring a claim from one, deleting them.
-  volumes: ['apis', 'util', 'kube', 'persistence'],
+  volumes: ['util', 'kube', 'persistence'],
   // When and how long: cron, retention, schedule plans, GC plans (pure; the reconcilers act on them).
   schedule: ['apis', 'util', 'selection', 'auth', 'persistence'],
   // The engines see only the store they are handed: no plugin processes, keys, signing, runtime or reconcilers.

@@ -20,6 +20,7 @@ import { podOfIdentity } from '../../src/runtime/leaderElection.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { kubectlOk, log, podReady, setInCluster, timed, timings } from './context.js';
 import { csiStackSuite } from './csi.suite.js';
+import { volumeSnapshotsSuite } from './volumes.suite.js';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 const CHART = path.join(REPO, 'charts', 'stowage');
@@ -573,6 +574,7 @@ describe('npm run demo -- --in-cluster', () => {
 
 // Feature suites that need pods (see context.ts): each registers its describe blocks here, before the teardown.
 csiStackSuite();
+volumeSnapshotsSuite();
 
 describe('teardown', () => {
   it('leaves the machine as found: sysctls, the nft ruleset, links, mounts and global paths', async () => {

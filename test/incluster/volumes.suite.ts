@@ -312,11 +312,13 @@ spec:
       expect(d.status?.errors?.[0]).toMatch(new RegExp(`^VolumeSnapshotContent ${rec?.volumeSnapshotContent ?? ''} \\(snapshot ${rec?.snapshotHandle ?? ''}\\) could not be deleted`));
       expect((await client.get<Backup>(RESOURCES.Backup, ns, 'undeletable')).status?.phase).toBe('Completed');
       expect(csi().snapshotExists(rec?.snapshotHandle ?? '')).toBe(true);
-      // Once the driver lets go, asking again deletes it.
+      // Once the driver lets go, the CSI snapshotter's retry deletes it, and asking again deletes the backup.
       csi().makeDeletable(rec?.snapshotHandle ?? '');
+      await waitUntil('the undeletable content gone once the driver lets go', async () => ((await contentsOf(client, b)).length === 0 ? true : undefined), 300_000, 500);
+      expect(csi().snapshotExists(rec?.snapshotHandle ?? '')).toBe(false);
       const again = await deleteBackup('undeletable');
       expect(again.status?.errors ?? []).toEqual([]);
-      expect(csi().snapshotExists(rec?.snapshotHandle ?? '')).toBe(false);
+      expect(await client.get(RESOURCES.Backup, ns, 'undeletable').catch(() => undefined)).toBeUndefined();
       kubectlOk(['delete', 'namespace', keep, '--wait=false']);
       log('volumes: done');
     }, 600_000);
