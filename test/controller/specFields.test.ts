@@ -95,7 +95,7 @@ describe('spec fields Stowage does not implement', () => {
     expect(server.output()).not.toMatch(/from-velero failed validation/);
   });
 
-  it('a Restore with hooks or restorePVs fails validation naming them', async () => {
+  it('a Restore with hooks fails validation naming them (restorePVs is honoured: CSI snapshots)', async () => {
     await client.create(RESOURCES.Restore, ns, {
       ...newRestore('with-hooks', ns, { backupName: 'velero-defaults' }),
       spec: { backupName: 'velero-defaults', restorePVs: true, hooks: { resources: [{ name: 'init', postHooks: [{ init: { initContainers: [] } }] }] } },
@@ -104,7 +104,6 @@ describe('spec fields Stowage does not implement', () => {
     expect(r.status?.phase).toBe('FailedValidation');
     expect(r.status?.validationErrors).toEqual([
       'spec.hooks: restore hooks are not supported yet; remove the field',
-      'spec.restorePVs: restoring volumes from snapshots is not supported yet; remove the field or set it to false',
     ]);
   });
 
@@ -158,7 +157,7 @@ describe('spec fields Stowage does not implement', () => {
     });
     expect(s.status?.phase).toBe('FailedValidation');
     expect(s.status?.validationErrors).toEqual([
-      'spec.template.defaultVolumesToFsBackup: file-system backup of pod volumes is not supported yet; remove the field or set it to false',
+      'spec.template.defaultVolumesToFsBackup: file-system backup of pod volumes (Velero\'s node agent, Kopia or Restic) is not supported: Stowage backs volume data up through CSI snapshots (snapshotVolumes); remove the field or set it to false',
     ]);
     const backups = await client.list<Backup>(RESOURCES.Backup, { namespace: ns, labelSelector: `${LABEL_SCHEDULE_NAME}=fs-nightly` });
     expect(backups.items).toEqual([]);

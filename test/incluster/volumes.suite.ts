@@ -288,6 +288,23 @@ spec:
       kubectlOk(['delete', 'namespace', vapp, '--wait=false']);
     }, 300_000);
 
+    it('20 volume snapshots in one backup, and their deletion (the figures for the bench)', async () => {
+      const many = uniqueName('vol-twenty');
+      kubectlOk(['create', 'namespace', many]);
+      await Promise.all(Array.from({ length: 20 }, (_, i) => boundClaim(client, many, `data-${i}`)));
+      const t0 = Date.now();
+      const b = await timed('volumes: backup of a namespace with 20 CSI snapshots', () => runBackup('twenty', { includedNamespaces: [many] }));
+      const backupMs = Date.now() - t0;
+      expect(b.status?.phase, JSON.stringify(b.status)).toBe('Completed');
+      expect([b.status?.csiVolumeSnapshotsAttempted, b.status?.csiVolumeSnapshotsCompleted]).toEqual([20, 20]);
+      const t1 = Date.now();
+      const d = await timed('volumes: deletion of a backup with 20 CSI snapshots', () => deleteBackup('twenty'));
+      expect(d.status?.errors ?? []).toEqual([]);
+      expect(await contentsOf(client, b)).toEqual([]);
+      log(`volumes: 20 snapshots: backup ${(backupMs / 1000).toFixed(1)} s, deletion ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+      kubectlOk(['delete', 'namespace', many, '--wait=false']);
+    }, 600_000);
+
     it('deleting a backup deletes its VolumeSnapshotContents and the snapshots on the host', async () => {
       const handles = (results('sts').volumeSnapshots ?? []).map((r) => r.snapshotHandle);
       expect(handles).toHaveLength(2);
