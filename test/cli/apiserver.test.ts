@@ -229,12 +229,12 @@ describe('stowage CLI against the apiserver (no server running)', () => {
     it('names the unimplemented fields a backup sets, and never shows them as if they ran', async () => {
       // As a backup synced from a Velero bucket may carry them; one created here fails validation.
       await client.create(RESOURCES.Backup, ns, newBackup('velero-made', ns, {
-        includedNamespaces: ['app'], snapshotVolumes: true, hooks: { resources: [{ name: 'freeze' }] }, defaultVolumesToFsBackup: false,
+        includedNamespaces: ['app'], snapshotMoveData: true, hooks: { resources: [{ name: 'freeze' }] }, defaultVolumesToFsBackup: false,
       }));
       await setStatus('Backup', 'velero-made', { phase: 'Completed', startTimestamp: '2025-01-02T03:04:05Z', completionTimestamp: '2025-01-02T03:05:00Z' });
       const r = await cli('backup', 'describe', 'velero-made');
       expect(r.code, show(r)).toBe(0);
-      expect(r.stdout).toMatch(/^Not implemented:\s+spec\.snapshotVolumes, spec\.hooks \(set, but Stowage does not act on them\)$/m);
+      expect(r.stdout).toMatch(/^Not implemented:\s+spec\.hooks, spec\.snapshotMoveData \(set, but Stowage does not act on them\)$/m);
       expect(r.stdout).not.toMatch(/^(Hooks|Snapshot volumes):/m);
       const plain = await cli('backup', 'describe', 'done');
       expect(plain.stdout).not.toMatch(/^(Not implemented|Hooks|Snapshot volumes):/m);
