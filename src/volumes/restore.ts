@@ -44,11 +44,13 @@ export function claimFromSnapshot<T extends KubeObject>(pvc: T, volumeSnapshot: 
   return { ...out, spec };
 }
 
-/** The claim as a new, empty one (restorePVs: false): bound to nothing, with no data source. */
+/** The claim as a new, empty one (restorePVs: false): bound to nothing, with no data source (one it had names objects of the source cluster). */
 export function emptyClaim<T extends KubeObject>(pvc: T): T {
   const out = withoutSnapshotNote(pvc);
   const spec = { ...(out.spec as Record<string, unknown> | undefined) };
   delete spec.volumeName;
+  delete spec.dataSource;
+  delete spec.dataSourceRef;
   return { ...out, spec };
 }
 

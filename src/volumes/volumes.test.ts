@@ -101,6 +101,6 @@ describe('the claim a restore writes (restorePVs)', () => {
   it('restorePVs false: a new, empty claim (no volumeName, no data source)', () => {
     const c: KubeObject = emptyClaim({ ...stored, metadata: { ...stored.metadata, annotations: { [ANNOTATION_VOLUME_SNAPSHOT]: JSON.stringify(snap) } } });
     expect(c.metadata?.annotations).toBeUndefined();
-    expect(c.spec).toEqual({ storageClassName: 'stowage-csi', resources: { requests: { storage: '1Gi' } }, dataSourceRef: { kind: 'Old', name: 'x' } });
+    expect(c.spec).toEqual({ storageClassName: 'stowage-csi', resources: { requests: { storage: '1Gi' } } });
   });
 });

@@ -18,6 +18,7 @@ import { REQUESTER_ANNOTATION, formatRequester } from '../../src/auth/index.js';
 import { CORE, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import type { RunResults } from '../../src/persistence/results.js';
 import { LABEL_SNAPSHOT_BACKUP_UID, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS } from '../../src/volumes/index.js';
+import { runCli, show } from '../cli/helpers.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { startInProcessServer, type InProcessServer } from '../support/inProcessServer.js';
 import { filesystemLocation, testClient, waitFinished } from '../support/server.js';
@@ -177,6 +178,13 @@ export function volumeSnapshotsSuite(): void {
         records.map((r) => [r.volumeSnapshotContent, 'Retain']).sort());
       expect((await client.listAll(VOLUME_SNAPSHOTS, { namespace: app })).items).toEqual([]);
       expect(server.output()).toMatch(new RegExp(`persistentvolumeclaims "${app}/data-web-0": snapshot snap-[0-9a-f]+ of 1048576 ready`));
+      // stowage backup describe: the counts, and with --details each volume's handle, size and time.
+      const described = await runCli(['backup', 'describe', 'sts', '--details'], { kubeconfig: inCluster().cluster.cp.kubeconfigPath, namespace: ns, timeoutMs: 120_000 });
+      expect(described.code, show(described)).toBe(0);
+      expect(described.stdout).toMatch(/^CSI volume snapshots:\s+2 of 2 completed$/m);
+      for (const r of records) {
+        expect(described.stdout).toMatch(new RegExp(`^ {2}${app}/${r.persistentVolumeClaim} +${r.snapshotHandle} +1048576 +${(r.creationTime ?? '').replace(/\./g, '\\.')} +${CSI_SNAPSHOT_CLASS} +${r.volumeSnapshotContent}$`, 'm'));
+      }
     }, 600_000);
 
     it('after the namespace is deleted, a restore brings both pods\' own bytes back from the snapshots', async () => {
