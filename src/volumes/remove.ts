@@ -83,7 +83,7 @@ async function deleteContent(deps: RemoveDeps, c: KubeObject): Promise<string | 
     });
     return failed;
   } catch (err) {
-    if (err instanceof WaitTimeoutError) return `${what} could not be deleted within ${formatDuration(timeoutMs)}: ${err.message}`;
+    if (err instanceof WaitTimeoutError) return `${what} could not be deleted: it is not gone after ${formatDuration(timeoutMs)} (--csi-snapshot-delete-timeout); ${err.lastSeen ?? ''}`;
     if (deps.signal?.aborted === true) throw err;
     return `${what} could not be deleted: ${errorMessage(err)}`;
   }

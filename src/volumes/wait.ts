@@ -12,6 +12,9 @@ const RETRY_MS = 500;
 
 export class WaitTimeoutError extends Error {
   override readonly name = 'WaitTimeoutError';
+  constructor(message: string, readonly lastSeen: string | undefined) {
+    super(message);
+  }
 }
 
 export interface WaitOptions {
@@ -36,7 +39,8 @@ export async function waitForObject<R>(
   let timedOut = false;
   const timer = opts.clock.sleep(opts.timeoutMs, ac.signal).then(() => {
     timedOut = true;
-    ac.abort(new WaitTimeoutError(`timed out after ${opts.timeoutMs / 1000} s waiting for ${opts.what}${opts.lastSeen === undefined ? '' : `; ${opts.lastSeen(last)}`}`));
+    const seen = opts.lastSeen?.(last);
+    ac.abort(new WaitTimeoutError(`timed out after ${opts.timeoutMs / 1000} s waiting for ${opts.what}${seen === undefined ? '' : `; ${seen}`}`, seen));
   }, () => undefined);
   const fieldSelector = `metadata.name=${name}`;
   try {
