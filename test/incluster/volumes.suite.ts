@@ -354,7 +354,7 @@ spec:
       csi().makeUndeletable(rec?.snapshotHandle ?? '', 'stowage.test driver: this snapshot is held');
       const d = await timed('volumes: DeleteBackupRequest of an undeletable snapshot', () => deleteBackup('undeletable'));
       expect(d.status?.errors).toHaveLength(1);
-      expect(d.status?.errors?.[0]).toMatch(new RegExp(`^VolumeSnapshotContent ${rec?.volumeSnapshotContent ?? ''} \\(snapshot ${rec?.snapshotHandle ?? ''}\\) could not be deleted`));
+      expect(d.status?.errors?.[0]).toMatch(new RegExp(`^VolumeSnapshotContent ${rec?.volumeSnapshotContent ?? ''} \\(snapshot ${rec?.snapshotHandle ?? ''}\\) could not be deleted: it is not gone after 15s \\(--csi-snapshot-delete-timeout\\); it is still there \\(finalizers: `));
       expect((await client.get<Backup>(RESOURCES.Backup, ns, 'undeletable')).status?.phase).toBe('Completed');
       expect(csi().snapshotExists(rec?.snapshotHandle ?? '')).toBe(true);
       // Once the driver lets go, the CSI snapshotter's retry deletes it, and asking again deletes the backup.
