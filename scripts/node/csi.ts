@@ -253,7 +253,8 @@ export async function startCsi(cluster: { cp: ControlPlane; node: RealNode }, lo
       const dead = started.find((s) => s.proc.child.exitCode !== null);
       if (dead !== undefined) throw new Error(`${dead.name} exited (code ${dead.proc.child.exitCode}):\n${tail(dead.log, 15)}`);
       const csiNode = await storage.readCSINode({ name: node.name }).catch(() => undefined);
-      if (csiNode?.spec.drivers.some((d) => d.name === CSI_DRIVER && d.nodeID === node.name) === true) break;
+      // drivers is null (not []) until the first driver registers, whatever the type says.
+      if ((csiNode?.spec.drivers as k8s.V1CSINodeDriver[] | null | undefined ?? []).some((d) => d.name === CSI_DRIVER && d.nodeID === node.name)) break;
       if (Date.now() > deadline) throw new Error(`the kubelet did not register ${CSI_DRIVER} on CSINode ${node.name} within 120 s:\n${logs()}`);
       await new Promise((r) => setTimeout(r, 250));
     }

@@ -15,6 +15,8 @@ import { uniqueName, waitUntil } from '../support/kube.js';
 import { inCluster, kubectlOk, podReady, timed } from './context.js';
 
 const GROUP = 'snapshot.storage.k8s.io';
+/** The snapshot-controller's finalizer on bound contents; a content made to be deleted must carry it (scripts/csi/README.md). */
+const VSC_PROTECTION_FINALIZER = 'snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection';
 
 interface SnapshotStatus {
   readyToUse?: boolean;
@@ -221,28 +223,55 @@ export function csiStackSuite(): void {
       expect(csi().snapshotExists(doomed)).toBe(false);
     }, 300_000);
 
-    it('deleting a static Delete-policy VolumeSnapshotContent (as a backup deletion does) removes the data; a marker makes it fail until removed', async () => {
-      // The handle cut above, restored from already: content-only, its VolumeSnapshot never made.
+    it('deleting a static Delete-policy VolumeSnapshotContent (as a backup deletion does) removes the data only with the protection finalizer; a marker makes it fail until removed', async () => {
+      // The handle cut above, restored from already: contents only, their VolumeSnapshot never made.
+      const staticContent = async (name: string, finalizers: string[]): Promise<void> => {
+        kubectlOk(['apply', '-f', '-'], JSON.stringify({
+          apiVersion: `${GROUP}/v1`, kind: 'VolumeSnapshotContent', metadata: { name, finalizers },
+          spec: { deletionPolicy: 'Delete', driver: CSI_DRIVER, source: { snapshotHandle: handle }, volumeSnapshotRef: { namespace: srcNs, name: 'never-made' } },
+        }));
+        // Deleting before the sidecar has read the snapshot's status would delete nothing (it needs status.snapshotHandle).
+        await waitUntil(`VolumeSnapshotContent ${name} readyToUse`, async () => (await readVsc(name))?.status?.readyToUse === true ? true : undefined, 120_000, 250);
+      };
+      const gone = (name: string): Promise<true> =>
+        waitUntil(`VolumeSnapshotContent ${name} gone`, async () => (await readVsc(name)) === undefined ? true : undefined, 120_000, 250);
+
+      // Unbound, nothing puts the finalizer on: the API server removes the object at once and DeleteSnapshot is never called.
+      const bare = uniqueName('csi-bare');
+      await staticContent(bare, []);
+      kubectlOk(['delete', 'volumesnapshotcontent', bare, '--wait=false']);
+      await gone(bare);
+      expect(csi().snapshotExists(handle)).toBe(true);
+
       const content = uniqueName('csi-delete');
-      kubectlOk(['apply', '-f', '-'], JSON.stringify({
-        apiVersion: `${GROUP}/v1`, kind: 'VolumeSnapshotContent', metadata: { name: content },
-        spec: { deletionPolicy: 'Delete', driver: CSI_DRIVER, source: { snapshotHandle: handle }, volumeSnapshotRef: { namespace: srcNs, name: 'never-made' } },
-      }));
-      await waitUntil(`VolumeSnapshotContent ${content} readyToUse`, async () => (await readVsc(content))?.status?.readyToUse === true ? true : undefined, 120_000, 250);
+      await staticContent(content, [VSC_PROTECTION_FINALIZER]);
       csi().makeUndeletable(handle, 'stowage.test driver: held by a test');
       kubectlOk(['delete', 'volumesnapshotcontent', content, '--wait=false']);
       // The csi-snapshotter reports a failed DeleteSnapshot as an event on the content, which stays.
-      const events = inCluster().core;
       await waitUntil(`a SnapshotDeleteError event on ${content}`, async () => {
-        const list = await events.listEventForAllNamespaces({ fieldSelector: `involvedObject.name=${content},reason=SnapshotDeleteError` });
+        const list = await inCluster().core.listEventForAllNamespaces({ fieldSelector: `involvedObject.name=${content},reason=SnapshotDeleteError` });
         return list.items.length > 0 ? true : undefined;
       }, 120_000, 250);
       expect((await readVsc(content))?.metadata.deletionTimestamp).toBeDefined();
       expect(csi().snapshotExists(handle)).toBe(true);
 
       csi().makeDeletable(handle);
-      await waitUntil(`VolumeSnapshotContent ${content} gone`, async () => (await readVsc(content)) === undefined ? true : undefined, 120_000, 250);
+      await gone(content);
       expect(csi().snapshotExists(handle)).toBe(false);
+    }, 300_000);
+
+    it('the undeletable class: deleting its snapshot leaves the content and the data, with a SnapshotDeleteError event', async () => {
+      const { name } = CSI_KNOB_CLASSES.undeletable;
+      kubectlOk(['apply', '-f', '-'], volumeSnapshot(srcNs, 'kept', { pvc: 'data', className: name }));
+      const { vsc } = await readySnapshot(srcNs, 'kept');
+      kubectlOk(['delete', 'volumesnapshot', '-n', srcNs, 'kept', '--wait=false']);
+      await waitUntil(`a SnapshotDeleteError event on ${vsc.metadata.name}`, async () => {
+        const list = await inCluster().core.listEventForAllNamespaces({ fieldSelector: `involvedObject.name=${vsc.metadata.name},reason=SnapshotDeleteError` });
+        return list.items.length > 0 ? true : undefined;
+      }, 120_000, 250);
+      expect((await readVsc(vsc.metadata.name))?.metadata.deletionTimestamp).toBeDefined();
+      expect(csi().snapshotExists(vsc.status?.snapshotHandle ?? '')).toBe(true);
+      // Its VolumeSnapshot and content stay (terminating) until the cluster goes: the snapshot cannot be deleted.
       kubectlOk(['delete', 'namespace', srcNs, '--wait=false']);
     }, 300_000);
   });
