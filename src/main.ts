@@ -185,7 +185,7 @@ export async function composeServer(config: ServerConfig, deps: ServerDeps): Pro
     return inf as Informer<T>;
   };
   const ctx: ControllerContext = {
-    config, namespace, client, logger, metrics, plugins, spool, clock, runLogDir, scratchDir, logTail,
+    config, namespace, client, logger, metrics, plugins, spool, clock, timer: clock, runLogDir, scratchDir, logTail,
     serverVersion: SERVER_VERSION,
     // Events are best effort: one that cannot be sent now is dropped, not held through an outage.
     events: createEventRecorder(client.withOutageTimeout(0), { onError: (err) => logger.debug(`could not record an event: ${errorMessage(err)}`) }),

@@ -86,10 +86,13 @@ export function nodeApiserverFlags(flags: Flags, node: NodeMode): Flags {
   return f;
 }
 
-/** Node mode's changes to controllerManagerFlags: the node lifecycle and taint controllers run. */
+/**
+ * Node mode's changes to controllerManagerFlags: the node lifecycle and taint controllers run, and
+ * the PV binder, which hands claims to a CSI provisioner and binds them to its volumes (csi.ts).
+ */
 export function nodeControllerManagerFlags(flags: Flags): Flags {
   const f = new Map(flags);
-  const keep = new Set(['-node-lifecycle-controller', '-taint-eviction-controller']);
+  const keep = new Set(['-node-lifecycle-controller', '-taint-eviction-controller', '-persistentvolume-binder-controller']);
   f.set('controllers', (f.get('controllers') ?? '*').split(',').filter((c) => !keep.has(c)).join(','));
   return f;
 }

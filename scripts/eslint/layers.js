@@ -37,12 +37,14 @@ export const ALLOWED = {
   persistence: ['apis', 'util', 'plugin/api', 'archive', 'encryption', 'signing'],
   // How a backup is opened and trusted: a location's store through the plugin pool, its keys, its signatures.
   storage: ['apis', 'kube', 'plugin/api', 'plugin/host', 'persistence', 'encryption', 'signing'],
+  // CSI volume snapshots: the class choice, taking one, restoring a claim from one, deleting them.
+  volumes: ['util', 'kube', 'persistence'],
   // When and how long: cron, retention, schedule plans, GC plans (pure; the reconcilers act on them).
   schedule: ['apis', 'util', 'selection', 'auth', 'persistence'],
   // The engines see only the store they are handed: no plugin processes, keys, signing, runtime or reconcilers.
-  backup: ['apis', 'util', 'selection', 'kube', 'auth', 'archive', 'plugin/api', 'persistence', 'hooks'],
-  restore: ['apis', 'util', 'selection', 'config', 'kube', 'auth', 'archive', 'plugin/api', 'persistence'],
-  controller: ['apis', 'util', 'selection', 'schedule', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'storage', 'backup', 'restore', 'encryption', 'signing', 'hooks'],
+  backup: ['apis', 'util', 'selection', 'kube', 'auth', 'archive', 'plugin/api', 'persistence', 'hooks', 'volumes'],
+  restore: ['apis', 'util', 'selection', 'config', 'kube', 'auth', 'archive', 'plugin/api', 'persistence', 'volumes'],
+  controller: ['apis', 'util', 'selection', 'schedule', 'config', 'logging', 'metrics', 'kube', 'auth', 'runtime', 'archive', 'plugin/api', 'plugin/host', 'persistence', 'storage', 'backup', 'restore', 'encryption', 'signing', 'hooks', 'volumes'],
   // The CLI imports engines and stores, never controller files.
   cli: ['apis', 'util', 'selection', 'schedule', 'config', 'logging', 'kube', 'auth', 'archive', 'persistence', 'plugin/sdk', 'plugin/builtin', 'main'],
   main: ['apis', 'util', 'config', 'logging', 'metrics', 'kube', 'runtime', 'auth', 'webhook', 'plugin/host', 'plugin/builtin', 'controller'],

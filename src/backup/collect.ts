@@ -12,6 +12,8 @@ import { hooksUnreadable, podHooks, runPodHooks, type HookContext } from './hook
 import { isBackupable } from './resources.js';
 import type { Access } from './rights.js';
 import type { BackupScope } from './scope.js';
+import { GR_VOLUME_SNAPSHOT_CONTENTS, GR_VOLUME_SNAPSHOTS, type SnapshotOutcome, type SnapshotTaker } from '../volumes/index.js';
+import { mapLimit } from '../util/concurrency.js';
 import { itemKey, LABEL_EXCLUDE_FROM_BACKUP, listsInFull, otherVersionsOf, recordOf, recordProblem, recordResourceError, type BackupProgress, type BackupRequest, type ItemRef, writtenNamesOf } from './request.js';
 
 export interface CollectContext {
@@ -29,7 +31,12 @@ export interface CollectContext {
   rights?: DependencyRights;
   /** Backup hooks (hooks.ts): pods with any are backed up one by one, inside their bracket (backupBracketed). */
   hooks?: HookContext | undefined;
+  /** Takes the CSI snapshot of each bound claim as it is backed up; absent with snapshotVolumes: false. */
+  volumes?: SnapshotTaker;
 }
+
+/** Claims of one page snapshotted at once: each waits on its own watch, so a page of claims is not serial. */
+const SNAPSHOTS_AT_ONCE = 8;
 
 /** The requester's rights as the collection needs them (from scope.ts). */
 export interface DependencyRights {
@@ -227,6 +234,8 @@ interface Pending {
   item: KubeObject;
   additional: AdditionalItem[];
   failed: boolean;
+  /** Objects stored right after the item: a claim's VolumeSnapshot and its content. */
+  extra?: { groupResource: string; object: ListedObject }[];
 }
 
 /** An item an action named for `parent` (the item as that action got it). */
@@ -275,10 +284,14 @@ async function backupBatch(ctx: CollectContext, res: ApiResource, objs: readonly
     const mine = pending.filter((p) => !p.failed && a.matches(res, p.ref.namespace, p.item.metadata.labels));
     if (mine.length > 0) await runAction(ctx, a, mine);
   }
+  // The snapshot is taken where the claim is taken: after the item actions, before the claim is
+  // written; a pod's claims are its additional items, so this falls between the pod's hooks.
+  if (ctx.volumes !== undefined && res.groupResource === 'persistentvolumeclaims') await snapshotClaims(ctx, ctx.volumes, pending.filter((p) => !p.failed));
   let written = 0;
   for (const p of pending) if (!p.failed && await writeItem(ctx, res, p)) written++;
   for (const p of pending) {
     if (p.failed) continue;
+    for (const x of p.extra ?? []) await backupExtra(ctx, x.groupResource, x.object, p.what);
     for (const add of p.additional) await backupAdditional(ctx, add, p.what);
   }
   return written;
@@ -329,6 +342,47 @@ async function writeItem(ctx: CollectContext, res: ApiResource, p: Pending): Pro
   // Guarded: at info level winston would still format and route a line per item for nothing.
   if (ctx.log.isDebugEnabled()) ctx.log.debug(`backed up ${p.what}`, meta(p.ref));
   return true;
+}
+
+/** Takes the claims' snapshots: a failed one fails its claim; a claim without one is stored as it is, with a warning when its data is left out. */
+async function snapshotClaims(ctx: CollectContext, volumes: SnapshotTaker, claims: readonly Pending[]): Promise<void> {
+  await mapLimit(claims, SNAPSHOTS_AT_ONCE, async (p) => {
+    let r: SnapshotOutcome;
+    try {
+      r = await volumes.snapshot(p.item);
+    } catch (err) {
+      if (ctx.signal.aborted) throw new FatalBackupError(stoppedMessage(ctx.signal));
+      r = { kind: 'failed', error: `${p.what}: taking its snapshot failed: ${errorMessage(err)}` };
+    }
+    switch (r.kind) {
+      case 'failed':
+        fail(ctx, p, r.error);
+        return;
+      case 'skipped':
+        if (r.warning !== undefined) ctx.log.warn(recordProblem(ctx.req, 'warnings', p.ref.namespace, r.warning), meta(p.ref));
+        if (r.info !== undefined) ctx.log.debug(r.info, meta(p.ref));
+        return;
+      case 'taken':
+        p.item = r.item as KubeObject;
+        p.extra = [
+          { groupResource: GR_VOLUME_SNAPSHOTS, object: r.objects.volumeSnapshot },
+          { groupResource: GR_VOLUME_SNAPSHOT_CONTENTS, object: r.objects.content },
+        ];
+        ctx.log.info(`${p.what}: snapshot ${r.record.snapshotHandle} of ${r.record.restoreSize ?? 'unknown size'} ready (VolumeSnapshotContent ${r.record.volumeSnapshotContent}, class ${r.record.volumeSnapshotClass})`, meta(p.ref));
+        if (r.warning !== undefined) ctx.log.warn(recordProblem(ctx.req, 'warnings', p.ref.namespace, r.warning), meta(p.ref));
+    }
+  }, { signal: ctx.signal });
+}
+
+/** A claim's VolumeSnapshot or content, stored as the snapshot step read it (the VolumeSnapshot is deleted by then). */
+async function backupExtra(ctx: CollectContext, groupResource: string, obj: ListedObject, parent: string): Promise<void> {
+  const res = ctx.byGroupResource.get(groupResource);
+  if (res === undefined) {
+    ctx.log.error(recordProblem(ctx.req, 'errors', obj.metadata?.namespace ?? '', `${groupResource} "${obj.metadata?.name ?? ''}" of ${parent} is not stored: discovery did not list ${groupResource} when the backup began`));
+    return;
+  }
+  ctx.req.progress.totalItems++;
+  if (!(await backupItem(ctx, res, obj))) ctx.req.progress.totalItems--;
 }
 
 /** The item to back up, or undefined when it has no name, was handled already, or is labelled out. */

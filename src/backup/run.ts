@@ -23,6 +23,7 @@ import type { Selection } from '../selection/compile.js';
 import { selectionLogFields } from '../selection/validate.js';
 import { mayIncludeGroup, selectResources, unservedIncludes, type ResourceSelection } from './resources.js';
 import { collectOtherVersions } from './versions.js';
+import type { SnapshotTaker } from '../volumes/index.js';
 
 export interface BackupDeps {
   client: DynamicClient;
@@ -58,6 +59,8 @@ export interface BackupDeps {
   scopeFailure?: string;
   /** The run log's line saying whose rights the run uses (`running with the rights of alice ...`). */
   rights?: string;
+  /** Takes each bound claim's CSI snapshot as the claim is backed up (volumes/); absent: none is taken (snapshotVolumes: false). */
+  volumes?: SnapshotTaker;
 }
 
 export interface BackupResult {
@@ -74,6 +77,8 @@ export interface BackupResult {
   errors: number;
   /** Hooks attempted and failed; absent when the run ran none. */
   hookStatus?: { hooksAttempted: number; hooksFailed: number };
+  /** CSI snapshots asked for, and those kept ready (Velero's csiVolumeSnapshotsAttempted/Completed). */
+  volumeSnapshots: { attempted: number; completed: number };
 }
 
 const DEFAULT_PAGE_SIZE = 500;
@@ -96,9 +101,9 @@ export async function runBackup(deps: BackupDeps, backup: Backup, selection?: Se
     });
     if (deps.rights !== undefined) log.info(deps.rights);
     if (deps.scope !== undefined) log.info(deps.scope.summary);
-    if (deps.scopeFailure !== undefined) return finish(req, undefined, deps.scopeFailure);
+    if (deps.scopeFailure !== undefined) return finish(req, undefined, deps.scopeFailure, deps.volumes);
     const prepared = await prepare(deps, req).catch((err: unknown) => new FatalBackupError(errorMessage(err), { cause: err }));
-    if (prepared instanceof FatalBackupError) return finish(req, undefined, prepared.message);
+    if (prepared instanceof FatalBackupError) return finish(req, undefined, prepared.message, deps.volumes);
     return await collectAndUpload(deps, req, prepared, abort.signal);
   } finally {
     deps.signal?.removeEventListener('abort', onOuterAbort);
@@ -314,6 +319,7 @@ async function collectAndUpload(deps: BackupDeps, req: BackupRequest, p: Prepare
     ...(deps.scope !== undefined ? { rights: dependencyRights(deps.scope) } : {}),
     // Every pod may carry hook annotations, so hooks are looked for even when the spec has none.
     hooks: { plan: compileBackupHooks(req.backup.spec.hooks), conn: connectionOf(deps.client) },
+    ...(deps.volumes !== undefined ? { volumes: deps.volumes } : {}),
   };
   let digest: ArchiveDigest | undefined;
   let fatal: string | undefined;
@@ -339,11 +345,13 @@ async function collectAndUpload(deps: BackupDeps, req: BackupRequest, p: Prepare
   // The root cause wins over its echoes ("writing the tarball failed: uploading ... failed").
   if (signal.aborted) fatal = stoppedMessage(signal);
   else if (uploadError !== undefined) fatal = `uploading the tarball failed: ${errorMessage(uploadError)}`;
-  return finish(req, fatal === undefined ? digest : undefined, fatal);
+  return finish(req, fatal === undefined ? digest : undefined, fatal, deps.volumes);
 }
 
 /** The result; its warnings and errors (counted from the results) are the run's counts everywhere. */
-function finish(req: BackupRequest, digest: ArchiveDigest | undefined, fatal: string | undefined): BackupResult {
+function finish(req: BackupRequest, digest: ArchiveDigest | undefined, fatal: string | undefined, volumes: SnapshotTaker | undefined): BackupResult {
+  const snapshots = volumes?.records() ?? [];
+  if (snapshots.length > 0) req.results.volumeSnapshots = snapshots;
   req.results.resources = [...req.records.values()].sort((a, b) => (a.groupResource < b.groupResource ? -1 : a.groupResource > b.groupResource ? 1 : 0));
   const { warnings, errors } = countResults(req.results);
   const phase = fatal !== undefined ? 'Failed' : errors > 0 ? 'PartiallyFailed' : 'Completed';
@@ -356,6 +364,7 @@ function finish(req: BackupRequest, digest: ArchiveDigest | undefined, fatal: st
     progress: { totalItems: req.progress.itemsBackedUp, itemsBackedUp: req.progress.itemsBackedUp },
     warnings,
     errors,
+    volumeSnapshots: volumes?.counts() ?? { attempted: 0, completed: 0 },
   };
   if (digest !== undefined) result.manifest = manifestFromDigest(digest);
   if (req.hookStatus.hooksAttempted > 0) result.hookStatus = { ...req.hookStatus };

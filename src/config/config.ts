@@ -60,6 +60,8 @@ export interface ServerConfig {
   clientPageBytes: number;
   /** Largest single item the archive reader accepts; a bigger one fails alone, named. */
   maxItemBytes: number;
+  /** How long deleting a backup waits for each of its CSI snapshots to be deleted before it names the snapshot as not deleted. */
+  csiSnapshotDeleteTimeout: number;
   /** `requester`: every run acts with the rights of the user who created it; `cluster-admin`: with the server's own. */
   trustMode: TrustMode;
   /** Address of the admission webhook (TLS); '' serves none (only valid in cluster-admin mode). */
@@ -149,6 +151,7 @@ export const DEFAULT_CONFIG: Readonly<ServerConfig> = Object.freeze({
   objectStoreOutageTimeout: 120_000,
   clientPageBytes: 16 * 1024 * 1024,
   maxItemBytes: 8 * 1024 * 1024,
+  csiSnapshotDeleteTimeout: 120_000,
   trustMode: 'requester',
   webhookAddress: ':9443',
   webhookUrl: '',
@@ -210,6 +213,7 @@ export const CONFIG_FLAGS: readonly ConfigFlag[] = [
   flag('objectStoreOutageTimeout', 'object-store-outage-timeout', 'duration', 'How long uploads and downloads ride out an unreachable object store (retrying with backoff) before failing', 0),
   flag('clientPageBytes', 'client-page-bytes', 'int', 'Byte budget of one LIST page during a backup: pages stop short of it as well as of --client-page-size items; 0 disables', 0),
   flag('maxItemBytes', 'max-item-bytes', 'int', 'Largest single item read from a backup archive; a bigger item fails alone, named', 1024),
+  flag('csiSnapshotDeleteTimeout', 'csi-snapshot-delete-timeout', 'duration', 'How long deleting a backup waits for each of its CSI snapshots to go before naming it in the request\'s errors', 1000),
   flag('trustMode', 'trust-mode', 'trust-mode', 'Whose rights runs use: requester (the user who created the Backup/Restore, recorded by the admission webhook) or cluster-admin (the server\'s own, for single-operator clusters)'),
   flag('webhookAddress', 'webhook-address', 'string', 'Address of the admission webhook that records who created each run (TLS); empty serves none (cluster-admin mode only)'),
   flag('webhookUrl', 'webhook-url', 'string', 'URL the API server reaches the webhook at, for a server running outside the cluster (default: the Service in the webhook configuration)'),

@@ -34,6 +34,8 @@ import { createWebhookHold } from './run/webhookHold.js';
 import { spoolArtifact, stamp } from './run/runs.js';
 import { failStaleRun } from './run/staleRuns.js';
 import { statusPatch } from './run/patch.js';
+import { systemClock } from '../util/clock.js';
+import { DEFAULT_CSI_SNAPSHOT_TIMEOUT_MS, newSnapshotTaker, type SnapshotTaker } from '../volumes/index.js';
 
 const BACKUPS = RESOURCES.Backup;
 export const STALE_RUN_REASON = 'the Stowage server running this backup stopped before it finished (found InProgress at start-up or failover)';
@@ -113,6 +115,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
           actions: env.handle.backupItemActions().map((a) => ({ name: a.name, action: a })),
           pageSize: ctx.config.clientPageSize, signal: env.signal, startTime: env.started,
           onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsBackedUp: p.itemsBackedUp }),
+          ...(b.spec.snapshotVolumes === false ? {} : { volumes: snapshotTaker(ctx, b, authority, env.signal) }),
         }, { ...b, status: { ...b.status, phase: 'InProgress', startTimestamp: stamp(env.started), expiration } }, selection);
       },
       // The tarball is in (the engine uploaded it). A Failed backup gets no other artifact, only its log.
@@ -160,6 +163,7 @@ export function backupController(ctx: ControllerContext): ControllerDefinition {
       finalStatus: (o) => ({
         expiration, formatVersion: FORMAT_VERSION, progress: o.result?.progress ?? { totalItems: 0, itemsBackedUp: 0 }, ...(signed !== undefined ? { signature: signed } : {}),
         ...(o.result?.hookStatus !== undefined ? { hookStatus: o.result.hookStatus } : {}),
+        ...snapshotCounts(o.result),
       }),
       summary: (o) => `${o.result?.progress.itemsBackedUp ?? 0} items backed up`,
       // Called once the final status is patched.
@@ -263,6 +267,29 @@ async function cleanUpCanceled(
 }
 
 /** The run log's line saying whose rights the run uses. */
+/**
+ * The backup's CSI snapshots (snapshotVolumes unset or true, as in Velero): VolumeSnapshots are
+ * made with the run's client, so the requester's rights decide; the server keeps their contents.
+ */
+function snapshotTaker(ctx: ControllerContext, b: Backup, authority: Authority, signal: AbortSignal): SnapshotTaker {
+  const timeout = b.spec.csiSnapshotTimeout;
+  return newSnapshotTaker({
+    client: authority.client, serverClient: ctx.client,
+    backup: { name: b.metadata.name, namespace: b.metadata.namespace ?? ctx.namespace, uid: b.metadata.uid ?? '', annotations: b.metadata.annotations },
+    // Validation refused a bad value.
+    timeoutMs: timeout === undefined || timeout === '' ? DEFAULT_CSI_SNAPSHOT_TIMEOUT_MS : parseDuration(timeout, 'spec.csiSnapshotTimeout'),
+    clock: ctx.timer ?? systemClock, signal,
+    who: authority.mode === 'requester' ? authority.describe : undefined,
+  });
+}
+
+/** Velero's status counts, set once the backup asked for a snapshot. */
+function snapshotCounts(result: BackupResult | undefined): Partial<Pick<BackupStatus, 'csiVolumeSnapshotsAttempted' | 'csiVolumeSnapshotsCompleted'>> {
+  const n = result?.volumeSnapshots;
+  if (n === undefined || n.attempted === 0) return {};
+  return { csiVolumeSnapshotsAttempted: n.attempted, csiVolumeSnapshotsCompleted: n.completed };
+}
+
 function rightsLine(a: Authority): string {
   if (a.mode === 'requester') return `running with the rights of ${a.describe} (trust mode requester)`;
   return `running with the server's rights (trust mode cluster-admin)${a.requester !== undefined ? `, requested by ${describeRequester(a.requester)}` : ''}`;

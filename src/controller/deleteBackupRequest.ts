@@ -6,11 +6,13 @@
 //      restore everything in it (controller/run/backupRights.ts), it is still running, or its location
 //      is missing, ReadOnly or Unavailable;
 //   2. mark the Backup Deleting (GC and sync leave it alone);
-//   3. run the DeleteItemAction plugins on the backup's items (read from its tarball);
+//   3. delete the CSI snapshots the backup kept (volumes/remove.ts; a snapshot that cannot be deleted
+//      is named, and the backup stays so the request can be made again);
+//   3b. run the DeleteItemAction plugins on the backup's items (read from its tarball);
 //   4. delete every object of the backup from storage (stowage-backup.json first, so a half-deleted
 //      backup is never synced back), and the restores/<r>/ artifacts of its Restores;
 //   5. delete the Restore resources that reference the backup, then the Backup resource.
-// If step 3 or 4 fails, nothing more is deleted, the Backup gets its phase back, and the request
+// If step 3, 3b or 4 fails, nothing more is deleted, the Backup gets its phase back, and the request
 // ends Processed with every error listed. Retrying means a new DeleteBackupRequest: GC makes one
 // on its next run for an expired backup, and `stowage backup delete` makes one on demand. (A
 // Processed request is never re-run: its errors stay as the record of that attempt.)
@@ -42,6 +44,8 @@ import { resolveLocation } from './run/locations.js';
 import { withBackupStore } from '../storage/open.js';
 import { spillDirOf } from './restore.js';
 import { statusPatch, unlessChanged } from './run/patch.js';
+import { systemClock } from '../util/clock.js';
+import { deleteBackupSnapshots } from '../volumes/index.js';
 
 const DBRS = RESOURCES.DeleteBackupRequest;
 const BACKUPS = RESOURCES.Backup;
@@ -161,6 +165,15 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
     const ownRestores = restores.list().filter((r) => r.spec.backupName === name && (r.metadata.namespace ?? '') === namespace);
     if (previous !== 'Deleting') await setBackupPhase(backup, 'Deleting');
     void ctx.events.event(backup, 'Normal', 'Deleting', `deletion requested by DeleteBackupRequest ${d.metadata.name}`);
+
+    // Whatever its phase or location: a Failed backup may have kept snapshots before it failed.
+    const snapshots = await deleteBackupSnapshots({
+      serverClient: ctx.client, clock: ctx.timer ?? systemClock, signal: ctx.shutdown, timeoutMs: ctx.config.csiSnapshotDeleteTimeout,
+    }, backup.metadata.uid ?? '');
+    if (snapshots.deleted.length > 0) {
+      ctx.logger.info(`backup ${namespace}/${name}: deleted ${snapshots.deleted.length} VolumeSnapshotContents and their snapshots: ${snapshots.deleted.join(', ')}`, { backup: `${namespace}/${name}` });
+    }
+    if (snapshots.errors.length > 0) return snapshots.errors;
 
     // An imported Velero backup's data is Velero's: only the resources go (persistence/veleroStore.ts refuses the deletion anyway).
     if (hasStoredData(backup) && !isVeleroImport(backup)) {

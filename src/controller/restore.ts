@@ -218,6 +218,8 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
           onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsRestored: p.itemsRestored }),
           mappings: transforms.mappings, ...(transforms.modifiers !== undefined ? { modifiers: transforms.modifiers } : {}),
           podHooks: restoreHooksOf(r, rights.authority.client, env.log, env.signal),
+          ...(ctx.timer !== undefined ? { timer: ctx.timer } : {}),
+          ...(rights.authority.mode === 'requester' ? { who: rights.authority.describe } : {}),
         }, req);
         if (velero) noteNoManifest(result, backup.metadata.name);
         return result;

@@ -1,5 +1,5 @@
-// VolumeSnapshotLocation controller: Stowage takes no volume snapshots yet, so no location of this
-// kind is ever used. Rather than accept one and ignore it, every VolumeSnapshotLocation is marked
+// VolumeSnapshotLocation controller: Stowage takes volume snapshots through CSI only (a
+// VolumeSnapshotClass, no VolumeSnapshotter plugin), so no location of this kind is ever used. Rather than accept one and ignore it, every VolumeSnapshotLocation is marked
 // Unavailable with the reason (status, a Warning event and one server log line per object).
 import { RESOURCES, type VolumeSnapshotLocation } from '../apis/v1/index.js';
 import { isNotFound } from '../kube/index.js';
@@ -7,7 +7,7 @@ import { splitKey, type Result } from '../runtime/index.js';
 import type { ControllerContext, ControllerDefinition } from './run/context.js';
 
 export const VSL_REFUSED =
-  'volume snapshots are not supported yet: Stowage takes no volume snapshots, so no backup uses this location (a Backup that sets snapshotVolumes or volumeSnapshotLocations fails validation)';
+  'VolumeSnapshotLocations are not supported: Stowage takes volume snapshots through CSI only (snapshotVolumes, with a VolumeSnapshotClass), never through a VolumeSnapshotter plugin, so no backup uses this location (a Backup that sets volumeSnapshotLocations fails validation)';
 
 export function volumeSnapshotLocationController(ctx: ControllerContext): ControllerDefinition {
   const informer = ctx.informer<VolumeSnapshotLocation>('VolumeSnapshotLocation');

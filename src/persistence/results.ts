@@ -13,6 +13,25 @@ export interface RunResults {
   resources?: ResourceRecord[];
   /** Backups only: cluster-scoped items taken because a namespaced item in scope depends on them. */
   pulledIn?: PulledInRecord[];
+  /** Backups only: every CSI snapshot the backup kept, one per volume. */
+  volumeSnapshots?: VolumeSnapshotRecord[];
+}
+
+/** One volume's CSI snapshot in a backup (describe lists them). */
+export interface VolumeSnapshotRecord {
+  namespace: string;
+  persistentVolumeClaim: string;
+  persistentVolume: string;
+  /** The VolumeSnapshot the backup created (deleted once its content was kept). */
+  volumeSnapshot: string;
+  volumeSnapshotContent: string;
+  snapshotHandle: string;
+  driver: string;
+  volumeSnapshotClass: string;
+  /** The content's restoreSize: bytes, or a quantity; absent when the driver gave none. */
+  restoreSize?: string;
+  /** When the snapshot was cut, RFC 3339. */
+  creationTime?: string;
 }
 
 /** What a backup did with one resource in its scope. */

@@ -23,19 +23,21 @@ import { isApiUnreachable, type ApiResource, type DynamicClient } from '../kube/
 import { addResult, countResults, resourceListOf, type ResourceList, type RunResults } from '../persistence/results.js';
 import { checkAgreement } from '../persistence/verify.js';
 import type { KubeObject } from '../plugin/api/index.js';
-import { systemClock, type Clock } from '../util/clock.js';
+import { systemClock, type Clock, type TimerClock } from '../util/clock.js';
 import { mapLimitSettled } from '../util/concurrency.js';
 import { errorMessage, sanitizeMessage } from '../util/errors.js';
 import { selectionLogFields } from '../selection/validate.js';
 import { actionMatcher, resolveRestoreItemActions, type ActionMatcher, type ResolvedRestoreItemAction } from './actions/selector.js';
 import { BUILTIN_RESTORE_ITEM_ACTIONS } from './actions/index.js';
 import { mappingActions, type MappingConfig } from './actions/mappings.js';
+import { csiRestoreActions } from './actions/csi.js';
+import { DEFAULT_CSI_SNAPSHOT_TIMEOUT_MS } from '../volumes/index.js';
 import type { ResourceModifiers } from './modifiers/index.js';
 import type { RestorePodHooks } from './podHooks.js';
 import { newExecutor, type Executor } from './executor.js';
 import { newOutcomes } from './outcomes.js';
 import { oversizedVerdict, type OversizedVerdict } from './oversized.js';
-import { bareNamespace, buildPlan, itemFacts, RestoreRefusedError, type ArchivedItem, type PlannedItem, type RestorePlan } from './plan.js';
+import { bareNamespace, buildPlan, itemFacts, itemKey, RestoreRefusedError, type ArchivedItem, type PlannedItem, type RestorePlan } from './plan.js';
 import type { ItemOutcome, RestoreRequest } from './request.js';
 import { sourcesOfPlan, targetsOfPlan, type TargetNamespace } from './rights.js';
 import type { HeldResources } from '../auth/index.js';
@@ -105,6 +107,12 @@ export interface RestoreDeps {
   modifiers?: ResourceModifiers;
   /** Restore hooks (spec.hooks, the pods' hook annotations): waited for after the last tier, counted in hookStatus. */
   podHooks?: RestorePodHooks;
+  /** Times the wait for a restored CSI VolumeSnapshot to become ready; the system clock when absent. */
+  timer?: TimerClock;
+  /** How long a restored VolumeSnapshot may take to become ready. Default 10 min (Velero's csiSnapshotTimeout). */
+  volumeSnapshotTimeoutMs?: number;
+  /** Whose rights the run uses, for refusals (`user "alice"`). */
+  who?: string;
 }
 
 export interface RestoreStats {
@@ -179,7 +187,7 @@ export async function runRestore(deps: RestoreDeps, req: RestoreRequest): Promis
         }));
       if (unreachable !== undefined) throw unreachable;
       spill = await createSpillFile(deps.spillDir);
-      ready = await readAndPlan(deps, req, spill, discovered);
+      ready = await readAndPlan(deps, req, spill, discovered, stop.signal);
     } catch (err) {
       return finish(describeFatal(err));
     }
@@ -226,7 +234,7 @@ interface Ready {
   oversized: OversizedVerdict;
 }
 
-async function readAndPlan(deps: RestoreDeps, req: RestoreRequest, spill: SpillFile, discovered: readonly ApiResource[]): Promise<Ready> {
+async function readAndPlan(deps: RestoreDeps, req: RestoreRequest, spill: SpillFile, discovered: readonly ApiResource[], signal: AbortSignal): Promise<Ready> {
   const withLabels = req.selectors.length > 0;
   const { items, alternates, oversized } = await readBackup(deps, spill, req.backup.metadata.name, discovered, (obj, id) => itemFacts(obj, id, withLabels));
   const plan = buildPlan(items, req, discovered, alternates);
@@ -235,7 +243,20 @@ async function readAndPlan(deps: RestoreDeps, req: RestoreRequest, spill: SpillF
     ...(deps.authorizeTargets !== undefined ? await deps.authorizeTargets(targetsOfPlan(plan.items.values(), req)) : []),
   ];
   if (refused.length > 0) throw new RestoreRefusedError('not-allowed', refused.join('; '));
-  const builtins = await resolveRestoreItemActions([...BUILTIN_RESTORE_ITEM_ACTIONS, ...mappingActions(deps.mappings ?? {})]);
+  const csi = csiRestoreActions({
+    client: deps.client, restore: req.restore, dryRun: req.dryRun, clock: deps.timer ?? systemClock,
+    timeoutMs: deps.volumeSnapshotTimeoutMs ?? DEFAULT_CSI_SNAPSHOT_TIMEOUT_MS, signal, who: deps.who,
+    claimInPlan: async (ns, name) => {
+      const p = plan.items.get(itemKey('persistentvolumeclaims', ns, name));
+      return p?.archived === undefined || p.skip !== undefined ? undefined : loadSpilled(spill, p.archived);
+    },
+    warn: (ns, message) => {
+      addResult(req.results, 'warnings', ns, message);
+      deps.log.warn(message);
+    },
+  });
+  // The CSI actions run before the mapping actions: a storage-class mapping applies to the claim they restore from a snapshot.
+  const builtins = await resolveRestoreItemActions([...BUILTIN_RESTORE_ITEM_ACTIONS, ...csi, ...mappingActions(deps.mappings ?? {})]);
   const matchers = [...builtins, ...(deps.actions ?? [])].map(actionMatcher);
   return { discovered, plan, matchers, oversized: oversizedVerdict(oversized, items, req, discovered) };
 }

@@ -5,7 +5,7 @@ import { newScheduledBackup, specFieldErrors, type Backup, type BackupPhase, typ
 import { REQUESTER_ANNOTATION } from '../auth/index.js';
 import { backupHookSpecErrors } from '../selection/hooks.js';
 import { validateSelection } from '../selection/validate.js';
-import { validateTtl } from '../util/duration.js';
+import { validateTimeout, validateTtl } from '../util/duration.js';
 import { MAX_SCHEDULE_NAME_LENGTH, parseCron, parseScheduledBackupName, scheduledBackupName, validateCron } from './cron.js';
 
 /** A backup of the schedule, as far as planning needs it. */
@@ -38,6 +38,7 @@ export function validateSchedule(schedule: Schedule): string[] {
   }
   const template = spec.template ?? {};
   errors.push(...validateTtl(template.ttl, 'spec.template.ttl'));
+  errors.push(...validateTimeout(template.csiSnapshotTimeout, 'spec.template.csiSnapshotTimeout'));
   errors.push(...validateSelection(template).map((e) => `spec.template: ${e}`));
   errors.push(...backupHookSpecErrors(template.hooks, 'spec.template.hooks'));
   return errors;

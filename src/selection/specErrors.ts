@@ -2,7 +2,7 @@
 // is consulted: the one check both the server's validation and the CLI's `create` commands run, so
 // the CLI refuses with the very messages the server would put in status.validationErrors.
 import { specFieldErrors, type BackupSpec, type RestoreSpec } from '../apis/v1/index.js';
-import { validateTtl } from '../util/duration.js';
+import { validateTimeout, validateTtl } from '../util/duration.js';
 import { validateNamespaceMapping } from './filters.js';
 import { backupHookSpecErrors } from './hooks.js';
 import { validateSelection } from './validate.js';
@@ -11,6 +11,7 @@ export function backupSpecErrors(spec: BackupSpec): string[] {
   return [
     ...specFieldErrors('Backup', spec), ...validateSelection(spec), ...(spec.ttl !== undefined ? validateTtl(spec.ttl, 'spec.ttl') : []),
     ...backupHookSpecErrors(spec.hooks, 'spec.hooks'),
+    ...validateTimeout(spec.csiSnapshotTimeout, 'spec.csiSnapshotTimeout'),
   ];
 }
 

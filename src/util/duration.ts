@@ -113,3 +113,12 @@ export function validateTtl(ttl: string | undefined | null, what = 'ttl'): strin
   if (parsed.ms < 0) return [`${what} "${ttl}" must not be negative`];
   return [];
 }
+
+/** Validation messages for a wait such as csiSnapshotTimeout: a duration above zero, or unset. */
+export function validateTimeout(value: string | undefined | null, what: string): string[] {
+  if (value === undefined || value === null || value === '') return [];
+  const parsed = tryParseDuration(value, what);
+  if ('error' in parsed) return [parsed.error];
+  if (parsed.ms <= 0) return [`${what} "${value}" must be above zero`];
+  return [];
+}

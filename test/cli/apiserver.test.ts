@@ -135,8 +135,8 @@ describe('stowage CLI against the apiserver (no server running)', () => {
         [['backup', 'create', 'x', '--selector', 'a=b', '--or-selector', 'c=d'], /--selector and --or-selector cannot be used together/],
         [['backup', 'create', 'x', '--include-cluster-resources=maybe'], /--include-cluster-resources takes true or false, not "maybe"/],
         [['backup', 'create', 'x', '--labels', 'novalue'], /--labels: "novalue" is not of the form key=value/],
-        [['backup', 'create', 'x', '--snapshot-volumes', 'true'], /--snapshot-volumes: volume snapshots are not supported yet/],
-        [['backup', 'create', 'x', '--snapshot-volumes'], /--snapshot-volumes: volume snapshots are not supported yet/],
+        [['backup', 'create', 'x', '--snapshot-volumes', 'maybe'], /--snapshot-volumes takes true or false, not "maybe"/],
+        [['backup', 'create', 'x', '--csi-snapshot-timeout', 'soon'], /--csi-snapshot-timeout/],
         [['backup', 'create', 'x', '--include-namespace', 'a'], /unknown option '--include-namespace'\n\(Did you mean --include-namespaces\?\)/],
         [['backup', 'get', '-o', 'xml'], /unknown output format "xml"/],
         [['backupp', 'get'], /unknown command 'backupp'\n\(Did you mean backup\?\)/],
@@ -229,12 +229,12 @@ describe('stowage CLI against the apiserver (no server running)', () => {
     it('names the unimplemented fields a backup sets, and never shows them as if they ran', async () => {
       // As a backup synced from a Velero bucket may carry them; one created here fails validation.
       await client.create(RESOURCES.Backup, ns, newBackup('velero-made', ns, {
-        includedNamespaces: ['app'], snapshotVolumes: true, hooks: { resources: [{ name: 'freeze' }] }, defaultVolumesToFsBackup: false,
+        includedNamespaces: ['app'], snapshotMoveData: true, hooks: { resources: [{ name: 'freeze' }] }, defaultVolumesToFsBackup: false,
       }));
       await setStatus('Backup', 'velero-made', { phase: 'Completed', startTimestamp: '2025-01-02T03:04:05Z', completionTimestamp: '2025-01-02T03:05:00Z' });
       const r = await cli('backup', 'describe', 'velero-made');
       expect(r.code, show(r)).toBe(0);
-      expect(r.stdout).toMatch(/^Not implemented:\s+spec\.snapshotVolumes \(set, but Stowage does not act on them\)$/m);
+      expect(r.stdout).toMatch(/^Not implemented:\s+spec\.snapshotMoveData \(set, but Stowage does not act on them\)$/m);
       expect(r.stdout).not.toMatch(/^Snapshot volumes:/m);
       // Hooks are implemented (issue 36): shown as set, with the counts of what ran (none here).
       expect(r.stdout).toMatch(/^Hooks:\s+freeze \(0 pre, 0 post\); a pod's own hook annotations win over them$/m);

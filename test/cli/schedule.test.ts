@@ -61,7 +61,7 @@ describe('stowage schedule with a running server', () => {
       [['schedule', 'create', 'Bad', '--schedule', '@daily'], /^error: "Bad" is not a valid schedule name/m],
       [['schedule', 'create', 'bad', '--schedule', '@daily', '--keep-daily', 'many'], /^error: --keep-daily takes a whole number of backups \(0 or more\), not "many"/m],
       [['schedule', 'create', 'bad', '--schedule', '@daily', '--ttl', '3 days'], /^error: .*--ttl/m],
-      [['schedule', 'create', 'bad', '--schedule', '@daily', '--snapshot-volumes'], /^error: --snapshot-volumes: volume snapshots are not supported yet/m],
+      [['schedule', 'create', 'bad', '--schedule', '@daily', '--csi-snapshot-timeout', '0s'], /^error: --csi-snapshot-timeout must be above zero/m],
       [['schedule', 'create', 'bad', '--schedule', '@daily', '--paused=perhaps'], /^error: --paused takes true or false, not "perhaps"/m],
       [['schedule', 'create', 'x'.repeat(240), '--schedule', '@daily'], /^error: the schedule's name is 240 characters long; at most 238/m],
       [['schedule', 'pause'], /^error: name the schedules, or give --selector SELECTOR or --all$/m],

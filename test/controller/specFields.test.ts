@@ -58,13 +58,12 @@ describe('spec fields Stowage does not implement', () => {
     await waitUntil('the refusal in the server log', async () => (server.output().includes('spec.hooks.resources[0].pre[0].exec.onError') ? true : undefined), 10_000);
   });
 
-  it('a Backup with defaultVolumesToFsBackup: true (kept by the apiserver, not pruned) fails validation naming it', async () => {
+  it('a Backup with defaultVolumesToFsBackup: true (kept by the apiserver, not pruned) fails validation naming it, with why', async () => {
     const b = await backup('fs-backup', { includedNamespaces: [app], defaultVolumesToFsBackup: true, snapshotVolumes: true });
     expect(b.spec.defaultVolumesToFsBackup).toBe(true);
     expect(b.status?.phase).toBe('FailedValidation');
     expect(b.status?.validationErrors).toEqual([
-      'spec.snapshotVolumes: volume snapshots are not supported yet; remove the field or set it to false',
-      'spec.defaultVolumesToFsBackup: file-system backup of pod volumes is not supported yet; remove the field or set it to false',
+      'spec.defaultVolumesToFsBackup: file-system backup of pod volumes (Velero\'s node agent, Kopia or Restic) is not supported: Stowage backs volume data up through CSI snapshots (snapshotVolumes); remove the field or set it to false',
     ]);
   });
 
@@ -100,7 +99,7 @@ describe('spec fields Stowage does not implement', () => {
     expect(server.output()).not.toMatch(/from-velero failed validation/);
   });
 
-  it('a Restore with restorePVs fails validation naming it; its hooks are honoured, and checked field by field (docs/restore-hooks.md)', async () => {
+  it('a Restore whose hooks hold a bad value fails validation naming the field (its hooks are honoured, docs/restore-hooks.md; restorePVs is honoured: CSI snapshots)', async () => {
     await client.create(RESOURCES.Restore, ns, {
       ...newRestore('with-hooks', ns, { backupName: 'velero-defaults' }),
       spec: { backupName: 'velero-defaults', restorePVs: true, hooks: { resources: [{ name: 'init', postHooks: [{ init: { initContainers: [] } }] }] } },
@@ -108,7 +107,6 @@ describe('spec fields Stowage does not implement', () => {
     const r = await waitFinished<Restore>(client, RESOURCES.Restore, ns, 'with-hooks');
     expect(r.status?.phase).toBe('FailedValidation');
     expect(r.status?.validationErrors).toEqual([
-      'spec.restorePVs: restoring volumes from snapshots is not supported yet; remove the field or set it to false',
       'spec.hooks.resources[0].postHooks[0].init.initContainers is empty: give at least one container',
     ]);
   });
@@ -163,7 +161,7 @@ describe('spec fields Stowage does not implement', () => {
     });
     expect(s.status?.phase).toBe('FailedValidation');
     expect(s.status?.validationErrors).toEqual([
-      'spec.template.defaultVolumesToFsBackup: file-system backup of pod volumes is not supported yet; remove the field or set it to false',
+      'spec.template.defaultVolumesToFsBackup: file-system backup of pod volumes (Velero\'s node agent, Kopia or Restic) is not supported: Stowage backs volume data up through CSI snapshots (snapshotVolumes); remove the field or set it to false',
     ]);
     const backups = await client.list<Backup>(RESOURCES.Backup, { namespace: ns, labelSelector: `${LABEL_SCHEDULE_NAME}=fs-nightly` });
     expect(backups.items).toEqual([]);

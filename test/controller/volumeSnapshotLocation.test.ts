@@ -1,4 +1,4 @@
-// VolumeSnapshotLocations are refused with the reason until Stowage takes volume snapshots: the
+// VolumeSnapshotLocations are refused with the reason (Stowage snapshots volumes through CSI only): the
 // real server marks each one Unavailable in its status, with a Warning event and a log line, and
 // never leaves one looking accepted.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -37,13 +37,13 @@ describe('VolumeSnapshotLocation', () => {
       return v.status?.phase !== undefined ? v : undefined;
     }, 30_000);
     expect(vsl.status).toEqual({ phase: 'Unavailable', message: VSL_REFUSED });
-    expect(VSL_REFUSED).toBe('volume snapshots are not supported yet: Stowage takes no volume snapshots, so no backup uses this location (a Backup that sets snapshotVolumes or volumeSnapshotLocations fails validation)');
+    expect(VSL_REFUSED).toBe('VolumeSnapshotLocations are not supported: Stowage takes volume snapshots through CSI only (snapshotVolumes, with a VolumeSnapshotClass), never through a VolumeSnapshotter plugin, so no backup uses this location (a Backup that sets volumeSnapshotLocations fails validation)');
     const event = await waitUntil('the Unsupported event', async () => {
       const events = await admin.list<{ involvedObject: { name?: string; kind?: string }; reason?: string; type?: string; message?: string }>(EVENTS, { namespace: ns });
       return events.items.find((e) => e.involvedObject.kind === 'VolumeSnapshotLocation' && e.involvedObject.name === 'aws-default');
     }, 30_000);
     expect(event).toMatchObject({ type: 'Warning', reason: 'Unsupported', message: VSL_REFUSED });
-    await server.waitForOutput(/VolumeSnapshotLocation \S+\/aws-default is Unavailable: volume snapshots are not supported yet/);
+    await server.waitForOutput(/VolumeSnapshotLocation \S+\/aws-default is Unavailable: VolumeSnapshotLocations are not supported/);
 
     // Someone marking it Available by hand is put right.
     await admin.patchStatus(RESOURCES.VolumeSnapshotLocation, ns, 'aws-default', { status: { phase: 'Available', message: 'marked by hand' } });

@@ -345,7 +345,7 @@ describe('charts/stowage', () => {
 
   it('refuses volumeSnapshotLocation entries with the reason, creating no object nothing reads', async () => {
     await expect(render({ releaseName: 'stowage', namespace: 'stowage', set: ['configuration.volumeSnapshotLocation[0].provider=example.com/snapshots'] })).rejects.toThrow(
-      /execution error at \(stowage\/templates\/volumesnapshotlocation.yaml:\d+:\d+\): configuration.volumeSnapshotLocation is not supported: Stowage takes no volume snapshots yet, so a VolumeSnapshotLocation would be used by nothing \(the server marks any it finds Unavailable\); leave configuration.volumeSnapshotLocation empty/,
+      /execution error at \(stowage\/templates\/volumesnapshotlocation.yaml:\d+:\d+\): configuration.volumeSnapshotLocation is not supported: Stowage takes volume snapshots through CSI only \(a VolumeSnapshotClass\), so a VolumeSnapshotLocation would be used by nothing \(the server marks any it finds Unavailable\); leave configuration.volumeSnapshotLocation empty/,
     );
     const all = await render({ releaseName: 'stowage', namespace: 'stowage', valuesFiles: [ALL_VALUES], apiVersions: ['monitoring.coreos.com/v1'] });
     expect(all.some((o) => o.object.kind === 'VolumeSnapshotLocation')).toBe(false);

@@ -382,16 +382,16 @@ describe('deploy/cluster-admin RBAC with the ServiceAccount token', () => {
   it('holds every requester-mode rule but the narrow reads, which its backup-read covers', () => {
     const requester = deployRuleIds('requester').map((r) => r.id);
     const admin = deployRuleIds('cluster-admin').map((r) => r.id);
-    expect(admin.filter((id) => !requester.includes(id))).toEqual(['backup-read', 'restore-write', 'restore-rbac', 'hook-exec', 'restore-hooks-watch']);
+    expect(admin.filter((id) => !requester.includes(id))).toEqual(['backup-read', 'restore-write', 'restore-rbac', 'hook-exec', 'restore-hooks-watch', 'csi-snapshots']);
     // Requester mode's own read rules are what backup-read (get and list on everything) covers.
-    expect(requester.filter((id) => !admin.includes(id))).toEqual(['backup-list', 'crd-read', 'credential-secrets']);
+    expect(requester.filter((id) => !admin.includes(id))).toEqual(['backup-list', 'crd-read', 'csi-snapshot-volumes', 'credential-secrets']);
   });
 });
 
 describe('deploy/ RBAC rule ids', () => {
-  it('every rule carries an id, and stowage.dev is the only group with delete, in both modes', () => {
+  it('every rule carries an id, and stowage.dev is the only group with delete but the CSI snapshot objects, in both modes', () => {
     expect(deployRuleIds().map((r) => r.id)).toEqual([
-      'backup-list', 'crd-read', 'stowage-resources', 'impersonate', 'impersonate-uid', 'access-review', 'webhook-configuration', 'events',
+      'backup-list', 'crd-read', 'stowage-resources', 'csi-snapshot-contents', 'csi-snapshot-volumes', 'impersonate', 'impersonate-uid', 'access-review', 'webhook-configuration', 'events',
       'leader-election', 'webhook-tls-secret', 'credential-secrets',
     ]);
     // No rule in either mode creates Secrets (a service-account-token Secret is a token that never expires).
@@ -401,8 +401,11 @@ describe('deploy/ RBAC rule ids', () => {
     }
     for (const mode of ['requester', 'cluster-admin'] as const) {
       const deleting = deployRuleIds(mode).filter((r) => r.rule.verbs.some((v) => v === 'delete' || v === 'deletecollection' || v === '*'));
-      expect(deleting.map((r) => r.id)).toEqual(['stowage-resources']);
+      // Beyond its own kinds only the CSI snapshot objects: the contents its backups kept (the code
+      // deletes none it cannot tie to a backup), and in cluster-admin mode its runs' VolumeSnapshots.
+      expect(deleting.map((r) => r.id)).toEqual(mode === 'requester' ? ['stowage-resources', 'csi-snapshot-contents'] : ['stowage-resources', 'csi-snapshot-contents', 'csi-snapshots']);
       expect(deleting[0]?.rule.apiGroups).toEqual(['stowage.dev']);
+      for (const r of deleting.slice(1)) expect([r.rule.apiGroups, r.rule.resources]).toEqual([['snapshot.storage.k8s.io'], [r.id === 'csi-snapshots' ? 'volumesnapshots' : 'volumesnapshotcontents']]);
     }
     // Requester mode writes nothing but its own kinds, Lease, events, webhook configuration and TLS Secret.
     const writing = deployRuleIds().filter((r) => r.rule.verbs.some((v) => ['create', 'update', 'patch'].includes(v)));

@@ -21,6 +21,8 @@ import { uniqueName, waitUntil } from '../support/kube.js';
 import { kubectlOk, log, podReady, setInCluster, timed, timings } from './context.js';
 import { backupHooksSuite } from './hooks.suite.js';
 import { restoreHooksSuite } from './restoreHooks.suite.js';
+import { csiStackSuite } from './csi.suite.js';
+import { volumeSnapshotsSuite } from './volumes.suite.js';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 const CHART = path.join(REPO, 'charts', 'stowage');
@@ -51,7 +53,7 @@ async function serverPods(namespace: string): Promise<k8s.V1Pod[]> {
 
 beforeAll(async () => {
   // The same start as `npm run demo -- --in-cluster`: control plane, node, S3 on the machine's address, helm.
-  cluster = await timed('cluster start (control plane, node, S3, helm; image built when missing)', () => startRealCluster({ buckets: [BUCKET, DEMO_BUCKET], log }));
+  cluster = await timed('cluster start (control plane, node, S3, helm, CSI stack; image and binaries built when missing)', () => startRealCluster({ buckets: [BUCKET, DEMO_BUCKET], log, csi: true }));
   ({ cp, node, s3, helmBin } = cluster);
   kc = new k8s.KubeConfig();
   kc.loadFromFile(cp.kubeconfigPath);
@@ -575,6 +577,8 @@ describe('npm run demo -- --in-cluster', () => {
 // Feature suites that need pods (see context.ts): each registers its describe blocks here, before the teardown.
 backupHooksSuite();
 restoreHooksSuite();
+csiStackSuite();
+volumeSnapshotsSuite();
 
 describe('teardown', () => {
   it('leaves the machine as found: sysctls, the nft ruleset, links, mounts and global paths', async () => {

@@ -105,6 +105,7 @@ credential:
   "terminationGracePeriod" "termination-grace-period"
   "heapGrowthPercent" "heap-growth-percent"
   "maxItemBytes" "max-item-bytes"
+  "csiSnapshotDeleteTimeout" "csi-snapshot-delete-timeout"
   "objectStoreOutageTimeout" "object-store-outage-timeout"
   "downloadAddress" "download-address"
   "downloadURL" "download-url"

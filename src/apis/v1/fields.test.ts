@@ -17,14 +17,17 @@ describe('specFieldProblems', () => {
     expect(specFieldErrors('Backup', { hooks: { resources: [{ name: 'quiesce', pre: [{ exec: { command: ['fsfreeze'], onerror: 'Fail' } }] }] } })).toEqual([
       'spec.hooks.resources[0].pre[0].exec.onerror: unknown field (spec.hooks.resources[0].pre[0].exec has no such field); fix its spelling or remove it',
     ]);
-    expect(specFieldErrors('Backup', { snapshotVolumes: true, defaultVolumesToFsBackup: true })).toEqual([
-      'spec.snapshotVolumes: volume snapshots are not supported yet; remove the field or set it to false',
-      'spec.defaultVolumesToFsBackup: file-system backup of pod volumes is not supported yet; remove the field or set it to false',
+    // CSI snapshots are taken (snapshotVolumes); file-system backup and the data mover are refused with why.
+    expect(specFieldErrors('Backup', { snapshotVolumes: true, defaultVolumesToFsBackup: true, snapshotMoveData: true })).toEqual([
+      'spec.snapshotMoveData: moving snapshot data into the bucket (Velero\'s data mover) is not supported: a CSI snapshot stays in the storage system that took it; remove the field or set it to false',
+      'spec.defaultVolumesToFsBackup: file-system backup of pod volumes (Velero\'s node agent, Kopia or Restic) is not supported: Stowage backs volume data up through CSI snapshots (snapshotVolumes); remove the field or set it to false',
+    ]);
+    expect(specFieldErrors('Backup', { volumeSnapshotLocations: ['aws-default'] })).toEqual([
+      'spec.volumeSnapshotLocations: VolumeSnapshotLocations and VolumeSnapshotter plugins are not supported: Stowage takes volume snapshots through CSI only (snapshotVolumes, with a VolumeSnapshotClass); remove the field',
     ]);
     // Restore hooks are honoured (src/hooks/restoreSpec.ts validates them); a misspelt field in them is refused by name.
     expect(specFieldErrors('Restore', { backupName: 'b', hooks: { resources: [{ name: 'h', postHook: [] }] }, restorePVs: true })).toEqual([
       'spec.hooks.resources[0].postHook: unknown field (spec.hooks.resources[0] has no such field); fix its spelling or remove it',
-      'spec.restorePVs: restoring volumes from snapshots is not supported yet; remove the field or set it to false',
     ]);
   });
 

@@ -129,7 +129,9 @@ const backupHooks = s.named('BackupHooks', s.object({
   ))),
 }, { description: 'Commands to run in pods before and after they are backed up.' }));
 
-const FS_BACKUP = 'file-system backup of pod volumes is not supported yet';
+const FS_BACKUP = 'file-system backup of pod volumes (Velero\'s node agent, Kopia or Restic) is not supported: Stowage backs volume data up through CSI snapshots (snapshotVolumes)';
+const DATA_MOVER = 'moving snapshot data into the bucket (Velero\'s data mover) is not supported: a CSI snapshot stays in the storage system that took it';
+const VSL_REASON = 'VolumeSnapshotLocations and VolumeSnapshotter plugins are not supported: Stowage takes volume snapshots through CSI only (snapshotVolumes, with a VolumeSnapshotClass)';
 const ITEM_OPERATIONS = 'asynchronous item action operations are not supported yet';
 const UPLOADER = 'volume data upload is not supported yet';
 
@@ -139,13 +141,16 @@ const backupFields = {
     ...filters,
     ttl: s.string({ description: 'How long to keep the backup, as a Go duration ("720h0m0s"). Default 720h.' }),
     storageLocation: s.string({ description: 'Name of the BackupStorageLocation; the default location when unset.' }),
-    snapshotVolumes: notYet(s.bool({ nullable: true, description: 'Whether to take volume snapshots.' }), 'volume snapshots are not supported yet'),
+    snapshotVolumes: s.bool({
+      nullable: true,
+      description: 'Whether to take a CSI snapshot of each bound claim in scope whose driver has a VolumeSnapshotClass (chosen as Velero chooses it). Unset means true, as in Velero; false takes none.',
+    }),
     hooks: backupHooks,
     // Velero's other fields, refused until implemented (false, null or empty asks for nothing and is accepted).
-    volumeSnapshotLocations: notYet(stringList('VolumeSnapshotLocations to store volume snapshots in.'), 'volume snapshots are not supported yet, so volume snapshot locations cannot be used'),
-    snapshotMoveData: notYet(s.bool({ nullable: true, description: 'Move volume snapshot data to the backup storage.' }), 'moving volume snapshot data is not supported yet'),
-    datamover: notYet(s.string({ description: 'The data mover for snapshot data.' }), 'data movers are not supported yet'),
-    csiSnapshotTimeout: notYet(s.string({ description: 'How long to wait for a CSI VolumeSnapshot to be ready.' }), 'CSI volume snapshots are not supported yet'),
+    volumeSnapshotLocations: notYet(stringList('VolumeSnapshotLocations to store volume snapshots in.'), VSL_REASON),
+    snapshotMoveData: notYet(s.bool({ nullable: true, description: 'Move volume snapshot data to the backup storage.' }), DATA_MOVER),
+    datamover: notYet(s.string({ description: 'The data mover for snapshot data.' }), DATA_MOVER),
+    csiSnapshotTimeout: s.string({ description: 'How long to wait for each CSI VolumeSnapshot to become ready, as a Go duration. Default 10m (Velero\'s).' }),
     defaultVolumesToFsBackup: notYet(s.bool({ nullable: true, description: 'Back up every pod volume with file-system backup.' }), FS_BACKUP),
     defaultVolumesToRestic: notYet(s.bool({ nullable: true, description: 'Velero\'s older name for defaultVolumesToFsBackup.' }), FS_BACKUP),
     uploaderConfig: notYet(s.unknownObject({ description: 'Settings of the volume data uploader.' }), UPLOADER),
@@ -182,6 +187,8 @@ const backupStatus = s.named(
     errors: s.int({ minimum: 0 }),
     failureReason: s.string(),
     formatVersion: s.string({ description: 'Version of the tarball layout, e.g. "1.1.0".' }),
+    csiVolumeSnapshotsAttempted: s.int({ minimum: 0, description: 'CSI VolumeSnapshots the backup asked for.' }),
+    csiVolumeSnapshotsCompleted: s.int({ minimum: 0, description: 'CSI VolumeSnapshots that became ready and are kept with the backup.' }),
     waitingFor: s.string({ description: 'While the backup is New and queued: the running or earlier backups whose scope overlaps it, or the --concurrent-backups slots it waits for.' }),
     hookStatus: s.named('HookStatus', s.object(
       { hooksAttempted: s.int({ minimum: 0 }), hooksFailed: s.int({ minimum: 0 }) },
@@ -287,7 +294,10 @@ const restoreSpec = keepUnknown(s.named(
     cancel: cancel('restore', ' The items a canceled restore already created or updated stay, and its results list them.'),
     // Velero's fields, refused until implemented.
     hooks: restoreHooks,
-    restorePVs: notYet(s.bool({ nullable: true, description: 'Restore volumes from their snapshots.' }), 'restoring volumes from snapshots is not supported yet'),
+    restorePVs: s.bool({
+      nullable: true,
+      description: 'Whether claims the backup snapshotted get their data back from the snapshot (unset means true). false: they are restored as new, empty claims, which the results say.',
+    }),
     itemOperationTimeout: notYet(s.string({ description: 'How long to wait for asynchronous item action operations.' }), ITEM_OPERATIONS),
     resourceModifier: s.named('ResourceModifierRef', s.object(
       {

@@ -160,7 +160,7 @@ export type BackupSpec = {
   ttl?: string;
   /** Name of the BackupStorageLocation; the default location when unset. */
   storageLocation?: string;
-  /** Whether to take volume snapshots. Not supported yet: a run that sets it fails validation. */
+  /** Whether to take a CSI snapshot of each bound claim in scope whose driver has a VolumeSnapshotClass (chosen as Velero chooses it). Unset means true, as in Velero; false takes none. */
   snapshotVolumes?: boolean | null;
   hooks?: BackupHooks;
   /** VolumeSnapshotLocations to store volume snapshots in. Not supported yet: a run that sets it fails validation. */
@@ -169,7 +169,7 @@ export type BackupSpec = {
   snapshotMoveData?: boolean | null;
   /** The data mover for snapshot data. Not supported yet: a run that sets it fails validation. */
   datamover?: string;
-  /** How long to wait for a CSI VolumeSnapshot to be ready. Not supported yet: a run that sets it fails validation. */
+  /** How long to wait for each CSI VolumeSnapshot to become ready, as a Go duration. Default 10m (Velero's). */
   csiSnapshotTimeout?: string;
   /** Back up every pod volume with file-system backup. Not supported yet: a run that sets it fails validation. */
   defaultVolumesToFsBackup?: boolean | null;
@@ -259,6 +259,10 @@ export type BackupStatus = {
   failureReason?: string;
   /** Version of the tarball layout, e.g. "1.1.0". */
   formatVersion?: string;
+  /** CSI VolumeSnapshots the backup asked for. */
+  csiVolumeSnapshotsAttempted?: number;
+  /** CSI VolumeSnapshots that became ready and are kept with the backup. */
+  csiVolumeSnapshotsCompleted?: number;
   /** While the backup is New and queued: the running or earlier backups whose scope overlaps it, or the --concurrent-backups slots it waits for. */
   waitingFor?: string;
   hookStatus?: HookStatus;
@@ -430,7 +434,7 @@ export type RestoreSpec = {
   cancel?: boolean;
   /** Init containers to add and commands to run in restored pods (Velero's format). Pod annotations init.hook.restore.velero.io/* and post.hook.restore.velero.io/* take precedence. */
   hooks?: RestoreHooks;
-  /** Restore volumes from their snapshots. Not supported yet: a run that sets it fails validation. */
+  /** Whether claims the backup snapshotted get their data back from the snapshot (unset means true). false: they are restored as new, empty claims, which the results say. */
   restorePVs?: boolean | null;
   /** How long to wait for asynchronous item action operations. Not supported yet: a run that sets it fails validation. */
   itemOperationTimeout?: string;
@@ -599,7 +603,7 @@ export type BackupTemplateSpec = {
   ttl?: string;
   /** Name of the BackupStorageLocation; the default location when unset. */
   storageLocation?: string;
-  /** Whether to take volume snapshots. Not supported yet: a run that sets it fails validation. */
+  /** Whether to take a CSI snapshot of each bound claim in scope whose driver has a VolumeSnapshotClass (chosen as Velero chooses it). Unset means true, as in Velero; false takes none. */
   snapshotVolumes?: boolean | null;
   hooks?: BackupHooks;
   /** VolumeSnapshotLocations to store volume snapshots in. Not supported yet: a run that sets it fails validation. */
@@ -608,7 +612,7 @@ export type BackupTemplateSpec = {
   snapshotMoveData?: boolean | null;
   /** The data mover for snapshot data. Not supported yet: a run that sets it fails validation. */
   datamover?: string;
-  /** How long to wait for a CSI VolumeSnapshot to be ready. Not supported yet: a run that sets it fails validation. */
+  /** How long to wait for each CSI VolumeSnapshot to become ready, as a Go duration. Default 10m (Velero's). */
   csiSnapshotTimeout?: string;
   /** Back up every pod volume with file-system backup. Not supported yet: a run that sets it fails validation. */
   defaultVolumesToFsBackup?: boolean | null;

@@ -20,7 +20,7 @@ import {
   type BackupHooks,
 } from '../../apis/v1/index.js';
 import { parseManifest, type BackupManifest } from '../../archive/index.js';
-import type { PulledInRecord } from '../../persistence/results.js';
+import type { PulledInRecord, VolumeSnapshotRecord } from '../../persistence/results.js';
 import { isVeleroImport, VELERO_DELETE_NOTE } from '../../persistence/veleroBackup.js';
 import { isAlreadyExists, isNotFound } from '../../kube/index.js';
 import { sleep } from '../../util/backoff.js';
@@ -236,7 +236,18 @@ async function fetchResourceList(ctx: CliContext, name: string, timeoutMs: numbe
   return v as ResourceList;
 }
 
-type StoredResults = { warnings?: ScopedMessages; errors?: ScopedMessages; resources?: ResourceRecord[]; pulledIn?: PulledInRecord[] };
+type StoredResults = { warnings?: ScopedMessages; errors?: ScopedMessages; resources?: ResourceRecord[]; pulledIn?: PulledInRecord[]; volumeSnapshots?: VolumeSnapshotRecord[] };
+
+const SNAPSHOTS_TITLE = 'CSI volume snapshots';
+
+/** Each volume's CSI snapshot: the claim, its snapshot handle, size and time (results.volumeSnapshots). */
+export function volumeSnapshotsSection(records: readonly VolumeSnapshotRecord[] | undefined): string {
+  if (records === undefined || records.length === 0) return `${SNAPSHOTS_TITLE}:  <none>\n`;
+  const rows = [...records]
+    .sort((a, b) => (`${a.namespace}/${a.persistentVolumeClaim}` < `${b.namespace}/${b.persistentVolumeClaim}` ? -1 : 1))
+    .map((r) => [`${r.namespace}/${r.persistentVolumeClaim}`, r.snapshotHandle, r.restoreSize ?? '<unknown>', r.creationTime ?? '<unknown>', r.volumeSnapshotClass, r.volumeSnapshotContent]);
+  return `${SNAPSHOTS_TITLE}:\n` + formatTable(['CLAIM', 'SNAPSHOT HANDLE', 'SIZE', 'TAKEN', 'CLASS', 'CONTENT'], rows).trimEnd().replace(/^/gm, '  ') + '\n';
+}
 
 export async function fetchResults(ctx: CliContext, name: string, timeoutMs: number, tlsOpts: ReturnType<typeof tls> = {}): Promise<StoredResults | undefined> {
   try {
@@ -336,6 +347,7 @@ export async function describeBackupText(ctx: CliContext, b: Backup, opts: { det
     // Velero's names, as in its describe: every hook tried (annotations' and the spec's), and those that failed.
     ['Hooks attempted', String(st.hookStatus?.hooksAttempted ?? 0)],
     ['Hooks failed', String(st.hookStatus?.hooksFailed ?? 0)],
+    ['CSI volume snapshots', st.csiVolumeSnapshotsAttempted === undefined ? '<none>' : `${st.csiVolumeSnapshotsCompleted ?? 0} of ${st.csiVolumeSnapshotsAttempted} completed`],
   ]);
   s += '\n';
   const finished = phase === 'Completed' || phase === 'PartiallyFailed' || phase === 'Failed' || phase === 'Canceled';
@@ -368,6 +380,8 @@ export async function describeBackupText(ctx: CliContext, b: Backup, opts: { det
       // What the backup took beyond its scope, because items in it need them (results.pulledIn).
       if (unavailable !== undefined) s += `\n${PULLED_IN_TITLE}:  ${unavailable}\n`;
       else if (results !== undefined) s += '\n' + pulledInSection(results.pulledIn);
+      if (unavailable !== undefined) s += `\n${SNAPSHOTS_TITLE}:  ${unavailable}\n`;
+      else if (results !== undefined) s += '\n' + volumeSnapshotsSection(results.volumeSnapshots);
     }
   } else {
     s += 'Resource List:  <use --details to see it>\n';
@@ -400,6 +414,7 @@ async function describeBackups(cmd: Command, s: Session): Promise<void> {
           // The completeness record and the pulled-in dependencies; null before the backup ends or when it was made without them.
           resources: results?.resources ?? null,
           pulledIn: results?.pulledIn ?? null,
+          volumeSnapshots: results?.volumeSnapshots ?? null,
         });
       }
       process.stdout.write(formatData(withLists.length === 1 && names.length === 1 ? withLists[0] : withLists, format));

@@ -6,7 +6,7 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import * as tar from 'tar-stream';
 import { KubeError } from '../../kube/index.js';
-import { compareWithManifest, hashTarball, pulledInSection, waitUntilFinished } from './backup.js';
+import { compareWithManifest, hashTarball, pulledInSection, volumeSnapshotsSection, waitUntilFinished } from './backup.js';
 import { backupSpecFromFlags } from './backupFlags.js';
 import { lines, maybeGunzip, pickServerPod } from './download.js';
 import { CliError, UsageError, describeError, exitCodeOf } from './errors.js';
@@ -74,19 +74,12 @@ describe('flags', () => {
     expect(() => backupSpecFromFlags({ ttl: '3 days' })).toThrow(UsageError);
   });
 
-  it('refuses --snapshot-volumes true as a usage error (no snapshots yet) and passes false through', () => {
-    for (const v of ['true', true]) {
-      let err: unknown;
-      try {
-        backupSpecFromFlags({ snapshotVolumes: v });
-      } catch (e) {
-        err = e;
-      }
-      expect(err).toBeInstanceOf(UsageError);
-      expect((err as UsageError).exitCode).toBe(2);
-      expect((err as UsageError).message).toBe('--snapshot-volumes: volume snapshots are not supported yet (Stowage backs up resources only); omit the flag or pass --snapshot-volumes=false');
-    }
+  it('passes --snapshot-volumes through and normalises --csi-snapshot-timeout', () => {
+    expect(backupSpecFromFlags({ snapshotVolumes: true })).toEqual({ snapshotVolumes: true });
     expect(backupSpecFromFlags({ snapshotVolumes: 'false' })).toEqual({ snapshotVolumes: false });
+    expect(backupSpecFromFlags({ csiSnapshotTimeout: '90s' })).toEqual({ csiSnapshotTimeout: '1m30s' });
+    expect(() => backupSpecFromFlags({ csiSnapshotTimeout: '0s' })).toThrow('--csi-snapshot-timeout must be above zero');
+    expect(() => backupSpecFromFlags({ csiSnapshotTimeout: 'soon' })).toThrow(UsageError);
   });
 
   it('builds restore specs and requires exactly one source', () => {
@@ -341,6 +334,20 @@ describe('error lines', () => {
 });
 
 describe('backup describe: pulled-in section', () => {
+  it('describe --details lists each CSI volume snapshot: claim, snapshot handle, size and time', () => {
+    expect(volumeSnapshotsSection(undefined)).toBe('CSI volume snapshots:  <none>\n');
+    const rec = (pvc: string, handle: string) => ({
+      namespace: 'shop', persistentVolumeClaim: pvc, persistentVolume: `pv-${pvc}`, volumeSnapshot: `${pvc}-vs`, volumeSnapshotContent: `snapcontent-${pvc}`,
+      snapshotHandle: handle, driver: 'csi.a', volumeSnapshotClass: 'fast', restoreSize: '1073741824', creationTime: '2026-01-01T00:00:00.000Z',
+    });
+    const text = volumeSnapshotsSection([rec('data-web-1', 'snap-b'), rec('data-web-0', 'snap-a')]);
+    const lines = text.trimEnd().split('\n');
+    expect(lines[0]).toBe('CSI volume snapshots:');
+    expect(lines[1]).toMatch(/^ {2}CLAIM +SNAPSHOT HANDLE +SIZE +TAKEN +CLASS +CONTENT$/);
+    expect(lines[2]).toMatch(/^ {2}shop\/data-web-0 +snap-a +1073741824 +2026-01-01T00:00:00.000Z +fast +snapcontent-data-web-0$/);
+    expect(lines[3]).toMatch(/^ {2}shop\/data-web-1 +snap-b /);
+  });
+
   it('lists pulled-in items by resource and name, each with its reason, or <none>', () => {
     expect(pulledInSection(undefined)).toBe('Pulled in (cluster-scoped dependencies):  <none>\n');
     expect(pulledInSection([])).toBe('Pulled in (cluster-scoped dependencies):  <none>\n');

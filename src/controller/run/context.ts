@@ -10,7 +10,7 @@ import type { LogSpool, LogTail } from '../../logging/index.js';
 import type { StowageMetrics } from '../../metrics/index.js';
 import type { PluginPool } from '../../plugin/host/index.js';
 import type { Informer, Reconciler, WatchSource } from '../../runtime/index.js';
-import type { Clock } from '../../util/clock.js';
+import type { Clock, TimerClock } from '../../util/clock.js';
 
 export interface ControllerContext {
   config: ServerConfig;
@@ -24,6 +24,8 @@ export interface ControllerContext {
   events: EventRecorder;
   spool: LogSpool;
   clock: Clock;
+  /** Times the waits of runs (a CSI snapshot's csiSnapshotTimeout); the system clock when absent. */
+  timer?: TimerClock;
   /** Where run logs are written while a run is going (served live to `stowage backup logs --follow`). */
   runLogDir: string;
   /** Scratch space (credential files for plugins, temporary downloads). */

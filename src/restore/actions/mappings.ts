@@ -24,7 +24,8 @@ export function takeChanges(item: KubeObject): string[] {
   return c;
 }
 
-function noted(item: KubeObject, source: string, notes: string[]): KubeObject {
+/** Records what an action changed in the item it returns, so the restore keeps it in the item's outcome. */
+export function noted(item: KubeObject, source: string, notes: string[]): KubeObject {
   if (notes.length > 0) changes.set(item, [...(changes.get(item) ?? []), ...notes.map((n) => `${n} (${source})`)]);
   return item;
 }
