@@ -57,7 +57,7 @@ describe('specFieldProblems', () => {
 
   it('names a Schedule template\'s fields under spec.template', () => {
     expect(specFieldErrors('Schedule', { schedule: '@daily', template: { datamover: 'velero', snapshotvolumes: true }, keeplast: 2 })).toEqual([
-      'spec.template.datamover: data movers are not supported yet; remove the field',
+      'spec.template.datamover: moving snapshot data into the bucket (Velero\'s data mover) is not supported: a CSI snapshot stays in the storage system that took it; remove the field',
       'spec.template.snapshotvolumes: unknown field (spec.template has no such field); fix its spelling or remove it',
       'spec.keeplast: unknown field (the Schedule spec has no such field); fix its spelling or remove it',
     ]);
