@@ -212,6 +212,27 @@ export function backupHooksSuite(): void {
       expect(tookPods(server, srv, 'rights', ns)).toBe(false);
     }, 300_000);
 
+    it('in trust mode cluster-admin a hook runs with the server\'s own rights: the generated RBAC (hook-exec) lets it exec', async () => {
+      const ns = appNs('hooks-ca');
+      await startPod(ns, 'app', { 'pre.hook.backup.stowage.dev/command': '["/bin/sh", "-c", "id -u; echo as-server"]' });
+      const caNs = uniqueName('hooks-ca-srv');
+      namespaces.push(caNs);
+      const caLoc = filesystemLocation();
+      const ca = await startInProcessServer({ kubeconfigPath: kubeconfig, namespace: caNs, trustMode: 'cluster-admin', location: { name: caLoc.name, spec: caLoc.spec } });
+      try {
+        await admin.create(RESOURCES.Backup, caNs, { apiVersion: 'stowage.dev/v1', kind: 'Backup', metadata: { name: 'as-server' }, spec: { includedNamespaces: [ns] } });
+        const b = await waitFinished<Backup>(admin, RESOURCES.Backup, caNs, 'as-server', 180_000);
+        expect(b.status?.phase, JSON.stringify(b.status)).toBe('Completed');
+        expect(b.status?.hookStatus).toEqual({ hooksAttempted: 1, hooksFailed: 0 });
+        const lines = runLines(ca, caNs, 'as-server');
+        expect(lineWith(lines, 'running with the server\'s rights (trust mode cluster-admin)')).toBeDefined();
+        expect(lineWith(lines, `pre hook "pre.hook.backup.stowage.dev" (from the pod's annotations) in pod ${ns}/app, container app: succeeded in`)).toContain('as-server');
+      } finally {
+        await ca.stop();
+        fs.rmSync(caLoc.root, { recursive: true, force: true });
+      }
+    }, 300_000);
+
     it('a Velero Schedule manifest with hooks, applied unchanged but for its apiVersion and namespace, makes backups that run them', async () => {
       const ns = appNs('hooks-schedule');
       await startPod(ns, 'web', {}, { app: 'web' });
