@@ -268,7 +268,11 @@ async function backupBatch(ctx: CollectContext, res: ApiResource, objs: readonly
     if (mine.length > 0) await runAction(ctx, a, mine);
   }
   let written = 0;
-  for (const p of pending) if (!p.failed && await writeItem(ctx, res, p)) written++;
+  for (const p of pending) {
+    if (p.failed) continue;
+    await writeItem(ctx, res, p);
+    written++;
+  }
   for (const p of pending) {
     if (p.failed) continue;
     for (const add of p.additional) await backupAdditional(ctx, add, p.what);
@@ -302,11 +306,12 @@ async function backupBracketed(ctx: CollectContext, res: ApiResource, obj: Liste
     if (!(await runPodHooks(h, ctx.req, ctx.log, p.item, 'post', hooks.post, undefined))) p.failed = true;
   }
   if (p.failed) return 0;
-  return (await writeItem(ctx, res, p)) ? 1 : 0;
+  await writeItem(ctx, res, p);
+  return 1;
 }
 
 /** The item's tarball entry and its records. */
-async function writeItem(ctx: CollectContext, res: ApiResource, p: Pending): Promise<boolean> {
+async function writeItem(ctx: CollectContext, res: ApiResource, p: Pending): Promise<void> {
   try {
     await ctx.writer.addItem(p.ref, p.item, { preferred: true });
   } catch (err) {
@@ -320,7 +325,6 @@ async function writeItem(ctx: CollectContext, res: ApiResource, p: Pending): Pro
   ctx.onProgress?.({ ...ctx.req.progress });
   // Guarded: at info level winston would still format and route a line per item for nothing.
   if (ctx.log.isDebugEnabled()) ctx.log.debug(`backed up ${p.what}`, meta(p.ref));
-  return true;
 }
 
 /** The item to back up, or undefined when it has no name, was handled already, or is labelled out. */
