@@ -288,7 +288,11 @@ async function backupBatch(ctx: CollectContext, res: ApiResource, objs: readonly
   // written; a pod's claims are its additional items, so this falls between the pod's hooks.
   if (ctx.volumes !== undefined && res.groupResource === 'persistentvolumeclaims') await snapshotClaims(ctx, ctx.volumes, pending.filter((p) => !p.failed));
   let written = 0;
-  for (const p of pending) if (!p.failed && await writeItem(ctx, res, p)) written++;
+  for (const p of pending) {
+    if (p.failed) continue;
+    await writeItem(ctx, res, p);
+    written++;
+  }
   for (const p of pending) {
     if (p.failed) continue;
     for (const x of p.extra ?? []) await backupExtra(ctx, x.groupResource, x.object, p.what);
@@ -323,11 +327,12 @@ async function backupBracketed(ctx: CollectContext, res: ApiResource, obj: Liste
     if (!(await runPodHooks(h, ctx.req, ctx.log, p.item, 'post', hooks.post, undefined))) p.failed = true;
   }
   if (p.failed) return 0;
-  return (await writeItem(ctx, res, p)) ? 1 : 0;
+  await writeItem(ctx, res, p);
+  return 1;
 }
 
 /** The item's tarball entry and its records. */
-async function writeItem(ctx: CollectContext, res: ApiResource, p: Pending): Promise<boolean> {
+async function writeItem(ctx: CollectContext, res: ApiResource, p: Pending): Promise<void> {
   try {
     await ctx.writer.addItem(p.ref, p.item, { preferred: true });
   } catch (err) {
@@ -341,7 +346,6 @@ async function writeItem(ctx: CollectContext, res: ApiResource, p: Pending): Pro
   ctx.onProgress?.({ ...ctx.req.progress });
   // Guarded: at info level winston would still format and route a line per item for nothing.
   if (ctx.log.isDebugEnabled()) ctx.log.debug(`backed up ${p.what}`, meta(p.ref));
-  return true;
 }
 
 /** Takes the claims' snapshots: a failed one fails its claim; a claim without one is stored as it is, with a warning when its data is left out. */

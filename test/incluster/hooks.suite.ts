@@ -157,10 +157,12 @@ export function backupHooksSuite(): void {
       expect(tookPods(server, srv, 'fail', ns)).toBe(false);
     }, 300_000);
 
-    it('a hook that overruns its timeout is ended and fails; a container the pod lacks is named', async () => {
+    it('a hook that overruns its timeout is ended and fails; a container the pod lacks is named; an unreadable annotation fails the pod, named', async () => {
       const ns = appNs('hooks-timeout');
       await startPod(ns, 'slow', { 'pre.hook.backup.velero.io/command': '["/bin/sh", "-c", "echo started; sleep 60"]', 'pre.hook.backup.velero.io/timeout': '2s' });
       await startPod(ns, 'nocontainer', { 'post.hook.backup.stowage.dev/command': 'true', 'post.hook.backup.stowage.dev/container': 'database' });
+      // Velero would run this with its defaults (on-error "fail" is not a mode); Stowage fails the pod, naming the annotation.
+      await startPod(ns, 'typo', { 'pre.hook.backup.velero.io/command': 'true', 'pre.hook.backup.velero.io/on-error': 'fail' });
       // A pod whose container has ended: nothing can run in it, and its hooks are skipped with a warning.
       await inCluster().core.createNamespacedPod({ namespace: ns, body: {
         metadata: { name: 'done', annotations: { 'pre.hook.backup.velero.io/command': 'true' } },
@@ -172,8 +174,11 @@ export function backupHooksSuite(): void {
       const took = (Date.now() - t0) / 1000;
       log(`hooks: timeout backup ${b.status?.phase} in ${took.toFixed(1)}s`);
       expect(b.status?.phase).toBe('PartiallyFailed');
-      expect(b.status?.hookStatus).toEqual({ hooksAttempted: 2, hooksFailed: 2 });
+      expect(b.status?.hookStatus).toEqual({ hooksAttempted: 3, hooksFailed: 3 });
       const lines = runLines(server, srv, 'timeout');
+      expect(lineWith(lines, `the hooks of pod ${ns}/typo cannot be run`)).toMatch(
+        /^\S+ error +the hooks of pod \S+ cannot be run: annotation pre\.hook\.backup\.velero\.io\/on-error: "fail" is not an onError mode \(use Fail or Continue\); the pod is not backed up/,
+      );
       const slow = lineWith(lines, `pre hook "pre.hook.backup.velero.io" (from the pod's annotations) in pod ${ns}/slow, container app: failed in`);
       expect(slow, lines.join('\n')).toMatch(/failed in 2\.\d\ds: timed out after 2s; its exec was ended; stdout: "started\\n"; the pod is not backed up/);
       expect(lineWith(lines, `post hook "post.hook.backup.stowage.dev" (from the pod's annotations) in pod ${ns}/nocontainer, container database: failed`))
@@ -210,6 +215,27 @@ export function backupHooksSuite(): void {
       const line = lineWith(runLines(server, srv, 'rights'), `pre hook "pre.hook.backup.velero.io" (from the pod's annotations) in pod ${ns}/app, container app: failed`);
       expect(line).toContain(`alice may not exec into pod ${ns}/app: lacks create pods/exec in namespace ${ns} (the API server said: pods "app" is forbidden: User "alice" cannot`);
       expect(tookPods(server, srv, 'rights', ns)).toBe(false);
+    }, 300_000);
+
+    it('in trust mode cluster-admin a hook runs with the server\'s own rights: the generated RBAC (hook-exec) lets it exec', async () => {
+      const ns = appNs('hooks-ca');
+      await startPod(ns, 'app', { 'pre.hook.backup.stowage.dev/command': '["/bin/sh", "-c", "id -u; echo as-server"]' });
+      const caNs = uniqueName('hooks-ca-srv');
+      namespaces.push(caNs);
+      const caLoc = filesystemLocation();
+      const ca = await startInProcessServer({ kubeconfigPath: kubeconfig, namespace: caNs, trustMode: 'cluster-admin', location: { name: caLoc.name, spec: caLoc.spec } });
+      try {
+        await admin.create(RESOURCES.Backup, caNs, { apiVersion: 'stowage.dev/v1', kind: 'Backup', metadata: { name: 'as-server' }, spec: { includedNamespaces: [ns] } });
+        const b = await waitFinished<Backup>(admin, RESOURCES.Backup, caNs, 'as-server', 180_000);
+        expect(b.status?.phase, JSON.stringify(b.status)).toBe('Completed');
+        expect(b.status?.hookStatus).toEqual({ hooksAttempted: 1, hooksFailed: 0 });
+        const lines = runLines(ca, caNs, 'as-server');
+        expect(lineWith(lines, 'running with the server\'s rights (trust mode cluster-admin)')).toBeDefined();
+        expect(lineWith(lines, `pre hook "pre.hook.backup.stowage.dev" (from the pod's annotations) in pod ${ns}/app, container app: succeeded in`)).toContain('as-server');
+      } finally {
+        await ca.stop();
+        fs.rmSync(caLoc.root, { recursive: true, force: true });
+      }
     }, 300_000);
 
     it('a Velero Schedule manifest with hooks, applied unchanged but for its apiVersion and namespace, makes backups that run them', async () => {
