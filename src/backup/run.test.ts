@@ -6,7 +6,7 @@ import { MAX_PER_NAMESPACE_LISTS } from './collect.js';
 import { newBackupRequest } from './request.js';
 import { selectResources } from './resources.js';
 import type { Access } from './rights.js';
-import { listUnits } from './run.js';
+import { listPhases, listUnits } from './run.js';
 
 const res = (resource: string, namespaced: boolean): ApiResource => ({
   group: '', version: 'v1', resource, kind: resource, namespaced, verbs: ['list', 'get', 'create'], shortNames: [], singularName: resource,
@@ -62,5 +62,24 @@ describe('listUnits', () => {
     expect(u.filter((x) => x.res.resource === 'things0').map((x) => x.namespace)).toEqual([undefined]);
     expect(u.filter((x) => x.res.resource === 'things1').map((x) => x.namespace)).toEqual(allowed);
     expect(u.length).toBe(1 + 34 * 40);
+  });
+});
+
+describe('listPhases', () => {
+  it('LISTs every pods unit before any other, so a pod\'s hooks bracket its claims and their snapshots', () => {
+    const withPods = [res('persistentvolumeclaims', true), ...NAMESPACED.slice(0, 3), res('pods', true), res('persistentvolumes', false)];
+    const req = newBackupRequest(newBackup('b', 'stowage', { includedNamespaces: ['a', 'b'] }));
+    const phases = listPhases(listUnits(req, selectResources(withPods, req.resources, req.listClusterScoped)));
+    expect(phases).toHaveLength(2);
+    expect(phases[0]?.map((u) => `${u.res.resource}/${u.namespace}`)).toEqual(['pods/a', 'pods/b']);
+    expect(phases[1]?.some((u) => u.res.resource === 'pods')).toBe(false);
+    expect(phases[1]?.map((u) => u.res.resource)).toContain('persistentvolumeclaims');
+    // Nothing is lost or doubled by the split.
+    expect(phases.flat()).toHaveLength(listUnits(req, selectResources(withPods, req.resources, req.listClusterScoped)).length);
+  });
+
+  it('is one phase when no pods are listed (the bench\'s objects): no LIST waits for another', () => {
+    const req = newBackupRequest(newBackup('b', 'stowage', {}));
+    expect(listPhases(listUnits(req, selectResources(DISCOVERED, req.resources, req.listClusterScoped)))).toHaveLength(1);
   });
 });

@@ -215,6 +215,18 @@ async function listClusterRoleBindings(
  * selector. A resource the requester may list only in some namespaces (`access`) is listed in
  * each of those, however many: a cluster-wide LIST would be refused.
  */
+/**
+ * The LISTs in the order they run: every pods LIST first, then the rest. A pod's hooks bracket its
+ * claims and their snapshots (collect.ts backupBracketed), but only claims not taken yet come into the
+ * bracket: were the claims LISTed beside the pods, a claim could be snapshotted outside its pod's
+ * freeze. Velero orders its core group the same way (pods, then claims, then volumes).
+ */
+export function listPhases(units: readonly ListUnit[]): ListUnit[][] {
+  const pods = units.filter((u) => u.res.group === '' && u.res.resource === 'pods');
+  const rest = units.filter((u) => !pods.includes(u));
+  return [pods, rest].filter((phase) => phase.length > 0);
+}
+
 export function listUnits(req: BackupRequest, selection: ResourceSelection, access?: ReadonlyMap<string, Access>): ListUnit[] {
   const units: ListUnit[] = [];
   // A few literal namespace names: one LIST per namespace. Many, wildcards or "all": one
@@ -324,7 +336,9 @@ async function collectAndUpload(deps: BackupDeps, req: BackupRequest, p: Prepare
   let digest: ArchiveDigest | undefined;
   let fatal: string | undefined;
   try {
-    await mapLimit(listUnits(req, p.selection, deps.scope?.access), deps.concurrency ?? DEFAULT_CONCURRENCY, (u) => collectUnit(ctx, u), { signal });
+    for (const phase of listPhases(listUnits(req, p.selection, deps.scope?.access))) {
+      await mapLimit(phase, deps.concurrency ?? DEFAULT_CONCURRENCY, (u) => collectUnit(ctx, u), { signal });
+    }
     if (p.selection.namespaces !== undefined) {
       const record = recordOf(req, p.selection.namespaces);
       for (const ns of p.namespaceObjects) {
