@@ -12,7 +12,7 @@ import {
 } from '../../scripts/node/csi.js';
 import { BUSYBOX_IMAGE } from '../../scripts/node/node.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { inCluster, kubectlOk, podReady, timed } from './context.js';
+import { inCluster, kubectl, kubectlOk, podReady, timed } from './context.js';
 
 const GROUP = 'snapshot.storage.k8s.io';
 /** The snapshot-controller's finalizer on bound contents; a content made to be deleted must carry it (scripts/csi/README.md). */
@@ -89,7 +89,7 @@ function pvc(namespace: string, name: string, storageClassName: string, dataSour
 }
 
 /** A busybox pod with the claim at /data; it ends at once on SIGTERM. */
-function pod(namespace: string, name: string, claim: string): string {
+function pod(namespace: string, name: string, claim: string, readOnly = false): string {
   return JSON.stringify({
     apiVersion: 'v1', kind: 'Pod', metadata: { namespace, name, labels: { app: name } },
     spec: {
@@ -99,7 +99,7 @@ function pod(namespace: string, name: string, claim: string): string {
         command: ['sh', '-c', 'trap "exit 0" TERM; while :; do sleep 1; done'],
         volumeMounts: [{ name: 'data', mountPath: '/data' }],
       }],
-      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: claim } }],
+      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: claim, readOnly } }],
     },
   });
 }
@@ -182,6 +182,14 @@ export function csiStackSuite(): void {
       expect(kubectlOk(['exec', '-n', ns, 'reader', '--', 'cat', '/data/sub/blob'])).toBe(blob);
       expect(kubectlOk(['exec', '-n', ns, 'reader', '--', 'cat', '/data/hello'])).toBe('hello\n');
       expect(kubectlOk(['exec', '-n', ns, 'reader', '--', 'stat', '-c', '%u:%g', '/data/sub/blob']).trim()).toBe('1234:2345');
+
+      // A read-only claim in a second pod: the driver remounts its bind mount read-only.
+      kubectlOk(['apply', '-f', '-'], pod(ns, 'viewer', 'data', true));
+      await podReady(ns, 'app=viewer', 1);
+      expect(kubectlOk(['exec', '-n', ns, 'viewer', '--', 'cat', '/data/hello'])).toBe('hello\n');
+      const write = kubectl(['exec', '-n', ns, 'viewer', '--', 'sh', '-c', 'echo x > /data/hello']);
+      expect(write.status).not.toBe(0);
+      expect(write.stderr).toContain('Read-only file system');
       kubectlOk(['delete', 'namespace', ns, '--wait=false']);
     }, 300_000);
 
@@ -191,6 +199,19 @@ export function csiStackSuite(): void {
       const message = await waitUntil('VolumeSnapshot refused has status.error', async () => (await readVs(srcNs, 'refused')).status?.error?.message, 120_000, 250);
       expect(message).toContain(refuses.parameters[CSI_KNOBS.fail]);
       expect((await readVs(srcNs, 'refused')).status?.readyToUse).not.toBe(true);
+    }, 300_000);
+
+    it('a claim for a block volume is refused by the driver: its directories are file systems only', async () => {
+      kubectlOk(['apply', '-f', '-'], JSON.stringify({
+        apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { namespace: srcNs, name: 'block' },
+        spec: { storageClassName: CSI_STORAGE_CLASS, volumeMode: 'Block', accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } } },
+      }));
+      const message = await waitUntil('a ProvisioningFailed event on PVC block', async () => {
+        const list = await inCluster().core.listNamespacedEvent({ namespace: srcNs, fieldSelector: 'involvedObject.name=block,reason=ProvisioningFailed' });
+        return list.items[0]?.message;
+      }, 120_000, 250);
+      expect(message).toContain('block volumes are not supported');
+      expect((await inCluster().core.readNamespacedPersistentVolumeClaim({ namespace: srcNs, name: 'block' })).status?.phase).toBe('Pending');
     }, 300_000);
 
     it('the ready-after knob keeps a snapshot readyToUse=false for that long, then it becomes ready', async () => {
