@@ -65,6 +65,12 @@ export function newSnapshotTaker(deps: SnapshotDeps): SnapshotTaker {
   ));
 
   async function snapshot(pvc: KubeObject): Promise<SnapshotOutcome> {
+    // Each snapshot's requests listen on a signal of their own: a page of claims in flight would
+    // otherwise put more abort listeners on the run's signal than Node's leak warning allows.
+    return take({ ...deps, signal: deps.signal === undefined ? undefined : AbortSignal.any([deps.signal]) }, pvc);
+  }
+
+  async function take(deps: SnapshotDeps, pvc: KubeObject): Promise<SnapshotOutcome> {
     const ns = pvc.metadata?.namespace ?? '';
     const name = pvc.metadata?.name ?? '';
     const what = `persistentvolumeclaims ${ns}/${name}`;

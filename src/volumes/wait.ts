@@ -32,13 +32,10 @@ export async function waitForObject<R>(
   client: DynamicClient, res: ResourceRef, namespace: string | undefined, name: string, check: Check<R>, opts: WaitOptions,
 ): Promise<R> {
   const ac = new AbortController();
-  const onOuter = (): void => ac.abort(opts.signal?.reason);
-  if (opts.signal?.aborted === true) onOuter();
-  opts.signal?.addEventListener('abort', onOuter, { once: true });
+  // Combined, not a listener on the run's signal: a run waits on many objects at once.
+  const signal = opts.signal === undefined ? ac.signal : AbortSignal.any([opts.signal, ac.signal]);
   let last: KubeObject | undefined;
-  let timedOut = false;
-  const timer = opts.clock.sleep(opts.timeoutMs, ac.signal).then(() => {
-    timedOut = true;
+  const timer = opts.clock.sleep(opts.timeoutMs, signal).then(() => {
     const seen = opts.lastSeen?.(last);
     ac.abort(new WaitTimeoutError(`timed out after ${opts.timeoutMs / 1000} s waiting for ${opts.what}${seen === undefined ? '' : `; ${seen}`}`, seen));
   }, () => undefined);
@@ -46,26 +43,26 @@ export async function waitForObject<R>(
   try {
     for (;;) {
       try {
-        const listed = await client.list(res, { namespace, fieldSelector, signal: ac.signal });
+        const listed = await client.list(res, { namespace, fieldSelector, signal });
         last = listed.items[0];
         const now = check(last);
         if (now !== undefined) return now.done;
-        for await (const ev of client.watch(res, { namespace, fieldSelector, resourceVersion: listed.resourceVersion, signal: ac.signal })) {
+        for await (const ev of client.watch(res, { namespace, fieldSelector, resourceVersion: listed.resourceVersion, signal })) {
           if (ev.type === 'BOOKMARK') continue;
           last = ev.type === 'DELETED' ? undefined : ev.object;
           const r = check(last);
           if (r !== undefined) return r.done;
         }
       } catch (err) {
-        if (ac.signal.aborted) throw timedOut ? ac.signal.reason : (opts.signal?.reason ?? err);
+        // The timeout's error, or the run's reason (cancelled).
+        if (signal.aborted) throw signal.reason;
         // 410 Gone or a dropped connection: list again. Anything else is the caller's to report.
         if (!isGone(err) && !isTransient(err)) throw new Error(`watching ${opts.what} failed: ${errorMessage(err)}`, { cause: err });
         // A retry backoff, not a wait for the state: the timeout still bounds the whole wait.
-        if (!isGone(err)) await opts.clock.sleep(RETRY_MS, ac.signal).catch(() => undefined);
+        if (!isGone(err)) await opts.clock.sleep(RETRY_MS, signal).catch(() => undefined);
       }
     }
   } finally {
-    opts.signal?.removeEventListener('abort', onOuter);
     if (!ac.signal.aborted) ac.abort();
     await timer;
   }
