@@ -45,6 +45,8 @@ export const CSI_KNOBS = {
 export const CSI_KNOB_CLASSES = {
   refuses: { name: 'stowage-csi-refuses', parameters: { [CSI_KNOBS.fail]: 'stowage.test driver: this volume refuses to be snapshotted' } },
   slow: { name: 'stowage-csi-slow', parameters: { [CSI_KNOBS.readyAfter]: '1h' } },
+  /** Ready 3 s after it is cut: a window in which a frozen volume's writers are seen to wait (freeze.suite.ts). */
+  settling: { name: 'stowage-csi-settling', parameters: { [CSI_KNOBS.readyAfter]: '3s' } },
   undeletable: { name: 'stowage-csi-undeletable', parameters: { [CSI_KNOBS.failDelete]: 'stowage.test driver: this snapshot cannot be deleted' } },
 } as const;
 

@@ -6,7 +6,7 @@ import { MAX_PER_NAMESPACE_LISTS } from './collect.js';
 import { newBackupRequest } from './request.js';
 import { selectResources } from './resources.js';
 import type { Access } from './rights.js';
-import { listUnits } from './run.js';
+import { listUnits, podsFirst } from './run.js';
 
 const res = (resource: string, namespaced: boolean): ApiResource => ({
   group: '', version: 'v1', resource, kind: resource, namespaced, verbs: ['list', 'get', 'create'], shortNames: [], singularName: resource,
@@ -62,5 +62,16 @@ describe('listUnits', () => {
     expect(u.filter((x) => x.res.resource === 'things0').map((x) => x.namespace)).toEqual([undefined]);
     expect(u.filter((x) => x.res.resource === 'things1').map((x) => x.namespace)).toEqual(allowed);
     expect(u.length).toBe(1 + 34 * 40);
+  });
+});
+
+describe('podsFirst', () => {
+  it('puts the pods\' LISTs in a wave of their own, before the claims\' and every other, so a claim is taken inside its pod\'s hook bracket', () => {
+    const req = newBackupRequest(newBackup('b', 'stowage', { includedNamespaces: ['a', 'b'] }));
+    const found = [res('persistentvolumeclaims', true), res('configmaps', true), res('pods', true)];
+    const [first, rest] = podsFirst(listUnits(req, selectResources(found, req.resources, req.listClusterScoped)));
+    const names = (us: readonly { res: ApiResource; namespace?: string | undefined }[]): string[] => us.map((u) => `${u.res.resource} ${u.namespace ?? ''}`).sort();
+    expect(names(first)).toEqual(['pods a', 'pods b']);
+    expect(names(rest)).toEqual(['configmaps a', 'configmaps b', 'persistentvolumeclaims a', 'persistentvolumeclaims b']);
   });
 });

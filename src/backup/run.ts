@@ -231,6 +231,11 @@ export function listUnits(req: BackupRequest, selection: ResourceSelection, acce
   return units;
 }
 
+/** The units in two waves: the pods' LISTs, then every other. */
+export function podsFirst(units: readonly ListUnit[]): [ListUnit[], ListUnit[]] {
+  return [units.filter((u) => u.res.groupResource === 'pods'), units.filter((u) => u.res.groupResource !== 'pods')];
+}
+
 /** The selection less what the requester may list nowhere in scope (their records and messages come from the scope). */
 function allowedSelection(selection: ResourceSelection, scope: BackupScope | undefined): ResourceSelection {
   if (scope === undefined) return selection;
@@ -324,7 +329,11 @@ async function collectAndUpload(deps: BackupDeps, req: BackupRequest, p: Prepare
   let digest: ArchiveDigest | undefined;
   let fatal: string | undefined;
   try {
-    await mapLimit(listUnits(req, p.selection, deps.scope?.access), deps.concurrency ?? DEFAULT_CONCURRENCY, (u) => collectUnit(ctx, u), { signal });
+    // Pods first, as Velero does: a pod's claims are its additional items, taken (and snapshotted)
+    // inside its hook bracket; listed alongside, the claims' own LIST could take them first, unfrozen.
+    for (const units of podsFirst(listUnits(req, p.selection, deps.scope?.access))) {
+      await mapLimit(units, deps.concurrency ?? DEFAULT_CONCURRENCY, (u) => collectUnit(ctx, u), { signal });
+    }
     if (p.selection.namespaces !== undefined) {
       const record = recordOf(req, p.selection.namespaces);
       for (const ns of p.namespaceObjects) {

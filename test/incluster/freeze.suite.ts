@@ -5,10 +5,11 @@
 // in-process server runs against the real cluster, as in volumes.suite.ts. Registered from
 // test/incluster/node.test.ts (freezeSuite).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CSI_STORAGE_CLASS_EXT4 } from '../../scripts/node/csi.js';
+import { CSI_DRIVER, CSI_KNOB_CLASSES, CSI_STORAGE_CLASS_EXT4 } from '../../scripts/node/csi.js';
 import { BUSYBOX_IMAGE } from '../../scripts/node/node.js';
 import { RESOURCES, newBackup, newRestore, type Backup, type Restore, type RestoreSpec } from '../../src/apis/v1/index.js';
 import type { DynamicClient } from '../../src/kube/index.js';
+import { ensureBuilt } from '../cli/helpers.js';
 import { startInProcessServer, type InProcessServer } from '../support/inProcessServer.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { filesystemLocation, testClient, waitFinished } from '../support/server.js';
@@ -95,7 +96,10 @@ export function freezeSuite(): void {
         return l.startsWith('resuming') || l.startsWith('wrote') ? l : undefined;
       }, 60_000, 250);
       const m = /^resuming after line (\d+): (.*)$/.exec(first);
-      expect(m, `${pod}'s first line: ${first}`).not.toBeNull();
+      if (m === null) {
+        const seen = kubectl(['exec', '-n', namespace, pod, '--', 'sh', '-c', 'grep " /data " /proc/mounts; ls -la /data']);
+        throw new Error(`${namespace}/${pod} found no lines on its restored volume (its first line: ${first}); /data: ${seen.stdout}${seen.stderr}\n${inCluster().cluster.csi?.logs() ?? ''}`);
+      }
       const k = Number(m?.[1]);
       expect(m?.[2]).toBe(`${pod} ${k}`);
       return { k, lines: kubectlOk(['exec', '-n', namespace, pod, '--', 'head', '-n', String(k), '/data/lines']) };
@@ -107,6 +111,7 @@ export function freezeSuite(): void {
     beforeAll(async () => {
       const { cluster } = inCluster();
       client = testClient(cluster.cp.kubeconfigPath);
+      await timed('freeze: build dist for the server', () => ensureBuilt());
       server = await timed('freeze: in-process server against the real cluster', () =>
         startInProcessServer({ kubeconfigPath: cluster.cp.kubeconfigPath, namespace: ns, location: loc }));
       kubectlOk(['create', 'namespace', app]);
@@ -129,7 +134,11 @@ export function freezeSuite(): void {
           .then(() => frozenAt.set(pod, Date.now()), () => undefined);
         void server.waitForOutput(new RegExp(claim)).then(() => readyAt.set(pod, Date.now()), () => undefined);
       }
-      await client.create(RESOURCES.Backup, ns, newBackup('frozen', ns, { includedNamespaces: [app], snapshotVolumes: true, csiSnapshotTimeout: '2m' }));
+      const b0 = newBackup('frozen', ns, { includedNamespaces: [app], snapshotVolumes: true, csiSnapshotTimeout: '2m' });
+      // A class whose snapshots report ready 3 s after they are cut (the driver cuts at once): the
+      // freeze lasts that long, so a write that did not wait for the thaw would show.
+      b0.metadata.annotations = { [`velero.io/csi-volumesnapshot-class_${CSI_DRIVER}`]: CSI_KNOB_CLASSES.settling.name };
+      await client.create(RESOURCES.Backup, ns, b0);
       const b = await timed('freeze: backup with 2 frozen snapshots', () => waitFinished<Backup>(client, RESOURCES.Backup, ns, 'frozen', 300_000));
       expect(b.status?.phase, JSON.stringify(b.status)).toBe('Completed');
       expect(b.status?.hookStatus).toEqual({ hooksAttempted: 4, hooksFailed: 0 });
@@ -166,6 +175,8 @@ export function freezeSuite(): void {
         // for at most one whose line was printed just after it had landed, before the freeze.
         const during = w.filter((x) => x.at > (f ?? 0) && x.at < (r ?? 0));
         expect(during.length, `${pod}: writes while frozen ${JSON.stringify(during)}`).toBeLessThanOrEqual(1);
+        // The window is the class's 3 s at least: unfrozen, the app would have written some 15 lines in it.
+        expect((r ?? 0) - (f ?? 0)).toBeGreaterThanOrEqual(2_500);
         log(`freeze: ${pod} frozen for at least ${(((r ?? 0) - (f ?? 0)) / 1000).toFixed(2)} s (pre hook logged to snapshot ready logged)`);
       }
     }, 600_000);
