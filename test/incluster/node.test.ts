@@ -583,7 +583,7 @@ volumeSnapshotsSuite();
 freezeSuite();
 
 describe('teardown', () => {
-  it('leaves the machine as found: sysctls, the nft ruleset, links, mounts and global paths', async () => {
+  it('leaves the machine as found: sysctls, the nft ruleset, links, mounts, loop devices and global paths', async () => {
     const c = cluster;
     cluster = undefined;
     setInCluster(undefined);
