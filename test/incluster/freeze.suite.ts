@@ -4,8 +4,12 @@
 // annotations that fsfreeze /data before the pod's claim is snapshotted and thaw it after. The
 // in-process server runs against the real cluster, as in volumes.suite.ts. Registered from
 // test/incluster/node.test.ts (freezeSuite).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CSI_DRIVER, CSI_KNOB_CLASSES, CSI_STORAGE_CLASS_EXT4 } from '../../scripts/node/csi.js';
+import { loopDevicesUnder, mountsUnder } from '../../scripts/node/loopVolumes.js';
 import { BUSYBOX_IMAGE } from '../../scripts/node/node.js';
 import { RESOURCES, newBackup, newRestore, type Backup, type Restore, type RestoreSpec } from '../../src/apis/v1/index.js';
 import type { DynamicClient } from '../../src/kube/index.js';
@@ -198,11 +202,26 @@ export function freezeSuite(): void {
 
     it('after the namespace is deleted, a restore brings each pod its own lines, exactly those written before its freeze', async () => {
       expect(logged.size).toBe(2);
+      const csi = inCluster().cluster.csi;
+      if (csi === undefined) throw new Error('the real cluster was started without its CSI stack (startRealCluster({ csi: true }))');
+      const images: string[] = [];
+      for (const pod of PODS) {
+        const pvc = await inCluster().core.readNamespacedPersistentVolumeClaim({ namespace: app, name: `data-${pod}` });
+        const pv = await inCluster().core.readPersistentVolume({ name: pvc.spec?.volumeName ?? '' });
+        images.push(`${csi.volumeDir(pv.spec?.csi?.volumeHandle ?? '')}.img`);
+      }
+      expect(images.every((i) => fs.existsSync(i) && loopDevicesUnder(path.dirname(i)).length > 0), images.join(', ')).toBe(true);
       // Through the API, not a blocking kubectl: this process serves the in-process server meanwhile.
       await timed('freeze: namespace deleted', async () => {
         await inCluster().core.deleteNamespace({ name: app });
         await waitUntil(`namespace ${app} gone`, async () => inCluster().core.readNamespace({ name: app }).then(() => undefined, () => true), 180_000, 500);
       });
+      // DeleteVolume (reclaim Delete) unmounted each old volume, detached its loop device and removed its image.
+      await waitUntil('the old volumes\' images gone and detached', async () => (
+        images.every((i) => !fs.existsSync(i) && !mountsUnder(path.dirname(i)).includes(i.replace(/\.img$/, ''))) ? true : undefined), 120_000, 500);
+      // A file removed while still attached shows as "<file> (deleted)": matched by its start.
+      const attached = spawnSync('losetup', ['--list', '--noheadings', '--raw', '--output', 'BACK-FILE'], { encoding: 'utf8' }).stdout.split('\n');
+      expect(images.filter((i) => attached.some((l) => l.startsWith(i)))).toEqual([]);
       const r = await timed('freeze: restore of 2 ext4 volumes', () => runRestore('frozen-back', { backupName: 'frozen' }));
       expect(r.status?.phase, JSON.stringify(r.status)).toBe('Completed');
       await timed('freeze: restored pods Ready', () => podReady(app, 'app=web', 2));
