@@ -13,6 +13,7 @@ import type { ControlPlane } from '../cluster/controlPlane.js';
 import { spawnTracked, type Spawned } from '../cluster/procs.js';
 import { cacheBase } from '../node-runtime.mjs';
 import { run } from './hostState.js';
+import { FILESYSTEM_PARAMETER, releaseLoopVolumes } from './loopVolumes.js';
 import { kubectlPath, type RealNode } from './node.js';
 
 const CSI_SRC = path.resolve(import.meta.dirname, '..', 'csi');
@@ -24,6 +25,8 @@ export const CSI_DRIVER = 'csi.stowage.test';
 /** Two StorageClasses of the one driver, to test a storage-class mapping on restore. */
 export const CSI_STORAGE_CLASS = 'stowage-csi';
 export const CSI_STORAGE_CLASS_B = 'stowage-csi-b';
+/** A class whose volumes are each an ext4 image on a loop device (scripts/node/loopVolumes.ts): a pod with CAP_SYS_ADMIN may fsfreeze them. */
+export const CSI_STORAGE_CLASS_EXT4 = 'stowage-csi-ext4';
 /** The driver's VolumeSnapshotClass as Velero 1.14+ finds it: labelled `velero.io/csi-volumesnapshot-class: "true"`, deletionPolicy Delete. */
 export const CSI_SNAPSHOT_CLASS = 'stowage-csi-snapshots';
 export const VELERO_SNAPSHOT_CLASS_LABEL = 'velero.io/csi-volumesnapshot-class';
@@ -42,6 +45,8 @@ export const CSI_KNOBS = {
 export const CSI_KNOB_CLASSES = {
   refuses: { name: 'stowage-csi-refuses', parameters: { [CSI_KNOBS.fail]: 'stowage.test driver: this volume refuses to be snapshotted' } },
   slow: { name: 'stowage-csi-slow', parameters: { [CSI_KNOBS.readyAfter]: '1h' } },
+  /** Ready 3 s after it is cut: a window in which a frozen volume's writers are seen to wait (freeze.suite.ts). */
+  settling: { name: 'stowage-csi-settling', parameters: { [CSI_KNOBS.readyAfter]: '3s' } },
   undeletable: { name: 'stowage-csi-undeletable', parameters: { [CSI_KNOBS.failDelete]: 'stowage.test driver: this snapshot cannot be deleted' } },
 } as const;
 
@@ -164,9 +169,9 @@ function snapshotClass(name: string, parameters: Record<string, string>, labels:
 }
 
 function clusterObjects(): object[] {
-  const storageClass = (name: string): object => ({
+  const storageClass = (name: string, parameters: Record<string, string> = {}): object => ({
     apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name },
-    provisioner: CSI_DRIVER, reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate',
+    provisioner: CSI_DRIVER, reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate', parameters,
   });
   return [
     {
@@ -176,6 +181,7 @@ function clusterObjects(): object[] {
     },
     storageClass(CSI_STORAGE_CLASS),
     storageClass(CSI_STORAGE_CLASS_B),
+    storageClass(CSI_STORAGE_CLASS_EXT4, { [FILESYSTEM_PARAMETER]: 'ext4' }),
     snapshotClass(CSI_SNAPSHOT_CLASS, {}, { [VELERO_SNAPSHOT_CLASS_LABEL]: 'true' }),
     ...Object.values(CSI_KNOB_CLASSES).map((c) => snapshotClass(c.name, c.parameters)),
   ];
@@ -218,6 +224,7 @@ export async function startCsi(cluster: { cp: ControlPlane; node: RealNode }, lo
       const r = spawnSync('umount', [m], { encoding: 'utf8' });
       if (r.status !== 0) problems.push(`umount ${m}: ${r.stderr.trim()}`);
     }
+    problems.push(...releaseLoopVolumes(root));
     for (const sock of [csiSock, regSock]) fs.rmSync(sock, { force: true });
     try {
       fs.rmSync(work, { recursive: true, force: true });

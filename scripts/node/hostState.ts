@@ -37,6 +37,8 @@ export interface HostSnapshot {
   existingPaths: Set<string>;
   links: Set<string>;
   mounts: Set<string>;
+  /** Attached loop devices, "<device> <backing file>" (the CSI driver's ext4 volumes use them). */
+  loops: Set<string>;
 }
 
 function sysctlFile(name: string): string {
@@ -59,6 +61,12 @@ function mountPoints(): Set<string> {
   return new Set(fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m !== ''));
 }
 
+function loopDevices(): Set<string> {
+  const r = spawnSync('losetup', ['--list', '--noheadings', '--raw', '--output', 'NAME,BACK-FILE'], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`losetup --list failed: ${(r.stderr || r.error?.message || '').trim()}`);
+  return new Set(r.stdout.split('\n').filter((l) => l !== ''));
+}
+
 function nftRuleset(): string {
   const r = spawnSync('nft', ['list', 'ruleset'], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`nft list ruleset failed: ${(r.stderr || r.error?.message || '').trim()}`);
@@ -72,7 +80,7 @@ export function snapshotHost(): HostSnapshot {
     const v = readSysctl(s);
     if (v !== undefined) sysctls.set(s, v);
   }
-  return { sysctls, ruleset: nftRuleset(), existingPaths: new Set(GLOBAL_PATHS.filter((p) => fs.existsSync(p))), links: links(), mounts: mountPoints() };
+  return { sysctls, ruleset: nftRuleset(), existingPaths: new Set(GLOBAL_PATHS.filter((p) => fs.existsSync(p))), links: links(), mounts: mountPoints(), loops: loopDevices() };
 }
 
 /** What differs between two snapshots, one line each (empty: the machine is as it was). */
@@ -85,6 +93,7 @@ export function hostChanges(before: HostSnapshot, after: HostSnapshot): string[]
   for (const l of after.links) if (!before.links.has(l)) out.push(`network link ${l} was added`);
   for (const l of before.links) if (!after.links.has(l)) out.push(`network link ${l} is gone`);
   for (const m of after.mounts) if (!before.mounts.has(m)) out.push(`mount ${m} was added`);
+  for (const l of after.loops) if (!before.loops.has(l)) out.push(`loop device ${l} was attached`);
   for (const p of after.existingPaths) if (!before.existingPaths.has(p)) out.push(`${p} was created`);
   for (const p of before.existingPaths) if (!after.existingPaths.has(p)) out.push(`${p} is gone`);
   return out;
@@ -101,6 +110,12 @@ export function restoreHost(before: HostSnapshot, opts: { cgroupRoots: string[] 
   for (const m of added) {
     const r = spawnSync('umount', ['-l', m], { encoding: 'utf8' });
     if (r.status !== 0) problems.push(`umount ${m}: ${r.stderr.trim()}`);
+  }
+  for (const l of loopDevices()) {
+    if (before.loops.has(l)) continue;
+    const dev = l.split(' ')[0] ?? '';
+    const r = spawnSync('losetup', ['--detach', dev], { encoding: 'utf8' });
+    if (r.status !== 0) problems.push(`losetup --detach ${dev}: ${r.stderr.trim()}`);
   }
   for (const link of links()) {
     if (before.links.has(link)) continue;

@@ -23,6 +23,7 @@ import { backupHooksSuite } from './hooks.suite.js';
 import { restoreHooksSuite } from './restoreHooks.suite.js';
 import { csiStackSuite } from './csi.suite.js';
 import { volumeSnapshotsSuite } from './volumes.suite.js';
+import { freezeSuite } from './freeze.suite.js';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 const CHART = path.join(REPO, 'charts', 'stowage');
@@ -579,9 +580,10 @@ backupHooksSuite();
 restoreHooksSuite();
 csiStackSuite();
 volumeSnapshotsSuite();
+freezeSuite();
 
 describe('teardown', () => {
-  it('leaves the machine as found: sysctls, the nft ruleset, links, mounts and global paths', async () => {
+  it('leaves the machine as found: sysctls, the nft ruleset, links, mounts, loop devices and global paths', async () => {
     const c = cluster;
     cluster = undefined;
     setInCluster(undefined);

@@ -98,18 +98,26 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 		}
 		fromSnapshot = src.GetSnapshot().GetSnapshotId()
 	}
+	fsType, err := filesystemOf(req.GetParameters(), capacity)
+	if err != nil {
+		return nil, err
+	}
 
 	s := d.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := idFor("vol", req.GetName())
 	if v, err := s.volume(id); err == nil {
-		if v.Capacity < capacity || v.SourceSnapshot != fromSnapshot {
+		if v.Capacity < capacity || v.SourceSnapshot != fromSnapshot || v.Filesystem != fsType {
 			return nil, status.Errorf(codes.AlreadyExists, "volume %s exists with another capacity or source", req.GetName())
 		}
 		return &csi.CreateVolumeResponse{Volume: d.volumeOf(v, req.GetVolumeContentSource())}, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, status.Error(codes.Internal, err.Error())
+	}
+
+	if fsType != "" {
+		return d.createFilesystemVolume(id, req, capacity, fromSnapshot, fsType)
 	}
 
 	tmp := s.volumeDir(id) + ".new"
@@ -176,6 +184,9 @@ func (d *driver) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (
 	s := d.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := releaseFilesystem(s.volumeDir(id), s.volumeImage(id)); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
 	if err := os.RemoveAll(s.volumeDir(id)); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}

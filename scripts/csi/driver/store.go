@@ -23,6 +23,7 @@ import (
 //
 //	volumes/<id>/            the volume's directory, bind-mounted into pods
 //	volumes/<id>.json        its name and capacity
+//	volumes/<id>.img         the ext4 image mounted on volumes/<id>/, for a stowage.test/filesystem class
 //	snapshots/<id>.tar       the snapshot's data: a tar of the volume's directory
 //	snapshots/<id>.json      its name, source, size, creation time, readiness and delete knob
 //	snapshots/<id>.fail-delete  (written by a test) DeleteSnapshot fails with this file's text
@@ -38,6 +39,8 @@ type volumeMeta struct {
 	Capacity int64  `json:"capacity"`
 	// SourceSnapshot is the snapshot the volume was filled from, if any.
 	SourceSnapshot string `json:"sourceSnapshot,omitempty"`
+	// Filesystem is "ext4" for a volume that is its own image on a loop device (filesystem.go), else empty.
+	Filesystem string `json:"filesystem,omitempty"`
 }
 
 type snapshotMeta struct {
