@@ -78,10 +78,10 @@ describe('bench:volumes markdown', () => {
 
   it('gives each phase its median and rounds, the ratios, the load and the teardown', () => {
     const md = toVolumeMarkdown(report([]));
-    expect(md).toContain('| Backup, snapshotVolumes: false (floor) | 1.0 (1.0 / 2.0 / 1.0) | 25 | 0 | 1.3 | 2.5 |  |');
-    expect(md).toContain('| Backup with 20 CSI snapshots (create → Completed) | 5.0 (6.0 / 4.0 / 5.0) | 45 | 20 of 20 | 1.3 | 2.5 | **5.00×** the floor |');
-    expect(md).toContain('| Deletion of the backup with its 20 snapshots (DeleteBackupRequest → Processed) | 10.0 (9.0 / 11.0 / 10.0) |  | 20 | 1.3 | 2.5 | **10.00×** the deletion without |');
-    expect(md).toContain('The 20 snapshots add 4.0 s to the backup (0.20 s per snapshot; ratio by round 6.00 / 2.00 / 5.00) and 9.0 s to its deletion (0.45 s per snapshot).');
+    expect(md).toContain('| Backup, snapshotVolumes: false (floor) | 1.00 (1.00 / 2.00 / 1.00) | 25 | 0 | 1.25 | 2.50 |  |');
+    expect(md).toContain('| Backup with 20 CSI snapshots (create → Completed) | 5.00 (6.00 / 4.00 / 5.00) | 45 | 20 of 20 | 1.25 | 2.50 | **5.00×** the floor |');
+    expect(md).toContain('| Deletion of the backup with its 20 snapshots (DeleteBackupRequest → Processed) | 10.00 (9.00 / 11.00 / 10.00) |  | 20 | 1.25 | 2.50 | **10.00×** the deletion without |');
+    expect(md).toContain('The 20 snapshots add 4.00 s to the backup (0.20 s per snapshot; ratio by round 6.00 / 2.00 / 5.00) and 9.00 s to its deletion (0.45 s per snapshot).');
     expect(md).toContain('Load average before the cluster started 1.5 1 0.5, at the end of each round 2.00 / 2.25 / 3.00, at the end 3 2.5 2.');
     expect(md).toContain('256 KiB written to each');
     expect(md).toContain('Teardown: the machine as found.');
