@@ -21,7 +21,7 @@ import { backupFloor, forEachItem, restoreFloor, type BackupFloorResult } from '
 import { buildBenchPlugin } from './plugin/build.js';
 import { STAMP_ANNOTATION } from './plugin/names.js';
 import { sampleTree, type TreeFigures } from './procstat.js';
-import { checkGoals, machineInfo, REPORT_SCHEMA, type BenchReport, type StowageRun } from './report.js';
+import { checkGoals, machineInfo, median, REPORT_SCHEMA, type BenchReport, type StowageRun } from './report.js';
 import { BENCH_ITEMS, countSeeded, createObject, seed, seedPlan, waitSettled } from './seed.js';
 import { serverHeapFlags, snapshotDist, startBenchServer } from './server.js';
 
@@ -87,7 +87,7 @@ const WATCH_RETRY_MS = 200;
  * create returned), so a finished run is seen when the apiserver has it, not up to a poll later.
  * A broken or expired watch is resumed from a fresh GET. Reports progress every 10 s.
  */
-async function waitFor<T extends KubeObject>(
+export async function waitFor<T extends KubeObject>(
   client: DynamicClient,
   res: ResourceRef,
   namespace: string,
@@ -135,13 +135,6 @@ async function waitFor<T extends KubeObject>(
 }
 
 type Measure = <T>(fn: () => Promise<T>) => Promise<{ value: T; tree: TreeFigures }>;
-
-export function median(values: readonly number[]): number {
-  const v = [...values].sort((a, b) => a - b);
-  if (v.length === 0) return NaN;
-  const mid = Math.floor(v.length / 2);
-  return v.length % 2 === 1 ? (v[mid] ?? NaN) : ((v[mid - 1] ?? NaN) + (v[mid] ?? NaN)) / 2;
-}
 
 /** Several measured runs on one server: the peaks are the highest, CPU times the medians. */
 function mergeTrees(trees: readonly TreeFigures[]): TreeFigures {

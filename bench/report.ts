@@ -114,6 +114,14 @@ export function machineInfo(): BenchReport['machine'] {
   };
 }
 
+/** The middle value (the mean of the two middle ones for an even count); NaN for none. */
+export function median(values: readonly number[]): number {
+  const v = [...values].sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 === 1 ? (v[mid] ?? NaN) : ((v[mid - 1] ?? NaN) + (v[mid] ?? NaN)) / 2;
+}
+
 const r2 = (n: number): number => Math.round(n * 100) / 100;
 
 /** Checks the goals; the memory-growth goal needs a baseline report (a run at N=5k). */

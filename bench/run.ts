@@ -1,14 +1,14 @@
 // `npm run bench -- [--objects N] [--namespaces M] [--rounds R] [--out FILE] [--baseline FILE] [--profile] [--node-arg FLAG]... [--no-build] [--dist DIR]`
 // One benchmark pass on a control plane and S3 server of its own; prints the markdown report and
 // writes the JSON report (default bench/results/latest.json, with the markdown next to it).
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { positiveInt } from './args.js';
 import { runBench } from './harness.js';
 import { toMarkdown, type BenchReport } from './report.js';
-import { deployedMemoryLimitMiB, ROOT, SERVER_BIN, serverHeapFlags } from './server.js';
+import { deployedMemoryLimitMiB, ensureBuilt, ROOT, serverHeapFlags } from './server.js';
 
 const USAGE = `usage: npm run bench -- [--objects N] [--namespaces M] [--rounds R] [--out FILE] [--baseline FILE] [--memory-limit MIB] [--profile] [--node-arg FLAG]... [--no-build] [--dist DIR]
   --objects N       objects to seed (default 10000)
@@ -21,32 +21,6 @@ const USAGE = `usage: npm run bench -- [--objects N] [--namespaces M] [--rounds 
   --node-arg FLAG   a node flag for the server, e.g. --node-arg=--trace-gc (its GC log lands in server-<phase>.log); repeatable
   --no-build        use dist/ as it is instead of rebuilding it when src/ is newer
   --dist DIR        run the server (and the plugin's SDK) from another build, e.g. the commit before a change for an A/B`;
-
-function positiveInt(name: string, v: string | undefined, dflt: number): number {
-  if (v === undefined) return dflt;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, not ${JSON.stringify(v)}`);
-  return n;
-}
-
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestMtime(full));
-    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) newest = Math.max(newest, fs.statSync(full).mtimeMs);
-  }
-  return newest;
-}
-
-/** The server runs from dist/: build it when it is missing or older than src/ (a fresh clone has none). */
-function ensureBuilt(): void {
-  const built = fs.existsSync(SERVER_BIN) ? fs.statSync(SERVER_BIN).mtimeMs : 0;
-  if (built >= newestMtime(path.join(ROOT, 'src'))) return;
-  process.stderr.write(`[bench] ${built === 0 ? 'dist/ is missing' : 'src/ is newer than dist/'}: npm run build\n`);
-  const r = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
-  if (r.status !== 0) throw new Error('npm run build failed');
-}
 
 async function main(): Promise<void> {
   const { values } = parseArgs({

@@ -28,6 +28,25 @@ export function snapshotDist(workDir: string, from = path.join(ROOT, 'dist')): s
   return dist;
 }
 
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestMtime(full));
+    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) newest = Math.max(newest, fs.statSync(full).mtimeMs);
+  }
+  return newest;
+}
+
+/** The server runs from dist/: build it when it is missing or older than src/ (a fresh clone has none). */
+export function ensureBuilt(): void {
+  const built = fs.existsSync(SERVER_BIN) ? fs.statSync(SERVER_BIN).mtimeMs : 0;
+  if (built >= newestMtime(path.join(ROOT, 'src'))) return;
+  process.stderr.write(`[bench] ${built === 0 ? 'dist/ is missing' : 'src/ is newer than dist/'}: npm run build\n`);
+  const r = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('npm run build failed');
+}
+
 /** The server's Deployment; the chart's defaults render the same container. */
 const DEPLOYMENT = path.join(ROOT, 'deploy/30-deployment.yaml');
 
