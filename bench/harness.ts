@@ -1,8 +1,7 @@
 // One benchmark pass (issue 7): seed; rounds of backup floor, backup engine alone and Stowage
 // backup (and the peer's, with --peer); Stowage backup with a plugin action; restore floor; Stowage
-// restore; the peer's restore. Every figure is
-// measured on the same control plane and S3 server in the same run, so the ratios hold even on a
-// noisy machine.
+// restore; the peer's restore. Every figure is measured on the same control plane and S3 server in
+// the same run, so the ratios hold even on a noisy machine.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';

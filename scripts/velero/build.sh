@@ -30,7 +30,7 @@ built && exit 0
 
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 [ -x "$GO" ] || die "no go binary (PATH or \$GO): Velero is built from the Go module proxy and needs Go >= 1.26"
-minor=$("$GO" env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
+minor=$( { "$GO" env GOVERSION 2>/dev/null || true; } | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
 [ -n "$minor" ] && [ "$minor" -ge 26 ] || die "$GO is $("$GO" env GOVERSION 2>/dev/null || echo 'not a working go'); Velero $VERSION needs Go >= 1.26 (set GO to a newer go binary)"
 
 with_heartbeat() {

@@ -53,7 +53,7 @@ export async function ensureVelero(log: (line: string) => void = (l) => process.
     child.once('exit', resolve);
   });
   if (code !== 0) {
-    const reason = /BUILD FAILED: (.*)/.exec(tail)?.[1] ?? tail.trim().split('\n').slice(-3).join(' | ');
+    const reason = /BUILD FAILED: (.+)/.exec(tail)?.[1] ?? (tail.trim().split('\n').slice(-3).join(' | ') || `build.sh exited ${code ?? 'on a signal'} without a word`);
     const goLines = tail.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('[velero') && !l.startsWith('go: downloading')).slice(-6).join(' | ');
     throw new Error(`building Velero ${VELERO_VERSION} failed (cache ${veleroDir(root)}): ${reason}${goLines !== '' ? ` — ${goLines}` : ''}`);
   }
