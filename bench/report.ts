@@ -127,6 +127,13 @@ export interface PeerRatios {
   stowageRestoreClusterAdminToPeer: number;
   stowageBackupRssToPeer: number;
   stowageRestoreRssToPeer: number;
+  /**
+   * The server processes alone. The sums above add each plugin process's own peak; Velero starts its
+   * plugin processes anew for each backup, restore and location check, so its sum adds processes that
+   * never ran at the same time, while Stowage's plugin processes live as long as its server.
+   */
+  stowageBackupServerRssToPeer: number;
+  stowageRestoreServerRssToPeer: number;
 }
 
 type Timed = { seconds: number };
@@ -147,6 +154,8 @@ export function peerRatios(
     stowageRestoreClusterAdminToPeer: r.restoreClusterAdmin.seconds / peer.restore.seconds,
     stowageBackupRssToPeer: treePeakRss(r.backup) / treePeakRss(peer.backup),
     stowageRestoreRssToPeer: treePeakRss(r.restore) / treePeakRss(peer.restore),
+    stowageBackupServerRssToPeer: r.backup.serverPeakRssBytes / peer.backup.serverPeakRssBytes,
+    stowageRestoreServerRssToPeer: r.restore.serverPeakRssBytes / peer.restore.serverPeakRssBytes,
   };
 }
 
@@ -260,11 +269,13 @@ export function peerMarkdown(r: { backup: Measured; restore: Measured }, p: Peer
     '| Phase | Wall time (s) | Items | Objects/s | Server peak RSS (MiB) | Plugins peak RSS (MiB) | CPU (s) | Velero / floor | Stowage / Velero |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     row(`Velero backup (${(p.backup.tarballBytes / 1024 ** 2).toFixed(1)} MiB)`, p.backup, `${r2(x.backupToFloor)}×`,
-      `**${r2(x.stowageBackupToPeer)}×** time, ${r2(x.stowageBackupRssToPeer)}× RSS`),
+      `**${r2(x.stowageBackupToPeer)}×** time; RSS ${r2(x.stowageBackupServerRssToPeer)}× (servers), ${r2(x.stowageBackupRssToPeer)}× (with plugins)`),
     row('Velero restore', p.restore, `${r2(x.restoreToFloor)}×`,
-      `**${r2(x.stowageRestoreToPeer)}×** time (requester mode), ${r2(x.stowageRestoreClusterAdminToPeer)}× (cluster-admin), ${r2(x.stowageRestoreRssToPeer)}× RSS`),
+      `**${r2(x.stowageRestoreToPeer)}×** time (requester mode), ${r2(x.stowageRestoreClusterAdminToPeer)}× (cluster-admin); RSS ${r2(x.stowageRestoreServerRssToPeer)}× (servers), ${r2(x.stowageRestoreRssToPeer)}× (with plugins)`),
     '',
     `Velero restore: ${p.restore.items} items restored, ${p.restore.warnings} warnings, ${p.restore.errors} errors; ${p.restore.seededObjectsAfter} seeded objects present afterwards. ` +
-      `RSS ratios compare server and plugin processes together (Stowage ${mib(treePeakRss(r.backup))} / ${mib(treePeakRss(r.restore))} MiB, Velero ${mib(treePeakRss(p.backup))} / ${mib(treePeakRss(p.restore))} MiB in backup / restore).`,
+      `RSS "with plugins" adds the server's peak and each plugin process's own (Stowage ${mib(treePeakRss(r.backup))} / ${mib(treePeakRss(r.restore))} MiB, ` +
+      `Velero ${mib(treePeakRss(p.backup))} / ${mib(treePeakRss(p.restore))} MiB in backup / restore); Velero starts its plugin processes anew for each backup, restore and ` +
+      `location check, so its sum may add processes that did not run at the same time (${p.backup.plugins.length} in the backup, ${p.restore.plugins.length} in the restore).`,
   ];
 }

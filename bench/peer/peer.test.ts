@@ -58,6 +58,9 @@ describe('peer ratios', () => {
     expect(treePeakRss(velero.backup)).toBe(400 * MiB);
     expect(r.stowageBackupRssToPeer).toBeCloseTo(0.875, 9);
     expect(r.stowageRestoreRssToPeer).toBeCloseTo(1, 9);
+    // The servers alone: 200/300, 180/200.
+    expect(r.stowageBackupServerRssToPeer).toBeCloseTo(0.667, 3);
+    expect(r.stowageRestoreServerRssToPeer).toBeCloseTo(0.9, 9);
   });
 
   it('renders every ratio and the flags Velero ran with', () => {
@@ -70,8 +73,8 @@ describe('peer ratios', () => {
     };
     const md = peerMarkdown(stowage, peer).join('\n');
     expect(md).toContain('`velero server --client-qps 100 --client-burst 200 --client-page-size 500 --item-block-worker-count 4`');
-    expect(md).toContain('| Velero backup (3.0 MiB) | 40.0 (38.0 / 40.0 / 45.0) | 1000 | 25 | 300 | 100 | 2.0 | 10× | **0.13×** time, 0.88× RSS |');
-    expect(md).toContain('| Velero restore | 250.0 | 1000 | 4 | 200 | 150 | 2.0 | 2.5× | **0.42×** time (requester mode), 0.4× (cluster-admin), 1× RSS |');
+    expect(md).toContain('| Velero backup (3.0 MiB) | 40.0 (38.0 / 40.0 / 45.0) | 1000 | 25 | 300 | 100 | 2.0 | 10× | **0.13×** time; RSS 0.67× (servers), 0.88× (with plugins) |');
+    expect(md).toContain('| Velero restore | 250.0 | 1000 | 4 | 200 | 150 | 2.0 | 2.5× | **0.42×** time (requester mode), 0.4× (cluster-admin); RSS 0.9× (servers), 1× (with plugins) |');
     expect(md).toContain('1000 seeded objects present afterwards');
   });
 });
