@@ -1,27 +1,34 @@
 // One benchmark pass (issue 7): seed; rounds of backup floor, backup engine alone and Stowage
-// backup; Stowage backup with a plugin action; restore floor; Stowage restore. Every figure is
-// measured on the same control plane and S3 server in the same run, so the ratios hold even on a
-// noisy machine.
+// backup (and the peer's, with --peer); Stowage backup with a plugin action; restore floor; Stowage
+// restore; the peer's restore. Every figure is measured on the same control plane and S3 server in
+// the same run, so the ratios hold even on a noisy machine.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { startControlPlane, type ControlPlane } from '../scripts/cluster/controlPlane.js';
+import { startMinio } from '../scripts/cluster/minio.js';
 import { startS3Server, type S3Server } from '../scripts/cluster/s3.js';
+import { ensureVelero, type VeleroBinaries } from '../scripts/velero/velero.js';
 import { prepareLocalWebhook, removeLocalWebhook, waitForLocalWebhook } from '../scripts/cluster/webhook.js';
 import {
   RESOURCES, isBackupTerminal, isRestoreTerminal, newBackup, newBackupStorageLocation, newRestore,
   type Backup, type BackupSpec, type BackupStorageLocation, type Restore,
 } from '../src/apis/v1/index.js';
 import { DEFAULT_CONFIG } from '../src/config/index.js';
-import { CORE, createDynamicClient, ensureCrds, loadKubeConfig, type DynamicClient, type KubeObject, type ResourceRef } from '../src/kube/index.js';
+import { CORE, createDynamicClient, ensureCrds, loadKubeConfig, type DynamicClient, type KubeObject } from '../src/kube/index.js';
 import { DEFAULT_RESTORE_CONCURRENCY } from '../src/restore/index.js';
 import { backupEngine, type EngineResult } from './engine.js';
 import { backupFloor, forEachItem, restoreFloor, type BackupFloorResult } from './floor.js';
 import { buildBenchPlugin } from './plugin/build.js';
 import { STAMP_ANNOTATION } from './plugin/names.js';
+import type { Peer, S3Kind } from './args.js';
+import {
+  installVelero, runVeleroBackup, runVeleroRestore, startVeleroServer, VELERO_PREFIX, type VeleroBackup, type VeleroServer, type VeleroSetup,
+} from './peer/velero.js';
 import { sampleTree, type TreeFigures } from './procstat.js';
-import { checkGoals, machineInfo, median, REPORT_SCHEMA, type BenchReport, type StowageRun } from './report.js';
+import { waitFor } from './watch.js';
+import { checkGoals, machineInfo, median, peerRatios, REPORT_SCHEMA, type BenchReport, type PeerReport, type StowageRun } from './report.js';
 import { BENCH_ITEMS, countSeeded, createObject, seed, seedPlan, waitSettled } from './seed.js';
 import { serverHeapFlags, snapshotDist, startBenchServer } from './server.js';
 
@@ -40,8 +47,11 @@ export interface BenchOptions {
   namespaces: number;
   /** Reuse a running control plane (the test suite's); default: start one for this run. */
   cluster?: { kubeconfigPath: string };
-  /** Reuse a running S3 server; default: start one. */
+  /** Reuse a running S3 server; default: start one, of this kind (default s3rver). */
   s3?: S3Endpoint;
+  s3Kind?: S3Kind;
+  /** Also measure this peer (Velero) on the same objects: its backups in the same rounds, then its restore. */
+  peer?: Peer;
   /** Server logs, CPU profiles and the plugin build go here. */
   workDir: string;
   /** The build the server runs (default: this checkout's dist/); another checkout's for an A/B against the commit before a change. */
@@ -80,61 +90,22 @@ const RBAC = 'rbac.authorization.k8s.io';
 const ROLES = { group: RBAC, version: 'v1', resource: 'roles', namespaced: true } as const;
 const ROLE_BINDINGS = { group: RBAC, version: 'v1', resource: 'rolebindings', namespaced: true } as const;
 const CLUSTER_ROLES = { group: RBAC, version: 'v1', resource: 'clusterroles', namespaced: false } as const;
-const WATCH_RETRY_MS = 200;
-
-/**
- * Waits until `done` says so, on a watch of the one object from `fromVersion` on (the version its
- * create returned), so a finished run is seen when the apiserver has it, not up to a poll later.
- * A broken or expired watch is resumed from a fresh GET. Reports progress every 10 s.
- */
-export async function waitFor<T extends KubeObject>(
-  client: DynamicClient,
-  res: ResourceRef,
-  namespace: string,
-  name: string,
-  fromVersion: string | undefined,
-  done: (o: T) => boolean,
-  timeoutMs: number,
-  progress: (o: T) => void,
-): Promise<T> {
-  const deadline = AbortSignal.timeout(timeoutMs);
-  const what = `${res.resource} ${namespace}/${name}`;
-  let lastReport = Date.now();
-  let version = fromVersion;
-  let last: T | undefined;
-  for (;;) {
-    if (deadline.aborted) throw new Error(`${what} not done after ${timeoutMs / 1000} s: ${JSON.stringify(last?.status ?? {})}`);
-    if (version === undefined) {
-      last = await client.get<T>(res, namespace, name);
-      if (done(last)) return last;
-      version = last.metadata?.resourceVersion;
-    }
-    let deleted = false;
-    try {
-      for await (const ev of client.watch<T>(res, { namespace, fieldSelector: `metadata.name=${name}`, resourceVersion: version, signal: deadline })) {
-        if (ev.type === 'BOOKMARK') continue;
-        if (ev.type === 'DELETED') {
-          deleted = true;
-          break;
-        }
-        last = ev.object;
-        version = last.metadata?.resourceVersion;
-        if (done(last)) return last;
-        if (Date.now() - lastReport > 10_000) {
-          lastReport = Date.now();
-          progress(last);
-        }
-      }
-    } catch {
-      // Broken or expired (410): the GET below starts a new watch; the deadline ends the wait.
-      if (!deadline.aborted) await new Promise((r) => setTimeout(r, WATCH_RETRY_MS));
-    }
-    if (deleted) throw new Error(`${what} was deleted while the benchmark waited for it`);
-    version = undefined;
-  }
-}
-
 type Measure = <T>(fn: () => Promise<T>) => Promise<{ value: T; tree: TreeFigures }>;
+
+/** Samples the memory and CPU of a server and its plugin processes while the function it is given runs. */
+function measureTree(pid: number): Measure {
+  return async (f) => {
+    const sampler = sampleTree(pid);
+    let tree: TreeFigures | undefined;
+    try {
+      const value = await f();
+      tree = sampler.stop();
+      return { value, tree };
+    } finally {
+      if (tree === undefined) sampler.stop();
+    }
+  };
+}
 
 /** Several measured runs on one server: the peaks are the highest, CPU times the medians. */
 function mergeTrees(trees: readonly TreeFigures[]): TreeFigures {
@@ -203,13 +174,20 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
   /** Every namespace this run creates (deleted at the end on a shared control plane). */
   const targetNamespaces: string[] = [];
   const serverNs = `${prefix}-system`;
+  let veleroServer: VeleroServer | undefined;
   try {
+    // The peer's build first: a run that cannot have its peer rows fails before seeding, with the reason.
+    let veleroBin: VeleroBinaries | undefined;
+    if (opts.peer === 'velero') {
+      veleroBin = await ensureVelero(log);
+      log(`velero ${veleroBin.version} and velero-plugin-for-aws ${veleroBin.awsPluginVersion} ready (${veleroBin.seconds.toFixed(1)} s)`);
+    }
     if (opts.cluster === undefined) {
       log('starting a control plane (etcd, kube-apiserver, kube-controller-manager)');
       cp = await startControlPlane();
     }
     const kubeconfigPath = opts.cluster?.kubeconfigPath ?? cp?.kubeconfigPath ?? '';
-    if (opts.s3 === undefined) s3srv = await startS3Server();
+    if (opts.s3 === undefined) s3srv = opts.s3Kind === 'minio' ? await startMinio() : await startS3Server();
     const s3ep: S3Endpoint = opts.s3 ?? (s3srv as S3Server);
     const kc = loadKubeConfig(kubeconfigPath);
     fast = createDynamicClient(kc, { qps: 0, burst: 0, userAgent: 'stowage-bench/seed' });
@@ -293,6 +271,31 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     await grantTeam(client, p.namespaces, serverNs);
     const teamClient = client.impersonating({ username: TEAM_USER, groups: [TEAM_GROUP] });
 
+    // The peer: Velero's namespace, CRDs and location on the same bucket, with Stowage's client limits.
+    let velero: VeleroSetup | undefined;
+    if (veleroBin !== undefined) {
+      const veleroNs = `${prefix}-velero`;
+      targetNamespaces.push(veleroNs);
+      velero = await installVelero(client, {
+        bin: veleroBin, namespace: veleroNs, kubeconfigPath, workDir: opts.workDir, bucket, s3: s3ep,
+        speed: { clientQps: limits.qps, clientBurst: limits.burst, pageSize: DEFAULT_CONFIG.clientPageSize, itemBlockWorkers: BACKUP_LIST_CONCURRENCY },
+      });
+      log(`Velero installed in ${veleroNs}: velero server ${velero.serverFlags.join(' ')}`);
+    }
+    /** Velero's reported rate on large clusters is far below Stowage's: its waits allow 5 objects/s. */
+    const veleroBackupTimeout = 600_000 + opts.objects * 200;
+    /** A Velero server for one phase, warmed up as Stowage's is: a tiny backup runs its plugins and the S3 path once. */
+    const startVelero = async (setup: VeleroSetup, phase: string): Promise<VeleroServer> => {
+      const logFile = path.join(opts.workDir, `velero-${phase}.log`);
+      veleroServer = await startVeleroServer(client, setup, logFile, log);
+      await runVeleroBackup(client, setup, `${prefix}-velero-warmup-${phase}`, { includedNamespaces: [setup.namespace], includedResources: ['configmaps'] }, 120_000, logFile, log);
+      return veleroServer;
+    };
+    const stopVelero = async (): Promise<void> => {
+      await veleroServer?.stop();
+      veleroServer = undefined;
+    };
+
     const tarballBytes = async (backupName: string, prefixed = LOCATION_PREFIX): Promise<number> => {
       const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: `${prefixed}/backups/${backupName}/${backupName}.tar.gz` }));
       return head.ContentLength ?? 0;
@@ -339,18 +342,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         // Measure a server in its steady state: a tiny warm-up backup starts the plugin processes
         // (the S3 store, the benchmark's action) and runs every code path once.
         await runBackup(`${prefix}-warmup-${phase}`, { includedNamespaces: [serverNs], includedResources: ['configmaps'] });
-        const measure: Measure = async (f) => {
-          const sampler = sampleTree(server.pid);
-          let tree: TreeFigures | undefined;
-          try {
-            const value = await f();
-            tree = sampler.stop();
-            return { value, tree };
-          } finally {
-            if (tree === undefined) sampler.stop();
-          }
-        };
-        return { value: await fn(measure), logFile };
+        return { value: await fn(measureTree(server.pid)), logFile };
       } finally {
         await server.stop();
       }
@@ -378,6 +370,9 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const stowageRuns: BackupRound[] = [];
     const encryptedRuns: BackupRound[] = [];
     const teamRuns: BackupRound[] = [];
+    const veleroRuns: { backup: VeleroBackup; seconds: number; tree: TreeFigures }[] = [];
+    // Velero's server runs through all the rounds, as Stowage's does; each idles while the other works.
+    const veleroBackupServer = velero !== undefined ? await startVelero(velero, 'backup') : undefined;
     const b1 = await withServer('backup', undefined, async (measure) => {
       for (let round = 0; round < rounds; round++) {
         log(`backup round ${round + 1} of ${rounds}`);
@@ -399,10 +394,18 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
             teamRuns.push({ ...m.value, tree: m.tree });
             log(`Stowage backup by a team user: ${m.value.backup.status?.progress?.itemsBackedUp ?? 0} items in ${m.value.seconds.toFixed(1)} s`);
           },
+          ...(velero !== undefined && veleroBackupServer !== undefined ? [async () => {
+            const setup = velero;
+            const m = await measureTree(veleroBackupServer.pid)(() => runVeleroBackup(client, setup, `${prefix}-velero-${round}`, { includedNamespaces: p.namespaces },
+              veleroBackupTimeout, veleroBackupServer.logFile, log));
+            veleroRuns.push({ ...m.value, tree: m.tree });
+            log(`Velero backup: ${m.value.backup.status?.progress?.itemsBackedUp ?? 0} items in ${m.value.seconds.toFixed(1)} s`);
+          }] : []),
         ];
         for (let i = 0; i < steps.length; i++) await steps[(i + round) % steps.length]?.();
       }
     });
+    await stopVelero();
     const firstFloor = floorRuns[0];
     if (firstFloor === undefined) throw new Error('no backup round ran');
     const bFloor = { ...firstFloor, seconds: median(floorRuns.map((r) => r.seconds)), cpuSeconds: median(floorRuns.map((r) => r.cpuSeconds)), rounds: floorRuns.map((r) => r.seconds) };
@@ -492,6 +495,38 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const adminModeRestore = await stowageRestore(`${prefix}-restore-cluster-admin`, adminModeMapping, 'cluster-admin');
     const encryptedRestore = await stowageRestore(`${prefix}-restore-encrypted`, encryptedMapping, 'requester', encryptedName);
 
+    // The peer's restore of its first backup, on a fresh server, into fresh namespaces as Stowage's.
+    let peer: PeerReport | undefined;
+    const firstVelero = veleroRuns[0];
+    if (velero !== undefined && veleroBin !== undefined && veleroBackupServer !== undefined && firstVelero !== undefined) {
+      const veleroBackupName = `${prefix}-velero-0`;
+      const bst = firstVelero.backup.status;
+      const backupRow = {
+        ...stowageRun(veleroBackupName, bst?.phase ?? '', median(veleroRuns.map((r) => r.seconds)), bst?.progress?.itemsBackedUp ?? 0, bst?.warnings ?? 0, bst?.errors ?? 0,
+          { tree: mergeTrees(veleroRuns.map((r) => r.tree)), logFile: veleroBackupServer.logFile }),
+        rounds: veleroRuns.map((r) => r.seconds),
+        tarballBytes: await tarballBytes(veleroBackupName, VELERO_PREFIX),
+      };
+      const veleroMapping = mapped('rv');
+      targetNamespaces.push(...Object.values(veleroMapping));
+      log(`Velero restore of ${veleroBackupName}`);
+      const srv = await startVelero(velero, 'restore');
+      const m = await measureTree(srv.pid)(() => runVeleroRestore(client, velero, `${prefix}-velero-restore`, veleroBackupName, veleroMapping, 600_000 + opts.objects * 100, srv.logFile, log));
+      await stopVelero();
+      const rst = m.value.restore.status;
+      const seededAfter = Object.values(await countSeeded(client, Object.values(veleroMapping))).reduce((a, b) => a + b, 0);
+      const restoreRow = {
+        ...stowageRun(`${prefix}-velero-restore`, rst?.phase ?? '', m.value.seconds, rst?.progress?.itemsRestored ?? 0, rst?.warnings ?? 0, rst?.errors ?? 0, { tree: m.tree, logFile: srv.logFile }),
+        seededObjectsAfter: seededAfter,
+      };
+      log(`Velero restore: ${restoreRow.items} items in ${restoreRow.seconds.toFixed(1)} s (${(restoreRow.seconds / rFloor.seconds).toFixed(2)}× floor); ${seededAfter} of ${p.objects} seeded objects present`);
+      peer = {
+        tool: 'velero', version: veleroBin.version, awsPluginVersion: veleroBin.awsPluginVersion, buildSeconds: veleroBin.seconds, serverFlags: velero.serverFlags,
+        backup: backupRow, restore: restoreRow,
+        ratios: peerRatios({ backupFloor: bFloor, restoreFloor: rFloor, backup: backupFigures, restore: restoreFigures, restoreClusterAdmin: adminModeRestore }, { backup: backupRow, restore: restoreRow }),
+      };
+    }
+
     const partial: Omit<BenchReport, 'goals'> = {
       schema: REPORT_SCHEMA,
       date: new Date().toISOString(),
@@ -524,6 +559,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         encryptedRestore: encryptedRestore.seconds / restoreFigures.seconds,
         teamBackup: teamFigures.seconds / bFloor.seconds,
       },
+      ...(peer !== undefined ? { peer } : {}),
       totalSeconds: 0,
     };
     if (opts.baseline !== undefined) {
@@ -540,6 +576,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       // A shared control plane: leave nothing behind (the namespace controller finishes the job).
       for (const ns of [...targetNamespaces, serverNs]) await fast.delete(CORE.namespaces, undefined, ns).catch(() => undefined);
     }
+    await veleroServer?.stop();
     fast?.close();
     await s3srv?.close();
     await cp?.stop();

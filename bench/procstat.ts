@@ -126,6 +126,13 @@ export function sampleTree(root: number, intervalMs = 100): Sampler {
         t = { command: commandLine(pid), baseTicks: first ? st.cpuTicks : 0, lastTicks: st.cpuTicks, peakKiB: 0 };
         tracked.set(pid, t);
       }
+      // A child caught between fork and exec still shows its parent's command and memory (shared
+      // pages count in its RSS): once it has exec'd, only what the new program uses counts.
+      const command = commandLine(pid);
+      if (command !== t.command) {
+        t.command = command;
+        t.peakKiB = 0;
+      }
       t.lastTicks = st.cpuTicks;
       t.peakKiB = Math.max(t.peakKiB, mem.hwmKiB, mem.rssKiB);
     }

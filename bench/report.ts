@@ -2,7 +2,7 @@
 // ratios Stowage/floor and the goals from issue 7 checked against them.
 import os from 'node:os';
 
-export const REPORT_SCHEMA = 5;
+export const REPORT_SCHEMA = 6;
 
 export const GOALS = {
   backup: 1.3,
@@ -89,10 +89,74 @@ export interface BenchReport {
     backup: number; engine: number; restore: number; restoreClusterAdmin: number; impersonation: number; pluginOverhead: number;
     encryptedBackup: number; encryptedRestore: number; teamBackup: number;
   };
+  /** The peer's rows (`--peer velero`, schema 6): the same seeded objects, the same run. */
+  peer?: PeerReport;
   /** Server peak RSS against a baseline run (--baseline), for the memory-growth goal. */
   memoryGrowth?: { baselineObjects: number; backup: number; restore: number };
   goals: Goal[];
   totalSeconds: number;
+}
+
+/** Velero, run beside Stowage on the same control plane, S3 server and objects (bench/peer). */
+export interface PeerReport {
+  tool: 'velero';
+  version: string;
+  awsPluginVersion: string;
+  /** How long making sure the binaries exist took (a build when the cache had none). */
+  buildSeconds: number;
+  /** `velero server`'s speed flags (client QPS, burst, page size, item-block workers). */
+  serverFlags: string[];
+  /** Medians over the same rounds as Stowage's backups; the restore uses the first round's backup. */
+  backup: StowageRun & { rounds: number[]; tarballBytes: number };
+  /** Into fresh namespaces, as Stowage's restores. */
+  restore: StowageRun & { seededObjectsAfter: number };
+  ratios: PeerRatios;
+}
+
+/**
+ * Time ratios (wall time, medians for the backups): the peer against the floors, Stowage against the
+ * peer; memory: the peak RSS of Stowage's server and plugin processes together against the peer's.
+ */
+export interface PeerRatios {
+  backupToFloor: number;
+  restoreToFloor: number;
+  stowageBackupToPeer: number;
+  /** Stowage's restore in trust mode requester (the default). */
+  stowageRestoreToPeer: number;
+  /** Stowage's restore in trust mode cluster-admin: like Velero, with the server's own rights. */
+  stowageRestoreClusterAdminToPeer: number;
+  stowageBackupRssToPeer: number;
+  stowageRestoreRssToPeer: number;
+  /**
+   * The server processes alone. The sums above add each plugin process's own peak; Velero starts its
+   * plugin processes anew for each backup, restore and location check, so its sum adds processes that
+   * never ran at the same time, while Stowage's plugin processes live as long as its server.
+   */
+  stowageBackupServerRssToPeer: number;
+  stowageRestoreServerRssToPeer: number;
+}
+
+type Timed = { seconds: number };
+type Measured = Timed & { serverPeakRssBytes: number; pluginsPeakRssBytes: number };
+
+/** Server and plugin processes together: Stowage's S3 store and Velero's plugins both run as processes of their own. */
+export const treePeakRss = (x: Measured): number => x.serverPeakRssBytes + x.pluginsPeakRssBytes;
+
+export function peerRatios(
+  r: { backupFloor: Timed; restoreFloor: Timed; backup: Measured; restore: Measured; restoreClusterAdmin: Timed },
+  peer: { backup: Measured; restore: Measured },
+): PeerRatios {
+  return {
+    backupToFloor: peer.backup.seconds / r.backupFloor.seconds,
+    restoreToFloor: peer.restore.seconds / r.restoreFloor.seconds,
+    stowageBackupToPeer: r.backup.seconds / peer.backup.seconds,
+    stowageRestoreToPeer: r.restore.seconds / peer.restore.seconds,
+    stowageRestoreClusterAdminToPeer: r.restoreClusterAdmin.seconds / peer.restore.seconds,
+    stowageBackupRssToPeer: treePeakRss(r.backup) / treePeakRss(peer.backup),
+    stowageRestoreRssToPeer: treePeakRss(r.restore) / treePeakRss(peer.restore),
+    stowageBackupServerRssToPeer: r.backup.serverPeakRssBytes / peer.backup.serverPeakRssBytes,
+    stowageRestoreServerRssToPeer: r.restore.serverPeakRssBytes / peer.restore.serverPeakRssBytes,
+  };
 }
 
 export interface Goal {
@@ -187,6 +251,7 @@ export function toMarkdown(r: BenchReport): string {
     `Stowage restore: ${r.restore.created} created, ${r.restore.skipped} skipped, ${r.restore.failed} failed, ${r.restore.warnings} warnings; ` +
     `${r.restore.seededObjectsAfter} of ${r.seed.objects} seeded objects present afterwards. ` +
     `Plugin run: ${r.backupWithPlugin.stampedItems} of ${r.backupWithPlugin.items} items carry the plugin's annotation.`);
+  if (r.peer !== undefined) lines.push('', ...peerMarkdown(r, r.peer));
   if (r.memoryGrowth !== undefined) {
     lines.push(`Memory growth against the N=${r.memoryGrowth.baselineObjects} baseline: backup ${r2(r.memoryGrowth.backup)}×, restore ${r2(r.memoryGrowth.restore)}×.`);
   }
@@ -197,4 +262,28 @@ export function toMarkdown(r: BenchReport): string {
   lines.push('');
   lines.push(`Total benchmark time: ${s(r.totalSeconds)} s.`);
   return lines.join('\n');
+}
+
+/** The peer's table: its rows beside the floors and Stowage's, with every ratio. */
+export function peerMarkdown(r: { backup: Measured; restore: Measured }, p: PeerReport): string[] {
+  const x = p.ratios;
+  const rounds = (xs: readonly number[]): string => (xs.length > 1 ? ` (${xs.map(s).join(' / ')})` : '');
+  const rate = (items: number, secs: number): string => (secs > 0 ? (items / secs).toFixed(0) : '–');
+  const row = (label: string, v: StowageRun & { rounds?: number[] }, toFloor: string, stowage: string): string =>
+    `| ${label} | ${s(v.seconds)}${rounds(v.rounds ?? [])} | ${v.items} | ${rate(v.items, v.seconds)} | ${mib(v.serverPeakRssBytes)} | ${mib(v.pluginsPeakRssBytes)} | ${s(v.cpuSeconds)} | ${toFloor} | ${stowage} |`;
+  return [
+    `Peer: Velero ${p.version} with velero-plugin-for-aws ${p.awsPluginVersion}, \`velero server ${p.serverFlags.join(' ')}\`, on the same control plane, S3 server and objects.`,
+    '',
+    '| Phase | Wall time (s) | Items | Objects/s | Server peak RSS (MiB) | Plugins peak RSS (MiB) | CPU (s) | Velero / floor | Stowage / Velero |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    row(`Velero backup (${(p.backup.tarballBytes / 1024 ** 2).toFixed(1)} MiB)`, p.backup, `${r2(x.backupToFloor)}×`,
+      `**${r2(x.stowageBackupToPeer)}×** time; RSS ${r2(x.stowageBackupServerRssToPeer)}× (servers), ${r2(x.stowageBackupRssToPeer)}× (with plugins)`),
+    row('Velero restore', p.restore, `${r2(x.restoreToFloor)}×`,
+      `**${r2(x.stowageRestoreToPeer)}×** time (requester mode), ${r2(x.stowageRestoreClusterAdminToPeer)}× (cluster-admin); RSS ${r2(x.stowageRestoreServerRssToPeer)}× (servers), ${r2(x.stowageRestoreRssToPeer)}× (with plugins)`),
+    '',
+    `Velero restore: ${p.restore.items} items restored, ${p.restore.warnings} warnings, ${p.restore.errors} errors; ${p.restore.seededObjectsAfter} seeded objects present afterwards. ` +
+      `RSS "with plugins" adds the server's peak and each plugin process's own (Stowage ${mib(treePeakRss(r.backup))} / ${mib(treePeakRss(r.restore))} MiB, ` +
+      `Velero ${mib(treePeakRss(p.backup))} / ${mib(treePeakRss(p.restore))} MiB in backup / restore); Velero starts its plugin processes anew for each backup, restore and ` +
+      `location check, so its sum may add processes that did not run at the same time (${p.backup.plugins.length} in the backup, ${p.restore.plugins.length} in the restore).`,
+  ];
 }

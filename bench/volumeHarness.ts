@@ -15,7 +15,7 @@ import { prepareLocalWebhook, waitForLocalWebhook } from '../scripts/cluster/web
 import { CSI_DRIVER, CSI_SNAPSHOT_CLASS, CSI_STORAGE_CLASS, type CsiStack } from '../scripts/node/csi.js';
 import { BUSYBOX_IMAGE } from '../scripts/node/node.js';
 import type { RealCluster } from '../scripts/node/realCluster.js';
-import { waitFor } from './harness.js';
+import { waitFor } from './watch.js';
 import { sampleTree } from './procstat.js';
 import { serverHeapFlags, startBenchServer } from './server.js';
 import { rowOf, volumeRatios, type VolumeBenchReport, type VolumeSample } from './volumeReport.js';
