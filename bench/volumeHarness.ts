@@ -9,7 +9,7 @@ import {
   RESOURCES, isBackupTerminal, newBackup, newBackupStorageLocation, newDeleteBackupRequest,
   type Backup, type BackupSpec, type BackupStorageLocation, type DeleteBackupRequest,
 } from '../src/apis/v1/index.js';
-import { CORE, createDynamicClient, ensureCrds, loadKubeConfig, type DynamicClient, type KubeObject } from '../src/kube/index.js';
+import { CORE, createDynamicClient, ensureCrds, isNotFound, loadKubeConfig, type DynamicClient, type KubeObject } from '../src/kube/index.js';
 import { LABEL_SNAPSHOT_BACKUP_UID, VOLUME_SNAPSHOT_CONTENTS } from '../src/volumes/index.js';
 import { prepareLocalWebhook, waitForLocalWebhook } from '../scripts/cluster/webhook.js';
 import { CSI_DRIVER, CSI_SNAPSHOT_CLASS, CSI_STORAGE_CLASS, type CsiStack } from '../scripts/node/csi.js';
@@ -56,14 +56,16 @@ function csiOf(cluster: RealCluster): CsiStack {
 async function waitGone(client: DynamicClient, res: typeof CORE.pods, namespace: string, name: string): Promise<void> {
   const signal = AbortSignal.timeout(WAIT_MS);
   for (;;) {
-    const cur = await client.get<KubeObject>(res, namespace, name).catch(() => undefined);
+    if (signal.aborted) throw new Error(`${res.resource} ${namespace}/${name} not gone after ${WAIT_MS / 1000} s`);
+    const cur = await client.get<KubeObject>(res, namespace, name).catch((err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err)));
     if (cur === undefined) return;
     try {
       for await (const ev of client.watch(res, { namespace, fieldSelector: `metadata.name=${name}`, resourceVersion: cur.metadata?.resourceVersion, signal })) {
         if (ev.type === 'DELETED') return;
       }
-    } catch (err) {
-      if (signal.aborted) throw new Error(`${res.resource} ${namespace}/${name} not gone after ${WAIT_MS / 1000} s`, { cause: err });
+    } catch {
+      // Broken or expired (410): a fresh GET above starts the next watch; the deadline ends the wait.
+      if (!signal.aborted) await new Promise((r) => setTimeout(r, 200));
     }
   }
 }
