@@ -201,6 +201,8 @@ describe('Velero buckets', () => {
   });
 
   it('deletes an imported Backup as a resource only, and nothing was ever written to the bucket', async () => {
+    // Imported first: a request made before the sync brings it in finds no Backup and ends Processed with that error.
+    await waitUntil('shop-partial imported', async () => getBackup('shop-partial').then((x) => x.status?.phase, () => undefined), 60_000);
     await client.create(RESOURCES.DeleteBackupRequest, ns, newDeleteBackupRequest('shop-partial', ns));
     await waitUntil('shop-partial deleted', () => gone(() => getBackup('shop-partial')), 60_000);
     // The request is marked Processed just after the Backup is deleted, so the test waits for that too.
