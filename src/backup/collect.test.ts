@@ -3,7 +3,7 @@ import winston from 'winston';
 import { newBackup } from '../apis/v1/index.js';
 import type { TarballWriter } from '../archive/index.js';
 import { KubeError, type ApiResource, type DynamicClient } from '../kube/index.js';
-import { collectUnit, orderItems, prefetched, type CollectContext } from './collect.js';
+import { collectUnit, madeByRun, orderItems, prefetched, type CollectContext } from './collect.js';
 import { newBackupRequest } from './request.js';
 
 const WIDGETS: ApiResource = {
@@ -124,5 +124,24 @@ describe('collectUnit when a LIST fails', () => {
     expect(why).toContain('conversion webhook for example.com/v1, Kind=Widget failed');
     expect(req.results.errors.namespaces.ns).toEqual([why]);
     expect(req.records.get('widgets.example.com')).toEqual({ groupResource: 'widgets.example.com', apiVersion: 'example.com/v1', listed: 0, written: 0, error: why });
+  });
+});
+
+describe('madeByRun', () => {
+  const vs = { groupResource: 'volumesnapshots.snapshot.storage.k8s.io' };
+  const vsc = { groupResource: 'volumesnapshotcontents.snapshot.storage.k8s.io' };
+  const labelled = (uid: string) => ({ metadata: { name: 'data-0-abc', labels: { 'stowage.dev/snapshot-of-backup-uid': uid } } });
+
+  it('leaves out of the LISTs the VolumeSnapshots and contents this backup is making (its claims store them once ready)', () => {
+    expect(madeByRun('uid-1', vs, labelled('uid-1'))).toBe(true);
+    expect(madeByRun('uid-1', vsc, labelled('uid-1'))).toBe(true);
+  });
+
+  it('keeps those of other backups, unlabelled ones, other resources, and everything when the backup has no uid', () => {
+    expect(madeByRun('uid-1', vs, labelled('uid-2'))).toBe(false);
+    expect(madeByRun('uid-1', vs, { metadata: { name: 'mine' } })).toBe(false);
+    expect(madeByRun('uid-1', { groupResource: 'configmaps' }, labelled('uid-1'))).toBe(false);
+    expect(madeByRun(undefined, vs, labelled(''))).toBe(false);
+    expect(madeByRun('', vs, labelled(''))).toBe(false);
   });
 });

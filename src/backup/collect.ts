@@ -12,7 +12,7 @@ import { hooksUnreadable, podHooks, runPodHooks, type HookContext } from './hook
 import { isBackupable } from './resources.js';
 import type { Access } from './rights.js';
 import type { BackupScope } from './scope.js';
-import { GR_VOLUME_SNAPSHOT_CONTENTS, GR_VOLUME_SNAPSHOTS, type SnapshotOutcome, type SnapshotTaker } from '../volumes/index.js';
+import { GR_VOLUME_SNAPSHOT_CONTENTS, GR_VOLUME_SNAPSHOTS, LABEL_SNAPSHOT_BACKUP_UID, type SnapshotOutcome, type SnapshotTaker } from '../volumes/index.js';
 import { mapLimit } from '../util/concurrency.js';
 import { itemKey, LABEL_EXCLUDE_FROM_BACKUP, listsInFull, otherVersionsOf, recordOf, recordProblem, recordResourceError, type BackupProgress, type BackupRequest, type ItemRef, writtenNamesOf } from './request.js';
 
@@ -112,7 +112,7 @@ export async function collectUnit(ctx: CollectContext, unit: ListUnit, retried =
       signal: ctx.signal,
     }));
     for await (const page of pages) {
-      const inScope = page.items.filter((o) => inListScope(ctx, res, o));
+      const inScope = page.items.filter((o) => inListScope(ctx, res, o) && !madeByRun(ctx.req.backup.metadata.uid, res, o));
       record.listed += inScope.length;
       listedHere += inScope.length;
       const fresh = inScope.filter((o) => !alreadySeen(ctx, res, o));
@@ -200,6 +200,17 @@ export async function* prefetched<T>(source: AsyncIterator<T>): AsyncGenerator<T
 function inListScope(ctx: CollectContext, res: ApiResource, o: ListedObject): boolean {
   if (res.namespaced && !ctx.req.namespaces.shouldInclude(o.metadata?.namespace ?? '')) return false;
   return ctx.req.names.isEmpty || ctx.req.names.shouldInclude(res, o.metadata?.name ?? '');
+}
+
+/**
+ * A VolumeSnapshot (or content) this very backup is making for a claim: the claim's snapshot step
+ * stores it once it is ready (backupExtra). The VolumeSnapshots' own LIST, running beside that step,
+ * would otherwise store it half made, and being first, keep the ready copy out.
+ */
+export function madeByRun(backupUid: string | undefined, res: Pick<ApiResource, 'groupResource'>, o: ListedObject): boolean {
+  if (backupUid === undefined || backupUid === '') return false;
+  if (res.groupResource !== GR_VOLUME_SNAPSHOTS && res.groupResource !== GR_VOLUME_SNAPSHOT_CONTENTS) return false;
+  return o.metadata?.labels?.[LABEL_SNAPSHOT_BACKUP_UID] === backupUid;
 }
 
 /** Whether a LIST of the backup takes the cluster-scoped item anyway. */
