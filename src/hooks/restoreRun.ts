@@ -12,16 +12,10 @@ import {
   type CompiledRestoreHooks, type ExecHook, type PodView,
 } from './restoreSpec.js';
 import type { RestoreHooks } from '../apis/v1/index.js';
+import type { ExecOutcome } from './exec.js';
 
-/** What an exec returns (hooks/exec.ts ExecOutcome). */
-export interface HookExecOutcome {
-  exitCode: number | undefined;
-  stdout: string;
-  stderr: string;
-  durationMs: number;
-  timedOut: boolean;
-  error?: string;
-}
+/** What an exec returns: exec.ts's outcome, less the HTTP status the hooks do not read. */
+export type HookExecOutcome = Omit<ExecOutcome, 'httpStatus'>;
 export type HookExec = (
   target: { namespace: string; pod: string; container: string; command: readonly string[] },
   opts: { timeoutMs: number; signal?: AbortSignal | undefined },
