@@ -23,17 +23,13 @@ import { backupSpecErrors } from '../selection/specErrors.js';
 import { encryptionStatus, newBackupKey } from '../storage/keys.js';
 import { backupSigner, backupSigningKey, signatureStatus, signingValidation } from '../storage/signatures.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './run/context.js';
-import { locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './run/locations.js';
+import { locationProblem, resolveLocation, type LocationProblem } from './run/locations.js';
 import { isReadOnly, isVeleroLocation, veleroLocationRefusal } from '../storage/open.js';
-import { cancelBeforeStart, cancelRequested, cancelWatch } from './run/cancel.js';
 import { crashPoint } from './run/faults.js';
-import { failValidation, runLifecycle } from './run/lifecycle.js';
+import { createRunGate, type RunGate } from './run/gate.js';
+import { failValidation, runLifecycle, type RunDefinition, type RunEnv, type RunOutcome } from './run/lifecycle.js';
 import { backupScope } from './run/scope.js';
-import { createRunSlots, takeSlot } from './run/slots.js';
-import { createWebhookHold } from './run/webhookHold.js';
 import { spoolArtifact, stamp } from './run/runs.js';
-import { failStaleRun } from './run/staleRuns.js';
-import { statusPatch } from './run/patch.js';
 import { systemClock } from '../util/clock.js';
 import { DEFAULT_CSI_SNAPSHOT_TIMEOUT_MS, newSnapshotTaker, type SnapshotTaker } from '../volumes/index.js';
 
@@ -71,176 +67,167 @@ export function validateBackup(ctx: ControllerContext, backup: Backup): Validati
 export function backupController(ctx: ControllerContext): ControllerDefinition {
   const informer = ctx.informer<Backup>('Backup');
   const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation'); // validation reads the location from the cache
-  // Trust mode requester: no run starts while the admission webhook is not in effect (run/webhookHold.ts).
-  const hold = createWebhookHold(ctx, 'backup', BACKUPS);
   // Which backups may run at once (run/slots.ts): non-overlapping ones, up to --concurrent-backups.
-  const slots = createRunSlots({
-    kind: 'backup', limit: Math.max(1, ctx.config.concurrentBackups), flag: '--concurrent-backups',
-    stillWaiting: (key) => (informer.get(key)?.status?.phase ?? 'New') === 'New',
+  const gate = createRunGate(ctx, {
+    kind: 'backup', resource: BACKUPS, informer, limit: ctx.config.concurrentBackups, flag: '--concurrent-backups', staleReason: STALE_RUN_REASON,
+    countAll: (n) => ctx.metrics.backupTotal.set(n),
+    recordCanceled: (b) => recordBackupOutcome(ctx.metrics, { schedule: scheduleOf(b), phase: 'Canceled' }),
   });
+  return gate.definition('backup', [readsFrom(locations)], (key, rc) => reconcileBackup(ctx, gate, key, rc));
+}
 
-  const patchStatus = (b: Backup, status: Partial<Record<keyof BackupStatus, unknown>>, resourceVersion?: string): Promise<Backup> =>
-    ctx.client.patchStatus<Backup>(BACKUPS, b.metadata.namespace, b.metadata.name,
-      statusPatch(status, resourceVersion));
+async function reconcileBackup(ctx: ControllerContext, gate: RunGate<Backup>, key: string, rc: ReconcileContext): Promise<Result> {
+  // Backup sync creates imported Backups first and sets their status right after: between the
+  // two they look new, and running them would overwrite the backup in the bucket.
+  const got = await gate.newRun(key, (b) => b.metadata.annotations?.[ANNOTATION_SYNCED_FROM] !== undefined);
+  if ('done' in got) return got.done;
+  const b = got.run;
+  const v = validateBackup(ctx, b);
+  const authority = ctx.authority(b);
+  const failed = (errors: string[]): Promise<void> =>
+    failValidation(ctx, 'backup', BACKUPS, b, errors, () => recordBackupOutcome(ctx.metrics, { schedule: scheduleOf(b), phase: 'FailedValidation' }));
+  // A Backup nobody can be held to (in trust mode requester: no stamp) never runs, whatever else holds.
+  if ('error' in authority) return failed([...v.errors, authority.error]);
+  if (await gate.waitsForLocation(key, v.location, v.pending)) return { requeueAfter: 1000 };
+  if (v.errors.length > 0 || v.location === undefined) return failed(v.errors);
+  const location = v.location;
+  const unsignable = await signingValidation(ctx, location);
+  if (unsignable !== undefined) return failed([unsignable]);
+  await gate.inSlot(b, key, backupScope(b.spec), async () => {
+    // Compiled once: the scope check and the run's request take the same selection.
+    const selection = compileSelection(b.spec);
+    const scope = await requesterScope(ctx, b, selection, authority);
+    if ('validationErrors' in scope) return failed(scope.validationErrors);
+    await runLifecycle(ctx, backupRun({ ctx, b, selection, location, authority, scope, schedule: scheduleOf(b), expiration: '' }, rc.signal));
+  });
+}
 
-  function execute(
-    b: Backup, selection: Selection, location: BackupStorageLocation, authority: Authority, scope: Pick<BackupDeps, 'scope' | 'scopeFailure'>, signal: AbortSignal,
-  ): Promise<void> {
-    const name = b.metadata.name;
-    const schedule = scheduleOf(b);
-    let expiration = '';
-    // Resolved with the data key, before anything is written; `signed` once the signature is stored.
-    let signer: SigningKey | undefined;
-    let signed: BackupSignatureStatus | undefined;
-    let runLog: winston.Logger | undefined;
-    return runLifecycle<BackupResult>(ctx, {
-      kind: 'backup', resource: BACKUPS, obj: b, location, signal,
-      // A backup for "the default location" records which one that was: restores, downloads and
-      // deletion must find it there even after another location becomes the default.
-      ...((b.spec.storageLocation ?? '') === '' ? { recordSpec: { storageLocation: location.metadata.name } } : {}),
-      startStatus: (started) => {
-        const ttlMs = b.spec.ttl !== undefined ? parseDuration(b.spec.ttl, 'spec.ttl') : ctx.config.defaultBackupTtl;
-        expiration = stamp(new Date(started.getTime() + ttlMs));
-        return { expiration, formatVersion: FORMAT_VERSION, progress: { totalItems: 0, itemsBackedUp: 0 } };
-      },
-      startedMessage: `backup started, storing to location ${location.metadata.name}`,
-      onStarted: () => ctx.metrics.backupAttemptTotal.inc({ schedule }),
-      engine: (env) => {
-        runLog = env.log;
-        crashPoint('before-tarball');
-        return runBackup({
-          // Every read (discovery, LISTs, GETs) goes through the requester's client in trust mode
-          // requester, so the API server's RBAC holds the run to what the reviews allowed.
-          client: authority.client, store: env.store, log: env.log, rights: rightsLine(authority), ...scope,
-          actions: env.handle.backupItemActions().map((a) => ({ name: a.name, action: a })),
-          pageSize: ctx.config.clientPageSize, signal: env.signal, startTime: env.started,
-          onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsBackedUp: p.itemsBackedUp }),
-          ...(b.spec.snapshotVolumes === false ? {} : { volumes: snapshotTaker(ctx, b, authority, env.signal) }),
-        }, { ...b, status: { ...b.status, phase: 'InProgress', startTimestamp: stamp(env.started), expiration } }, selection);
-      },
-      // The tarball is in (the engine uploaded it). A Failed backup gets no other artifact, only its log.
-      async commit(store, o, status, endLog) {
-        crashPoint('after-tarball');
-        const result = o.result;
-        if (o.phase === 'Failed' || result === undefined) return endLog();
-        // Canceled: whatever of the tarball a store kept of the aborted upload is deleted, and no
-        // stowage-backup.json is written, so nothing can restore or sync it; the results and the
-        // log say what it had done. A store that is down is not waited for (run/lifecycle.ts): the
-        // deletion and the results wait in the spool, done when the location is Available again.
-        if (o.phase === 'Canceled') {
-          await cleanUpCanceled(ctx, store, location.metadata.name, name, result.results, runLog);
-          return endLog();
-        }
-        // The marker holds the final status (sync imports it): unset fields are left out, not null.
-        const recorded = Object.fromEntries(Object.entries(status).filter(([, v]) => v !== null)) as BackupStatus;
-        // The marker names the location it was written to (sync imports only its own location's).
-        const spec = { ...b.spec, storageLocation: location.metadata.name };
-        const artifacts = { resourceList: result.resourceList, results: result.results, backup: { ...b, spec, metadata: cleanMeta(b), status: recorded } };
-        const withManifest = result.manifest !== undefined ? { ...artifacts, manifest: result.manifest } : artifacts;
-        if (signer === undefined) {
-          await store.completeBackup(name, withManifest, endLog);
-        } else {
-          const sig = signatureStatus(signer);
-          const sign = backupSigner(signer, {
-            backup: name, location: location.metadata.name, phase: recorded.phase ?? '', startTimestamp: recorded.startTimestamp ?? '',
-            labels: b.metadata.labels ?? {}, tarballSha256: result.manifest?.tarball.sha256 ?? '',
-          });
-          await store.completeBackup(name, { ...withManifest, backup: { ...withManifest.backup, status: { ...recorded, signature: sig } }, sign }, endLog);
-          signed = sig;
-        }
-        crashPoint('after-marker');
-      },
-      // A fresh data key per backup, recorded (wrapped) as the run starts: even a run that dies before
-      // stowage-backup.json leaves a log and a status that say how to read it.
-      key: async (_store, handle) => {
-        signer = await backupSigningKey(ctx, location);
-        const key = await newBackupKey(ctx, handle, location, name);
-        return key === 'unencrypted' ? { key } : { key, status: { encryption: encryptionStatus(key) } };
-      },
-      logRef: { backup: name, artifact: 'log' },
-      logKey: (prefix) => backupKeys(prefix, name).log,
-      putLog: (store, file) => store.putLog(name, file),
-      finalStatus: (o) => ({
-        expiration, formatVersion: FORMAT_VERSION, progress: o.result?.progress ?? { totalItems: 0, itemsBackedUp: 0 }, ...(signed !== undefined ? { signature: signed } : {}),
-        ...(o.result?.hookStatus !== undefined ? { hookStatus: o.result.hookStatus } : {}),
-        ...snapshotCounts(o.result),
-      }),
-      summary: (o) => `${o.result?.progress.itemsBackedUp ?? 0} items backed up`,
-      // Called once the final status is patched.
-      recordOutcome: (o) => {
-        crashPoint('after-status');
-        recordBackupOutcome(ctx.metrics, {
-          schedule, phase: o.phase, durationSeconds: (o.finished.getTime() - o.started.getTime()) / 1000,
-          ...(o.result?.manifest?.tarball !== undefined ? { tarballBytes: o.result.manifest.tarball.bytes } : {}),
-          items: o.result?.progress.itemsBackedUp ?? 0, finishedAt: o.finished,
-        });
-      },
-    });
-  }
+/** Trust mode requester: what of the scope the requester may read, settled before the run starts. */
+async function requesterScope(
+  ctx: ControllerContext, b: Backup, selection: Selection, authority: Authority,
+): Promise<Pick<BackupDeps, 'scope' | 'scopeFailure'> | { validationErrors: string[] }> {
+  if (authority.mode !== 'requester') return {};
+  const planned = await planBackupScope({
+    client: authority.client, serverClient: ctx.client, reviewer: authority.reviewer, pageSize: ctx.config.clientPageSize,
+  }, b, selection);
+  if ('validationErrors' in planned) return planned;
+  return 'scope' in planned ? { scope: planned.scope } : { scopeFailure: planned.failure };
+}
 
+/** One backup run: what it was validated with, and what it learns as it goes. */
+interface BackupRun {
+  ctx: ControllerContext;
+  b: Backup;
+  selection: Selection;
+  location: BackupStorageLocation;
+  authority: Authority;
+  scope: Pick<BackupDeps, 'scope' | 'scopeFailure'>;
+  schedule: string;
+  /** Set as the run starts. */
+  expiration: string;
+  /** Resolved with the data key, before anything is written; `signed` once the signature is stored. */
+  signer?: SigningKey;
+  signed?: BackupSignatureStatus;
+  runLog?: winston.Logger;
+}
+
+/** The backup's steps in the shared lifecycle (run/lifecycle.ts). */
+function backupRun(run: BackupRun, signal: AbortSignal): RunDefinition<BackupResult> {
+  const { ctx, b, location, schedule } = run;
+  const name = b.metadata.name;
   return {
-    name: 'backup',
-    watches: [informer, readsFrom(locations), cancelWatch(ctx, 'backup', informer)],
-    // One worker more than can run: a queued backup's status says what it waits for while all run.
-    workers: Math.max(1, ctx.config.concurrentBackups) + 1,
-    bind: (enqueue) => {
-      slots.bind(enqueue);
-      hold.bind(enqueue);
+    kind: 'backup', resource: BACKUPS, obj: b, location, signal,
+    // A backup for "the default location" records which one that was: restores, downloads and
+    // deletion must find it there even after another location becomes the default.
+    ...((b.spec.storageLocation ?? '') === '' ? { recordSpec: { storageLocation: location.metadata.name } } : {}),
+    startStatus: (started) => {
+      const ttlMs = b.spec.ttl !== undefined ? parseDuration(b.spec.ttl, 'spec.ttl') : ctx.config.defaultBackupTtl;
+      run.expiration = stamp(new Date(started.getTime() + ttlMs));
+      return { expiration: run.expiration, formatVersion: FORMAT_VERSION, progress: { totalItems: 0, itemsBackedUp: 0 } };
     },
-    reconciler: {
-      async reconcile(key: string, rc: ReconcileContext): Promise<Result> {
-        ctx.metrics.backupTotal.set(informer.keys().length);
-        const b = informer.get(key);
-        const phase = b?.status?.phase ?? 'New';
-        if (b === undefined || phase !== 'New') slots.drop(key);
-        if (b === undefined) return;
-        // Its requeue is kept: informers never resync, so a stale run whose location read failed
-        // is only settled by the retry failStaleRun asks for.
-        if (phase === 'InProgress') return await failStaleRun(ctx, 'backup', b, (status, rv) => patchStatus(b, status, rv), STALE_RUN_REASON);
-        if (phase !== 'New') return;
-        // Backup sync creates imported Backups first and sets their status right after: between the
-        // two they look new, and running them would overwrite the backup in the bucket.
-        if (b.metadata.annotations?.[ANNOTATION_SYNCED_FROM] !== undefined) return;
-        if (cancelRequested(b)) return cancelBeforeStart(ctx, 'backup', BACKUPS, b, () => recordBackupOutcome(ctx.metrics, { schedule: scheduleOf(b), phase: 'Canceled' }));
-        if (ctx.shutdown.aborted) return; // a shutting-down server starts nothing new
-        const v = validateBackup(ctx, b);
-        const authority = ctx.authority(b);
-        const failed = (errors: string[]): Promise<void> =>
-          failValidation(ctx, 'backup', BACKUPS, b, errors, () => recordBackupOutcome(ctx.metrics, { schedule: scheduleOf(b), phase: 'FailedValidation' }));
-        // A Backup nobody can be held to (in trust mode requester: no stamp) never runs, whatever else holds.
-        if ('error' in authority) return failed([...v.errors, authority.error]);
-        if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) {
-          slots.drop(key); // while its location is not ready it holds up no other run (it keeps its age for later)
-          return { requeueAfter: 1000 };
-        }
-        if (v.errors.length > 0 || v.location === undefined) return failed(v.errors);
-        const unsignable = await signingValidation(ctx, v.location);
-        if (unsignable !== undefined) return failed([unsignable]);
-        if (await hold.holds(b, key)) {
-          slots.drop(key); // held for the webhook, it holds up no other run
-          return;
-        }
-        const slot = await takeSlot(ctx, slots, 'backup', BACKUPS, b, key, backupScope(b.spec));
-        if (slot === undefined) return; // queued: woken when what it waits for ends
-        try {
-          // Trust mode requester: what of the scope the requester may read, settled before the run starts.
-          let scope: Pick<BackupDeps, 'scope' | 'scopeFailure'> = {};
-          // Compiled once: the scope check and the run's request take the same selection.
-          const selection = compileSelection(b.spec);
-          if (authority.mode === 'requester') {
-            const planned = await planBackupScope({
-              client: authority.client, serverClient: ctx.client, reviewer: authority.reviewer, pageSize: ctx.config.clientPageSize,
-            }, b, selection);
-            if ('validationErrors' in planned) return await failed(planned.validationErrors);
-            scope = 'scope' in planned ? { scope: planned.scope } : { scopeFailure: planned.failure };
-          }
-          await execute(b, selection, v.location, authority, scope, rc.signal);
-        } finally {
-          slot.release();
-        }
-      },
+    startedMessage: `backup started, storing to location ${location.metadata.name}`,
+    onStarted: () => ctx.metrics.backupAttemptTotal.inc({ schedule }),
+    engine: (env) => backupEngine(run, env),
+    commit: (store, o, status, endLog) => commitBackup(run, store, o, status, endLog),
+    // A fresh data key per backup, recorded (wrapped) as the run starts: even a run that dies before
+    // stowage-backup.json leaves a log and a status that say how to read it.
+    key: async (opened) => {
+      run.signer = await backupSigningKey(ctx, location);
+      const key = await newBackupKey(ctx, opened.handle, location, name);
+      return key === 'unencrypted' ? { key } : { key, status: { encryption: encryptionStatus(key) } };
+    },
+    logRef: { backup: name, artifact: 'log' },
+    logKey: (prefix) => backupKeys(prefix, name).log,
+    putLog: (store, file) => store.putLog(name, file),
+    finalStatus: (o) => ({
+      expiration: run.expiration, formatVersion: FORMAT_VERSION, progress: o.result?.progress ?? { totalItems: 0, itemsBackedUp: 0 },
+      ...(run.signed !== undefined ? { signature: run.signed } : {}),
+      ...(o.result?.hookStatus !== undefined ? { hookStatus: o.result.hookStatus } : {}),
+      ...snapshotCounts(o.result),
+    }),
+    summary: (o) => `${o.result?.progress.itemsBackedUp ?? 0} items backed up`,
+    // Called once the final status is patched.
+    recordOutcome: (o) => {
+      crashPoint('after-status');
+      recordBackupOutcome(ctx.metrics, {
+        schedule, phase: o.phase, durationSeconds: (o.finished.getTime() - o.started.getTime()) / 1000,
+        ...(o.result?.manifest?.tarball !== undefined ? { tarballBytes: o.result.manifest.tarball.bytes } : {}),
+        items: o.result?.progress.itemsBackedUp ?? 0, finishedAt: o.finished,
+      });
     },
   };
+}
+
+function backupEngine(run: BackupRun, env: RunEnv): Promise<BackupResult> {
+  const { ctx, b, authority } = run;
+  run.runLog = env.log;
+  crashPoint('before-tarball');
+  return runBackup({
+    // Every read (discovery, LISTs, GETs) goes through the requester's client in trust mode
+    // requester, so the API server's RBAC holds the run to what the reviews allowed.
+    client: authority.client, store: env.store, log: env.log, rights: rightsLine(authority), ...run.scope,
+    actions: env.handle.backupItemActions().map((a) => ({ name: a.name, action: a })),
+    pageSize: ctx.config.clientPageSize, signal: env.signal, startTime: env.started,
+    onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsBackedUp: p.itemsBackedUp }),
+    ...(b.spec.snapshotVolumes === false ? {} : { volumes: snapshotTaker(ctx, b, authority, env.signal) }),
+  }, { ...b, status: { ...b.status, phase: 'InProgress', startTimestamp: stamp(env.started), expiration: run.expiration } }, run.selection);
+}
+
+/** The tarball is in (the engine uploaded it). A Failed backup gets no other artifact, only its log. */
+async function commitBackup(
+  run: BackupRun, store: BackupStore, o: RunOutcome<BackupResult>, status: Record<string, unknown>, endLog: () => Promise<void>,
+): Promise<void> {
+  const { ctx, b, location } = run;
+  const name = b.metadata.name;
+  crashPoint('after-tarball');
+  const result = o.result;
+  if (o.phase === 'Failed' || result === undefined) return endLog();
+  // Canceled: whatever of the tarball a store kept of the aborted upload is deleted, and no
+  // stowage-backup.json is written, so nothing can restore or sync it; the results and the
+  // log say what it had done. A store that is down is not waited for (run/lifecycle.ts): the
+  // deletion and the results wait in the spool, done when the location is Available again.
+  if (o.phase === 'Canceled') {
+    await cleanUpCanceled(ctx, store, location.metadata.name, name, result.results, run.runLog);
+    return endLog();
+  }
+  // The marker holds the final status (sync imports it): unset fields are left out, not null.
+  const recorded = Object.fromEntries(Object.entries(status).filter(([, v]) => v !== null)) as BackupStatus;
+  // The marker names the location it was written to (sync imports only its own location's).
+  const spec = { ...b.spec, storageLocation: location.metadata.name };
+  const artifacts = { resourceList: result.resourceList, results: result.results, backup: { ...b, spec, metadata: cleanMeta(b), status: recorded } };
+  const withManifest = result.manifest !== undefined ? { ...artifacts, manifest: result.manifest } : artifacts;
+  if (run.signer === undefined) {
+    await store.completeBackup(name, withManifest, endLog);
+  } else {
+    const sig = signatureStatus(run.signer);
+    const sign = backupSigner(run.signer, {
+      backup: name, location: location.metadata.name, phase: recorded.phase ?? '', startTimestamp: recorded.startTimestamp ?? '',
+      labels: b.metadata.labels ?? {}, tarballSha256: result.manifest?.tarball.sha256 ?? '',
+    });
+    await store.completeBackup(name, { ...withManifest, backup: { ...withManifest.backup, status: { ...recorded, signature: sig } }, sign }, endLog);
+    run.signed = sig;
+  }
+  crashPoint('after-marker');
 }
 
 /**

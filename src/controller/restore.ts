@@ -10,7 +10,7 @@
 // read (nor download), and a target namespace where they may create nothing, fail validation (restoreRights). The Restore's own status stays the server's.
 import path from 'node:path';
 import {
-  LABEL_SCHEDULE_NAME, RESOURCES, type Backup, type BackupStorageLocation, type Restore, type RestoreStatus,
+  LABEL_SCHEDULE_NAME, RESOURCES, type Backup, type BackupStorageLocation, type Restore,
 } from '../apis/v1/index.js';
 import { recordRestoreOutcome } from '../metrics/index.js';
 import { normalizePrefix, restoreKeys, unstorableKeys } from '../persistence/layout.js';
@@ -27,20 +27,18 @@ import { connectionOf, execInPod } from '../hooks/index.js';
 import { newRestoreHookRunner } from '../hooks/restoreRun.js';
 import { restoreHookErrors } from '../hooks/restoreSpec.js';
 import type { DynamicClient } from '../kube/index.js';
-import { keyedForBackup, unencryptedRefusal } from '../storage/keys.js';
+import type { ArtifactKey } from '../persistence/sealing.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './run/context.js';
 import type { BackupStore } from '../persistence/backupStore.js';
-import { locationProblem, resolveLocation, waitForLocation, type LocationProblem } from './run/locations.js';
-import { isVeleroLocation, readStoredResourceList, writeRefusal } from '../storage/open.js';
-import { cancelBeforeStart, cancelRequested, cancelWatch } from './run/cancel.js';
-import { failValidation, runLifecycle } from './run/lifecycle.js';
+import { locationProblem, resolveLocation, type LocationProblem } from './run/locations.js';
+import {
+  isVeleroLocation, readStoredResourceList, UnencryptedBackupError, writeRefusal, type OpenedLocation, type VerifiedStore,
+} from '../storage/open.js';
+import { createRunGate, type RunGate } from './run/gate.js';
+import { failValidation, runLifecycle, type RunDefinition, type RunEnv } from './run/lifecycle.js';
 import { resolveBackupOf } from './run/resolveBackup.js';
 import { restoreScope } from './run/scope.js';
-import { createRunSlots, takeSlot } from './run/slots.js';
-import { createWebhookHold } from './run/webhookHold.js';
-import { scheduleMismatch, verifyStoredSignature } from '../storage/signatures.js';
-import { failStaleRun } from './run/staleRuns.js';
-import { statusPatch } from './run/patch.js';
+import { scheduleMismatch } from '../storage/signatures.js';
 
 const RESTORES = RESOURCES.Restore;
 /**
@@ -167,161 +165,153 @@ export function restoreController(ctx: ControllerContext): ControllerDefinition 
   // Validation reads backups and locations from the shared caches.
   const backups = ctx.informer<Backup>('Backup');
   const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation');
-  // Trust mode requester: no run starts while the admission webhook is not in effect (run/webhookHold.ts).
-  const hold = createWebhookHold(ctx, 'restore', RESTORES);
   // Restores writing to disjoint namespaces run at once, up to --concurrent-restores (run/slots.ts).
-  const slots = createRunSlots({
-    kind: 'restore', limit: Math.max(1, ctx.config.concurrentRestores), flag: '--concurrent-restores',
-    stillWaiting: (key) => (informer.get(key)?.status?.phase ?? 'New') === 'New',
+  const gate = createRunGate(ctx, {
+    kind: 'restore', resource: RESTORES, informer, limit: ctx.config.concurrentRestores, flag: '--concurrent-restores', staleReason: STALE_RESTORE_REASON,
+    countAll: (n) => ctx.metrics.restoreTotal.set(n),
+    recordCanceled: () => recordRestoreOutcome(ctx.metrics, { schedule: '', phase: 'Canceled' }),
   });
+  return gate.definition('restore', [readsFrom(backups), readsFrom(locations)], (key, rc) => reconcileRestore(ctx, gate, key, rc));
+}
 
-  const patchStatus = (r: Restore, status: Partial<Record<keyof RestoreStatus, unknown>>, resourceVersion?: string): Promise<Restore> =>
-    ctx.client.patchStatus<Restore>(RESTORES, r.metadata.namespace, r.metadata.name,
-      statusPatch(status, resourceVersion));
+function refuse(ctx: ControllerContext, r: Restore, errors: string[]): Promise<void> {
+  return failValidation(ctx, 'restore', RESTORES, r, errors, () => recordRestoreOutcome(ctx.metrics, { schedule: '', phase: 'FailedValidation' }));
+}
 
-  const refuse = (r: Restore, errors: string[]): Promise<void> =>
-    failValidation(ctx, 'restore', RESTORES, r, errors, () => recordRestoreOutcome(ctx.metrics, { schedule: '', phase: 'FailedValidation' }));
-
-  function execute(req: RestoreRequest, location: BackupStorageLocation, rights: Rights, transforms: RestoreTransforms, signal: AbortSignal): Promise<void> {
-    const { restore: r, backup } = req;
-    const name = r.metadata.name;
-    const schedule = backup.metadata.labels?.[LABEL_SCHEDULE_NAME] ?? '';
-    const dryRun = r.spec.dryRun === true;
-    // A Velero location is only read: the backup has no manifest, and the restore writes nothing there.
-    const velero = isVeleroLocation(location);
-    // Neither does a restore from a ReadOnly location (its owner's word): its log and results stay out of the bucket.
-    const refusal = writeRefusal(location);
-    const run = `${r.metadata.namespace ?? ctx.namespace}/${name}`;
-    return runLifecycle<RestoreResult>(ctx, {
-      kind: 'restore', resource: RESTORES, obj: r, location, signal,
-      // A restore from a schedule records the backup it picked (as Velero does): describe shows it,
-      // downloads and the backup's deletion find it, and a later backup of the schedule changes nothing.
-      ...((r.spec.backupName ?? '') === '' ? { recordSpec: { backupName: backup.metadata.name } } : {}),
-      startStatus: () => ({ progress: { totalItems: 0, itemsRestored: 0 } }),
-      startedMessage: `${dryRun ? 'dry run' : 'restore'} of backup ${backup.metadata.name} started`,
-      onStarted: () => ctx.metrics.restoreAttemptTotal.inc({ schedule }),
-      engine: async (env) => {
-        env.log.info(rights.logLine);
-        if (transforms.logLine !== undefined) env.log.info(transforms.logLine);
-        const actions = await resolveRestoreItemActions(env.handle.restoreItemActions().map((a) => ({ name: a.name, action: a })));
-        if (velero) env.log.warn(noManifestWarning(backup.metadata.name));
-        const result = await runRestore({
-          // The requester's impersonating client in trust mode "requester": the API server's RBAC and admission decide each item.
-          client: rights.authority.client, source: env.store,
-          ...(rights.authorizeTargets !== undefined ? { authorizeTargets: rights.authorizeTargets } : {}),
-          ...(rights.authorizeSources !== undefined ? { authorizeSources: rights.authorizeSources } : {}), actions, log: env.log, clock: ctx.clock, signal: env.signal,
-          spillDir: spillDirOf(ctx),
-          // Stowage writes a manifest with every finished backup, so one missing from its own backup was
-          // deleted; Velero writes none.
-          requireManifest: !velero,
-          maxItemBytes: ctx.config.maxItemBytes,
-          onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsRestored: p.itemsRestored }),
-          mappings: transforms.mappings, ...(transforms.modifiers !== undefined ? { modifiers: transforms.modifiers } : {}),
-          podHooks: restoreHooksOf(r, rights.authority.client, env.log, env.signal),
-          ...(ctx.timer !== undefined ? { timer: ctx.timer } : {}),
-          ...(rights.authority.mode === 'requester' ? { who: rights.authority.describe } : {}),
-        }, req);
-        if (velero) noteNoManifest(result, backup.metadata.name);
-        return result;
-      },
-      // Failed or not: results carry every item's outcome (`restore describe` shows a dry run's predictions from them).
-      async commit(store, o, _status, endLog) {
-        const result = o.result;
-        if (result !== undefined && refusal === undefined) {
-          const results = { ...result.results, dryRun: result.dryRun, summary: result.summary, outcomes: result.outcomes };
-          await store.completeRestore(name, { results, resourceList: result.resourceList });
-        }
-        await endLog();
-      },
-      // The backup's key opens it and seals what the restore writes (bound to the restore's name).
-      key: async (store, handle) => {
-        const keyed = await keyedForBackup(ctx, handle, location, store, backup);
-        const refusal = unencryptedRefusal(location, backup.metadata.name, keyed.key);
-        if (refusal !== undefined) throw new Error(`${refusal}, so it is not restored`);
-        // A signing location's backup is restored only when its signature holds, before anything is created.
-        const verified = await verifyStoredSignature(ctx, location, keyed, backup.metadata.name);
-        const wrongSchedule = verified === undefined ? undefined : scheduleMismatch(verified.statement, backup.metadata.name, r.spec.scheduleName);
-        if (wrongSchedule !== undefined) throw new Error(`${wrongSchedule}, so it is not restored`);
-        return { key: keyed.key };
-      },
-      logRef: { restore: name, artifact: 'log' },
-      logKey: (prefix) => restoreKeys(prefix, name).log,
-      ...(refusal !== undefined ? {} : { putLog: (store: BackupStore, file: string) => store.putRestoreLog(name, file) }),
-      finalStatus: (o) => ({
-        progress: o.result?.progress ?? { totalItems: 0, itemsRestored: 0 },
-        summary: o.result?.summary ?? { created: 0, updated: 0, skipped: 0, failed: 0 },
-        ...(o.result?.hookStatus !== undefined ? { hookStatus: o.result.hookStatus } : {}),
-        ...(refusal !== undefined ? veleroRestoreStatus(refusal, backup.metadata.name, run, o.result?.results) : {}),
-      }),
-      summary: (o) => {
-        const sum = o.result?.summary ?? { created: 0, updated: 0, skipped: 0, failed: 0 };
-        // Nothing failed in a dry run: its failed items are predictions.
-        return dryRun ? `dry run: would create ${sum.created}, would update ${sum.updated}, would skip ${sum.skipped}, would fail ${sum.failed}`
-          : `created ${sum.created}, updated ${sum.updated}, skipped ${sum.skipped}, failed ${sum.failed}`;
-      },
-      recordOutcome: (o) => recordRestoreOutcome(ctx.metrics, { schedule, phase: o.phase, durationSeconds: (o.finished.getTime() - o.started.getTime()) / 1000 }),
-    });
+async function reconcileRestore(ctx: ControllerContext, gate: RunGate<Restore>, key: string, rc: ReconcileContext): Promise<Result> {
+  const got = await gate.newRun(key);
+  if ('done' in got) return got.done;
+  const r = got.run;
+  const v = validateRestore(ctx, r);
+  const authority = ctx.authority(r);
+  if ('error' in authority) {
+    // Listed with the other reasons; a location that may yet clear is not one (it is waited for when the stamp is there).
+    await refuse(ctx, r, [...(v.pending === undefined ? v.errors : []), authority.error]);
+    return;
   }
+  if (await gate.waitsForLocation(key, v.location, v.pending)) return { requeueAfter: 1000 };
+  // Read once the run is not waiting: listed with the other reasons when refused.
+  const transforms = await loadRestoreTransforms(ctx, r, authority);
+  const transformErrors = 'errors' in transforms ? transforms.errors : [];
+  if (v.errors.length > 0 || v.backup === undefined || v.location === undefined) {
+    await refuse(ctx, r, [...v.errors, ...transformErrors]);
+    return;
+  }
+  const { backup, location } = v;
+  await gate.inSlot(r, key, restoreScope(r.spec, backup.spec), async () => {
+    // Built once: the rights check and the run read the same request.
+    const req = newRestoreRequest(r, backup, { priorities: ctx.config.restoreResourcePriorities });
+    const rights = await restoreRights(ctx, req, location, authority);
+    if ('errors' in rights || 'errors' in transforms) {
+      await refuse(ctx, r, [...('errors' in rights ? rights.errors : []), ...transformErrors]);
+      return;
+    }
+    await runLifecycle(ctx, restoreRun({ ctx, req, location, rights, transforms }, rc.signal));
+  });
+}
 
+/** One restore run: what it was validated with. */
+interface RestoreRun {
+  ctx: ControllerContext;
+  req: RestoreRequest;
+  location: BackupStorageLocation;
+  rights: Rights;
+  transforms: RestoreTransforms;
+}
+
+/** The restore's steps in the shared lifecycle (run/lifecycle.ts). */
+function restoreRun(run: RestoreRun, signal: AbortSignal): RunDefinition<RestoreResult> {
+  const { ctx, location } = run;
+  const { restore: r, backup } = run.req;
+  const name = r.metadata.name;
+  const schedule = backup.metadata.labels?.[LABEL_SCHEDULE_NAME] ?? '';
+  const dryRun = r.spec.dryRun === true;
+  // A Velero location is only read, and so is a ReadOnly one (its owner's word): the restore's log and results stay out of the bucket.
+  const refusal = writeRefusal(location);
+  const runName = `${r.metadata.namespace ?? ctx.namespace}/${name}`;
   return {
-    name: 'restore',
-    watches: [informer, readsFrom(backups), readsFrom(locations), cancelWatch(ctx, 'restore', informer)],
-    // One worker more than can run: a queued restore's status says what it waits for while all run.
-    workers: Math.max(1, ctx.config.concurrentRestores) + 1,
-    bind: (enqueue) => {
-      slots.bind(enqueue);
-      hold.bind(enqueue);
+    kind: 'restore', resource: RESTORES, obj: r, location, signal,
+    // A restore from a schedule records the backup it picked (as Velero does): describe shows it,
+    // downloads and the backup's deletion find it, and a later backup of the schedule changes nothing.
+    ...((r.spec.backupName ?? '') === '' ? { recordSpec: { backupName: backup.metadata.name } } : {}),
+    startStatus: () => ({ progress: { totalItems: 0, itemsRestored: 0 } }),
+    startedMessage: `${dryRun ? 'dry run' : 'restore'} of backup ${backup.metadata.name} started`,
+    onStarted: () => ctx.metrics.restoreAttemptTotal.inc({ schedule }),
+    engine: (env) => restoreEngine(run, env),
+    // Failed or not: results carry every item's outcome (`restore describe` shows a dry run's predictions from them).
+    async commit(store, o, _status, endLog) {
+      const result = o.result;
+      if (result !== undefined && refusal === undefined) {
+        const results = { ...result.results, dryRun: result.dryRun, summary: result.summary, outcomes: result.outcomes };
+        await store.completeRestore(name, { results, resourceList: result.resourceList });
+      }
+      await endLog();
     },
-    reconciler: {
-      async reconcile(key: string, rc: ReconcileContext): Promise<Result> {
-        ctx.metrics.restoreTotal.set(informer.keys().length);
-        const r = informer.get(key);
-        const phase = r?.status?.phase ?? 'New';
-        if (r === undefined || phase !== 'New') slots.drop(key);
-        if (r === undefined) return;
-        if (phase === 'InProgress') {
-          return await failStaleRun(ctx, 'restore', r, (status, rv) => patchStatus(r, status, rv), STALE_RESTORE_REASON);
-        }
-        if (phase !== 'New') return;
-        if (cancelRequested(r)) return cancelBeforeStart(ctx, 'restore', RESTORES, r, () => recordRestoreOutcome(ctx.metrics, { schedule: '', phase: 'Canceled' }));
-        if (ctx.shutdown.aborted) return;
-        const v = validateRestore(ctx, r);
-        const authority = ctx.authority(r);
-        if ('error' in authority) {
-          // Listed with the other reasons; a location that may yet clear is not one (it is waited for when the stamp is there).
-          await refuse(r, [...(v.pending === undefined ? v.errors : []), authority.error]);
-          return;
-        }
-        if (v.pending !== undefined && v.location !== undefined && await waitForLocation(ctx, v.location, v.pending)) {
-          slots.drop(key); // while its location is not ready it holds up no other run (it keeps its age for later)
-          return { requeueAfter: 1000 };
-        }
-        // Read once the run is not waiting: listed with the other reasons when refused.
-        const transforms = await loadRestoreTransforms(ctx, r, authority);
-        const transformErrors = 'errors' in transforms ? transforms.errors : [];
-        if (v.errors.length > 0 || v.backup === undefined || v.location === undefined) {
-          await refuse(r, [...v.errors, ...transformErrors]);
-          return;
-        }
-        if (await hold.holds(r, key)) {
-          slots.drop(key); // held for the webhook, it holds up no other run
-          return;
-        }
-        const slot = await takeSlot(ctx, slots, 'restore', RESTORES, r, key, restoreScope(r.spec, v.backup.spec));
-        if (slot === undefined) return; // queued: woken when what it waits for ends
-        try {
-          // Built once: the rights check and the run read the same request.
-          const req = newRestoreRequest(r, v.backup, { priorities: ctx.config.restoreResourcePriorities });
-          const rights = await restoreRights(ctx, req, v.location, authority);
-          if ('errors' in rights || 'errors' in transforms) {
-            await refuse(r, [...('errors' in rights ? rights.errors : []), ...transformErrors]);
-            return;
-          }
-          await execute(req, v.location, rights, transforms, rc.signal);
-        } finally {
-          slot.release();
-        }
-      },
+    key: (opened) => restoreKey(run, opened),
+    logRef: { restore: name, artifact: 'log' },
+    logKey: (prefix) => restoreKeys(prefix, name).log,
+    ...(refusal !== undefined ? {} : { putLog: (store: BackupStore, file: string) => store.putRestoreLog(name, file) }),
+    finalStatus: (o) => ({
+      progress: o.result?.progress ?? { totalItems: 0, itemsRestored: 0 },
+      summary: o.result?.summary ?? { created: 0, updated: 0, skipped: 0, failed: 0 },
+      ...(o.result?.hookStatus !== undefined ? { hookStatus: o.result.hookStatus } : {}),
+      ...(refusal !== undefined ? veleroRestoreStatus(refusal, backup.metadata.name, runName, o.result?.results) : {}),
+    }),
+    summary: (o) => {
+      const sum = o.result?.summary ?? { created: 0, updated: 0, skipped: 0, failed: 0 };
+      // Nothing failed in a dry run: its failed items are predictions.
+      return dryRun ? `dry run: would create ${sum.created}, would update ${sum.updated}, would skip ${sum.skipped}, would fail ${sum.failed}`
+        : `created ${sum.created}, updated ${sum.updated}, skipped ${sum.skipped}, failed ${sum.failed}`;
     },
+    recordOutcome: (o) => recordRestoreOutcome(ctx.metrics, { schedule, phase: o.phase, durationSeconds: (o.finished.getTime() - o.started.getTime()) / 1000 }),
   };
+}
+
+/**
+ * The backup's key opens it and seals what the restore writes (bound to the restore's name). An
+ * unencrypted backup where the location requires encryption is refused first; then a signing
+ * location's backup is restored only when its signature holds, and it was made by the schedule the
+ * restore names, before anything is created.
+ */
+async function restoreKey(run: RestoreRun, opened: OpenedLocation): Promise<{ key: ArtifactKey }> {
+  const { restore: r, backup } = run.req;
+  let verified: VerifiedStore;
+  try {
+    verified = await opened.verifiedFor(backup, { refuseUnencrypted: true });
+  } catch (err) {
+    if (err instanceof UnencryptedBackupError) throw new Error(`${err.message}, so it is not restored`);
+    throw err;
+  }
+  const wrongSchedule = verified.signature === undefined ? undefined : scheduleMismatch(verified.signature.statement, backup.metadata.name, r.spec.scheduleName);
+  if (wrongSchedule !== undefined) throw new Error(`${wrongSchedule}, so it is not restored`);
+  return { key: verified.store.key };
+}
+
+async function restoreEngine(run: RestoreRun, env: RunEnv): Promise<RestoreResult> {
+  const { ctx, req, rights, transforms } = run;
+  const { restore: r, backup } = req;
+  // A Velero location's backup has no manifest (Stowage writes one with every finished backup).
+  const velero = isVeleroLocation(run.location);
+  env.log.info(rights.logLine);
+  if (transforms.logLine !== undefined) env.log.info(transforms.logLine);
+  const actions = await resolveRestoreItemActions(env.handle.restoreItemActions().map((a) => ({ name: a.name, action: a })));
+  if (velero) env.log.warn(noManifestWarning(backup.metadata.name));
+  const result = await runRestore({
+    // The requester's impersonating client in trust mode "requester": the API server's RBAC and admission decide each item.
+    client: rights.authority.client, source: env.store,
+    ...(rights.authorizeTargets !== undefined ? { authorizeTargets: rights.authorizeTargets } : {}),
+    ...(rights.authorizeSources !== undefined ? { authorizeSources: rights.authorizeSources } : {}), actions, log: env.log, clock: ctx.clock, signal: env.signal,
+    spillDir: spillDirOf(ctx),
+    // Stowage writes a manifest with every finished backup, so one missing from its own backup was
+    // deleted; Velero writes none.
+    requireManifest: !velero,
+    maxItemBytes: ctx.config.maxItemBytes,
+    onProgress: (p) => env.onProgress({ totalItems: p.totalItems, itemsRestored: p.itemsRestored }),
+    mappings: transforms.mappings, ...(transforms.modifiers !== undefined ? { modifiers: transforms.modifiers } : {}),
+    podHooks: restoreHooksOf(r, rights.authority.client, env.log, env.signal),
+    ...(ctx.timer !== undefined ? { timer: ctx.timer } : {}),
+    ...(rights.authority.mode === 'requester' ? { who: rights.authority.describe } : {}),
+  }, req);
+  if (velero) noteNoManifest(result, backup.metadata.name);
+  return result;
 }

@@ -1,20 +1,19 @@
 // A location's store as every part of the server opens it: through the plugin pool with the
 // location's config and credentials (every provider, built in or not, is set up the same way:
 // objectStoreConfig), refusing writes where Stowage writes nothing, and keyed for a backup.
+import type winston from 'winston';
 import type { Backup, BackupStorageLocation } from '../apis/v1/index.js';
 import type { KubeObject } from '../kube/index.js';
 import { createBackupStore, type BackupStore } from '../persistence/backupStore.js';
 import { createVeleroStore } from '../persistence/veleroStore.js';
 import type { ObjectStore, PluginConfig, RunIdentity } from '../plugin/api/index.js';
 import type { ResourceList } from '../persistence/results.js';
-import { writeCredentialFile, type PluginHandle } from '../plugin/host/index.js';
+import { writeCredentialFile, type PluginHandle, type RunCallOptions } from '../plugin/host/index.js';
 import type { StorageContext, StoreContext } from './context.js';
-import { keyedForBackup } from './keys.js';
-import { verifyStoredSignature } from './signatures.js';
+import { keyedForBackup, unencryptedRefusal } from './keys.js';
+import { verifyStoredSignature, type VerifiedSignature } from './signatures.js';
 
 type Secret = KubeObject & { data?: Record<string, string> };
-
-/** What opening a location's store needs: the credential Secret's namespace and where to copy it. */
 
 export function isReadOnly(bsl: BackupStorageLocation): boolean {
   return bsl.spec.accessMode === 'ReadOnly';
@@ -132,6 +131,28 @@ export function backupStoreOn(objectStore: ObjectStore, bsl: BackupStorageLocati
   return velero ? createVeleroStore(opts) : createBackupStore(opts);
 }
 
+/** A backup's store once it is keyed and, where the location signs, its signature holds. */
+export interface VerifiedStore {
+  store: BackupStore;
+  /** The signature that holds (undefined: the location does not sign). */
+  signature: VerifiedSignature | undefined;
+}
+
+/** What verifiedFor checks besides the key and the signature. */
+export interface VerifyOptions {
+  /**
+   * Refuse a backup that is not encrypted where the location requires encryption (keys.ts
+   * unencryptedRefusal), with an UnencryptedBackupError, before its signature is read: that refusal
+   * wins over a signature's.
+   */
+  refuseUnencrypted?: boolean;
+}
+
+/** A backup refused because it is not encrypted where its location requires it; the message says so. */
+export class UnencryptedBackupError extends Error {
+  override readonly name = 'UnencryptedBackupError';
+}
+
 /** A location's store opened by withBackupStore, with the plugin handle it was opened through. */
 export interface OpenedLocation {
   readonly handle: PluginHandle;
@@ -141,25 +162,52 @@ export interface OpenedLocation {
   readonly store: BackupStore;
   /** The store keyed for `backup` (keys.ts keyedForBackup): what reads a backup's sealed artifacts. */
   keyedFor(backup: Pick<Backup, 'metadata' | 'status'>): Promise<BackupStore>;
-  /** keyedFor, once the backup's signature holds where the location signs (signatures.ts); rejects with a SignatureError saying why. */
-  verifiedFor(backup: Pick<Backup, 'metadata' | 'status'>): Promise<BackupStore>;
+  /**
+   * keyedFor, then what `opts` asks, then the backup's signature where the location signs
+   * (signatures.ts), the first failure rejecting: a SignatureError says why the signature does not hold.
+   */
+  verifiedFor(backup: Pick<Backup, 'metadata' | 'status'>, opts?: VerifyOptions): Promise<VerifiedStore>;
+}
+
+/** How withBackupStore opens: the plugin handle's log and call options, and what an opening that fails gives instead. */
+export interface OpenOptions<T> {
+  /** Where the plugins' lines for this use go (a run's own log); the server log by default. */
+  logger?: winston.Logger;
+  /** The plugin calls' options, read at each call (a run's: aborted with it). */
+  calls?: () => RunCallOptions;
+  /**
+   * Called, instead of rejecting, when the location's store cannot be opened (its credentials,
+   * its plugin): for callers to whom that is an outcome, not an error. Errors of `use` still reject.
+   */
+  openFailed?: (err: unknown) => Promise<T>;
 }
 
 /**
  * Opens `bsl`'s store through a plugin handle of its own, hands it to `use`, and releases the
- * handle when `use` is done, whatever happened: for work made before or outside a run (syncs,
- * downloads, deletions, a restore's validation), which has no run handle.
+ * handle when `use` is done, whatever happened: every user of a location's store opens it here
+ * (runs, syncs, downloads, deletions, stale runs, a restore's validation).
  */
-export async function withBackupStore<T>(ctx: StorageContext, bsl: BackupStorageLocation, run: RunIdentity, use: (opened: OpenedLocation) => Promise<T>): Promise<T> {
-  const handle = ctx.plugins.handle(run, ctx.logger);
+export async function withBackupStore<T>(
+  ctx: StorageContext, bsl: BackupStorageLocation, run: RunIdentity, use: (opened: OpenedLocation) => Promise<T>, opts: OpenOptions<T> = {},
+): Promise<T> {
+  const handle = ctx.plugins.handle(run, opts.logger ?? ctx.logger, opts.calls);
   try {
-    const objectStore = await openObjectStore(ctx, handle, bsl);
-    const store = backupStoreOn(objectStore, bsl);
+    let objectStore: ObjectStore;
+    let store: BackupStore;
+    try {
+      objectStore = await openObjectStore(ctx, handle, bsl);
+      store = backupStoreOn(objectStore, bsl);
+    } catch (err) {
+      if (opts.openFailed === undefined) throw err;
+      return await opts.openFailed(err);
+    }
     const keyedFor = (backup: Pick<Backup, 'metadata' | 'status'>): Promise<BackupStore> => keyedForBackup(ctx, handle, bsl, store, backup);
-    const verifiedFor = async (backup: Pick<Backup, 'metadata' | 'status'>): Promise<BackupStore> => {
+    const verifiedFor = async (backup: Pick<Backup, 'metadata' | 'status'>, v: VerifyOptions = {}): Promise<VerifiedStore> => {
+      const name = backup.metadata.name ?? '';
       const keyed = await keyedFor(backup);
-      await verifyStoredSignature(ctx, bsl, keyed, backup.metadata.name ?? '');
-      return keyed;
+      const refusal = v.refuseUnencrypted === true ? unencryptedRefusal(bsl, name, keyed.key) : undefined;
+      if (refusal !== undefined) throw new UnencryptedBackupError(refusal);
+      return { store: keyed, signature: await verifyStoredSignature(ctx, bsl, keyed, name) };
     };
     return await use({ handle, objectStore, store, keyedFor, verifiedFor });
   } finally {

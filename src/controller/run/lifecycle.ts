@@ -2,8 +2,9 @@
 // lifecycle both run controllers share. Its steps, in order:
 //   1. record the choices made at validation in the spec, then InProgress (both conditional on
 //      the validated version: two workers or servers never both start a run);
-//   2. open the run log, register the run, take the plugin handle;
-//   3. run the engine (the kind's callback);
+//   2. open the run log, register the run, open the location's store (storage/open.ts
+//      withBackupStore) through the run's plugin handle;
+//   3. the run's key (the kind's callback), then the engine (the kind's callback);
 //   4. write the artifacts (the kind's callback, through BackupStore); the run log ends inside,
 //      where the kind says (for a backup: before stowage-backup.json, which is written last);
 //   5. the final status patch, then the event, the server log line and the metrics;
@@ -22,7 +23,7 @@ import { errorMessage, safeErrorMessage } from '../../util/errors.js';
 import type { ControllerContext } from './context.js';
 import { abortIfCanceledNow, cancelOf } from './cancel.js';
 import { encrypts } from '../../storage/keys.js';
-import { openBackupStore } from '../../storage/open.js';
+import { withBackupStore, type OpenedLocation } from '../../storage/open.js';
 import { openRunLog, registerRun, stamp, throttled, uploadRunLog } from './runs.js';
 import type { RunCallOptions } from '../../plugin/host/index.js';
 import { changedMeanwhile, patchStatusIfCurrent } from './patch.js';
@@ -80,10 +81,10 @@ export interface RunDefinition<R extends EngineResult> {
   engine(env: RunEnv): Promise<R>;
   /**
    * The key the run's artifacts are sealed and read with (a backup's fresh one, a restore's its
-   * backup's), and status fields that record it, patched as soon as it is known and kept in the
-   * final status.
+   * backup's, from the location opened for the run), and status fields that record it, patched as
+   * soon as it is known and kept in the final status.
    */
-  key(store: BackupStore, handle: RunEnv['handle']): Promise<{ key: ArtifactKey; status?: Status }>;
+  key(opened: OpenedLocation): Promise<{ key: ArtifactKey; status?: Status }>;
   /** The run log as an artifact (what it is sealed as). */
   logRef: ArtifactRef;
   /**
@@ -206,24 +207,66 @@ function logEnder<R extends EngineResult>(ctx: ControllerContext, def: RunDefini
   };
 }
 
+/** What a run holds from step 2 on; `finally` releases it. */
+interface Running<R extends EngineResult> {
+  ctx: ControllerContext;
+  def: RunDefinition<R>;
+  namespace: string;
+  started: Date;
+  version: { rv?: string };
+  log: RunLog;
+  /** Aborted by a shutdown (onShutdown) or a cancel (cancel.ts). */
+  abort: AbortController;
+  onShutdown: () => void;
+  registration: { finish(): void };
+  progress: { push(p: Record<string, number>): void; flush(): Promise<void> };
+  /**
+   * The run's plugin calls end at once when it is aborted (a cancel cuts through an outage, a
+   * retry, a slow upload). Once aborted, what is left (a canceled backup's clean-up, results, the
+   * log) is tried with no outage window: a store that is down fails it at once, and it waits in
+   * the spool instead of holding the run InProgress.
+   */
+  calls: RunCallOptions;
+  /** The location's store keyed for the run, once its key is known. */
+  store?: BackupStore;
+  keyStatus: Status;
+  endLog: (o: RunOutcome<R>) => Promise<void>;
+}
+
 /** Runs a validated backup or restore to its end (see the steps above). Never leaves it InProgress while this server is up. */
 export async function runLifecycle<R extends EngineResult>(ctx: ControllerContext, def: RunDefinition<R>): Promise<void> {
-  const { kind, obj, resource } = def;
-  const { name } = obj.metadata;
-  const namespace = obj.metadata.namespace ?? ctx.namespace;
   const started = ctx.clock.now();
   const version = await start(ctx, def, started);
   if (version === undefined) return;
   def.onStarted();
-
-  let log: RunLog;
+  const log = await openLogOrFail(ctx, def, version, started);
+  if (log === undefined) return;
+  const r = beginRun(ctx, def, version, started, log);
   try {
-    log = openRunLog(ctx, kind, namespace, name);
+    void ctx.events.event(def.obj, 'Normal', 'Started', def.startedMessage);
+    await runOnStore(r);
+  } finally {
+    await r.progress.flush();
+    def.signal.removeEventListener('abort', r.onShutdown);
+    if (!log.closed) await log.close().catch(() => undefined);
+    r.registration.finish();
+  }
+}
+
+/** Step 2's run log; undefined once a run whose log cannot be opened is Failed. */
+async function openLogOrFail<R extends EngineResult>(ctx: ControllerContext, def: RunDefinition<R>, version: { rv?: string }, started: Date): Promise<RunLog | undefined> {
+  try {
+    return openRunLog(ctx, def.kind, def.obj.metadata.namespace ?? ctx.namespace, def.obj.metadata.name);
   } catch (err) {
     await finish(ctx, def, version, { phase: 'Failed', failure: `the run log could not be opened: ${safeErrorMessage(err)}`, started, finished: ctx.clock.now(), warnings: 0, errors: 0 });
-    return;
+    return undefined;
   }
-  // Step 2: from here on, `finally` releases whatever was taken.
+}
+
+/** Step 2: the run's abort (shutdown and cancel), its registration and its throttled progress. */
+function beginRun<R extends EngineResult>(ctx: ControllerContext, def: RunDefinition<R>, version: { rv?: string }, started: Date, log: RunLog): Running<R> {
+  const { kind, obj, resource } = def;
+  const namespace = obj.metadata.namespace ?? ctx.namespace;
   const abort = new AbortController();
   const onShutdown = (): void => abort.abort(new Error(`the server shut down before the ${kind} finished`));
   def.signal.addEventListener('abort', onShutdown, { once: true });
@@ -231,73 +274,93 @@ export async function runLifecycle<R extends EngineResult>(ctx: ControllerContex
     const canceled = cancelOf(abort.signal);
     if (canceled !== undefined) log.logger.warn(`${canceled.message} (spec.cancel): stopping the ${kind}`);
   }, { once: true });
-  const run = registerRun(ctx, kind, namespace, name, log, abort);
-  abortIfCanceledNow(ctx, kind, namespace, name);
+  const registration = registerRun(ctx, kind, namespace, obj.metadata.name, log, abort);
+  abortIfCanceledNow(ctx, kind, namespace, obj.metadata.name);
   const progress = throttled<Record<string, number>>(1000, async (p) => {
     await patchWhileInProgress(ctx, resource, obj, version, { progress: p }).catch(() => undefined);
   });
-  let handle: RunEnv['handle'] | undefined;
-  // The run's plugin calls end at once when it is aborted (a cancel cuts through an outage, a
-  // retry, a slow upload). Once aborted, what is left (a canceled backup's clean-up, results, the
-  // log) is tried with no outage window: a store that is down fails it at once, and it waits in
-  // the spool instead of holding the run InProgress.
-  let calls: RunCallOptions = { signal: abort.signal };
-  let store: BackupStore | undefined;
-  let keyStatus: Status = {};
-  const endLog = logEnder(ctx, def, log, () => store);
+  const r: Running<R> = {
+    ctx, def, namespace, started, version, log, abort, onShutdown, registration, progress,
+    calls: { signal: abort.signal }, keyStatus: {}, endLog: () => Promise.resolve(),
+  };
+  r.endLog = logEnder(ctx, def, log, () => r.store);
+  return r;
+}
+
+/**
+ * Steps 3 to 5 on the location's store, opened with the run's plugin handle (its lines in the run
+ * log, its calls aborted with the run) and released once the final status is patched. A store
+ * that cannot be opened, or a handle that cannot be taken, fails the run like its engine would.
+ */
+async function runOnStore<R extends EngineResult>(r: Running<R>): Promise<void> {
+  const { ctx, def } = r;
+  let entered = false;
+  const steps = async (opened: OpenedLocation | undefined, openError?: unknown): Promise<void> => {
+    entered = true;
+    await settle(r, await runEngine(r, opened, openError));
+  };
   try {
-    void ctx.events.event(obj, 'Normal', 'Started', def.startedMessage);
-    // Step 3: the engine.
-    let result: R | undefined;
-    let failure: string | undefined;
-    try {
-      handle = ctx.plugins.handle({ kind, namespace, name }, log.logger, () => calls);
-      const opened = await openBackupStore(ctx, handle, def.location);
-      const k = await def.key(opened, handle);
-      store = opened.withKey(k.key);
-      if (k.status !== undefined) {
-        keyStatus = k.status;
-        await patchWhileInProgress(ctx, resource, obj, version, keyStatus);
-      }
-      result = await def.engine({ store, log: log.logger, signal: abort.signal, started, handle, onProgress: (p) => progress.push(p) });
-      if (result.phase === 'Failed') failure = result.failureReason ?? `the ${kind} failed`;
-    } catch (err) {
-      failure = abort.signal.aborted ? errorMessage(abort.signal.reason) : safeErrorMessage(err);
-    } finally {
-      def.signal.removeEventListener('abort', onShutdown);
-      calls = abort.signal.aborted ? { outageWindowMs: 0 } : {};
-    }
-    // A cancel that came while the engine ran ends the run Canceled, with what it did (its result)
-    // so far; one that came after the engine returned changes nothing, the run is as the engine says.
-    const canceled = cancelOf(abort.signal);
-    if (canceled !== undefined && (failure !== undefined || result === undefined)) failure = canceled.message;
-    const outcome: RunOutcome<R> = {
-      phase: canceled !== undefined && failure === canceled.message ? 'Canceled' : failure !== undefined ? 'Failed' : (result?.phase ?? 'Failed'), started, finished: ctx.clock.now(),
-      warnings: result?.warnings ?? 0, errors: result?.errors ?? 0,
-      ...(result !== undefined ? { result } : {}), ...(failure !== undefined ? { failure } : {}),
-    };
-    // Step 4: the artifacts; the log ends inside (or just after, when they fail first).
-    if (result !== undefined && store !== undefined) {
-      try {
-        await def.commit(store, outcome, { ...keyStatus, ...statusOf(def, outcome) }, () => endLog(outcome));
-      } catch (err) {
-        // A canceled run stays Canceled: what it could not write (the store is down) is said, not made its outcome.
-        if (outcome.phase === 'Canceled' && !log.closed) log.logger.warn(`the ${kind} was canceled, and not all it had done could be recorded: ${safeErrorMessage(err)}`);
-        else if (outcome.phase === 'Canceled') ctx.logger.warn(`${kind} ${namespace}/${name} was canceled, and not all it had done could be recorded: ${safeErrorMessage(err)}`);
-        else fail(ctx, `${kind} ${namespace}/${name}`, outcome, safeErrorMessage(err));
-      }
-    }
-    await endLog(outcome).catch((err: unknown) => fail(ctx, `${kind} ${namespace}/${name}`, outcome, safeErrorMessage(err)));
-    // Step 5: the final status.
-    await progress.flush();
-    await finish(ctx, def, version, outcome);
-  } finally {
-    await progress.flush();
-    def.signal.removeEventListener('abort', onShutdown);
-    handle?.release();
-    if (!log.closed) await log.close().catch(() => undefined);
-    run.finish();
+    await withBackupStore(ctx, def.location, { kind: def.kind, namespace: r.namespace, name: def.obj.metadata.name }, (opened) => steps(opened), {
+      logger: r.log.logger, calls: () => r.calls, openFailed: (err) => steps(undefined, err),
+    });
+  } catch (err) {
+    if (entered) throw err;
+    await steps(undefined, err);
   }
+}
+
+/** Step 3: the run's key, then the engine; how the run is about to end (a cancel that came meanwhile makes it Canceled). */
+async function runEngine<R extends EngineResult>(r: Running<R>, opened: OpenedLocation | undefined, openError: unknown): Promise<RunOutcome<R>> {
+  const { ctx, def, abort } = r;
+  let result: R | undefined;
+  let failure: string | undefined;
+  const failed = (err: unknown): string => (abort.signal.aborted ? errorMessage(abort.signal.reason) : safeErrorMessage(err));
+  try {
+    if (opened === undefined) failure = failed(openError);
+    else {
+      const k = await def.key(opened);
+      r.store = opened.store.withKey(k.key);
+      if (k.status !== undefined) {
+        r.keyStatus = k.status;
+        await patchWhileInProgress(ctx, def.resource, def.obj, r.version, r.keyStatus);
+      }
+      result = await def.engine({ store: r.store, log: r.log.logger, signal: abort.signal, started: r.started, handle: opened.handle, onProgress: (p) => r.progress.push(p) });
+      if (result.phase === 'Failed') failure = result.failureReason ?? `the ${def.kind} failed`;
+    }
+  } catch (err) {
+    failure = failed(err);
+  } finally {
+    def.signal.removeEventListener('abort', r.onShutdown);
+    r.calls = abort.signal.aborted ? { outageWindowMs: 0 } : {};
+  }
+  // A cancel that came while the engine ran ends the run Canceled, with what it did (its result)
+  // so far; one that came after the engine returned changes nothing, the run is as the engine says.
+  const canceled = cancelOf(abort.signal);
+  if (canceled !== undefined && (failure !== undefined || result === undefined)) failure = canceled.message;
+  return {
+    phase: canceled !== undefined && failure === canceled.message ? 'Canceled' : failure !== undefined ? 'Failed' : (result?.phase ?? 'Failed'), started: r.started, finished: ctx.clock.now(),
+    warnings: result?.warnings ?? 0, errors: result?.errors ?? 0,
+    ...(result !== undefined ? { result } : {}), ...(failure !== undefined ? { failure } : {}),
+  };
+}
+
+/** Steps 4 and 5: the artifacts (the log ends inside, or just after when they fail first), then the final status. */
+async function settle<R extends EngineResult>(r: Running<R>, outcome: RunOutcome<R>): Promise<void> {
+  const { ctx, def, log } = r;
+  const ref = `${def.kind} ${r.namespace}/${def.obj.metadata.name}`;
+  if (outcome.result !== undefined && r.store !== undefined) {
+    try {
+      await def.commit(r.store, outcome, { ...r.keyStatus, ...statusOf(def, outcome) }, () => r.endLog(outcome));
+    } catch (err) {
+      // A canceled run stays Canceled: what it could not write (the store is down) is said, not made its outcome.
+      if (outcome.phase === 'Canceled' && !log.closed) log.logger.warn(`the ${def.kind} was canceled, and not all it had done could be recorded: ${safeErrorMessage(err)}`);
+      else if (outcome.phase === 'Canceled') ctx.logger.warn(`${ref} was canceled, and not all it had done could be recorded: ${safeErrorMessage(err)}`);
+      else fail(ctx, ref, outcome, safeErrorMessage(err));
+    }
+  }
+  await r.endLog(outcome).catch((err: unknown) => fail(ctx, ref, outcome, safeErrorMessage(err)));
+  await r.progress.flush();
+  await finish(ctx, def, r.version, outcome);
 }
 
 /**
