@@ -24,16 +24,16 @@ import { hasLocalRunLog, removeLocalRunLog, salvageLocalRunLog, salvageRunLog } 
 import { recordBackupOutcome } from '../../metrics/index.js';
 import type { BackupStore } from '../../persistence/backupStore.js';
 import { backupKeys, restoreKeys } from '../../persistence/layout.js';
+import type { ArtifactRef } from '../../persistence/sealing.js';
 import { isVeleroStore } from '../../persistence/veleroStore.js';
-import { KeyUnavailableError, type ObjectStore } from '../../plugin/api/index.js';
-import type { PluginHandle } from '../../plugin/host/index.js';
+import { KeyUnavailableError, type ObjectStore, type RunIdentity } from '../../plugin/api/index.js';
 import type { Result } from '../../runtime/index.js';
 import { formatDuration } from '../../util/duration.js';
 import { safeErrorMessage } from '../../util/errors.js';
 import type { ControllerContext } from './context.js';
-import { encrypts, keyedForBackup } from '../../storage/keys.js';
+import { encrypts } from '../../storage/keys.js';
 import { BSL_RESOURCE, resolveLocation } from './locations.js';
-import { backupStoreOn, openObjectStore, writeRefusal } from '../../storage/open.js';
+import { withBackupStore, writeRefusal, type OpenedLocation } from '../../storage/open.js';
 import { stamp, uploadRunLog } from './runs.js';
 import { resolveBackupOf } from './resolveBackup.js';
 import { unlessChanged } from './patch.js';
@@ -52,8 +52,8 @@ interface Stale {
   name: string;
   obj: StaleObject;
   patch: PatchStatus;
-  /** The plugin handle the location is opened through (released by failStaleRun). */
-  handle: PluginHandle;
+  /** Who the location's store is opened for (storage/open.ts withBackupStore). */
+  opener: RunIdentity;
 }
 
 /** The location a stale run wrote to, opened; `gone` says why there is none. */
@@ -78,60 +78,60 @@ export async function failStaleRun(ctx: ControllerContext, kind: RunKind, obj: S
     throw err;
   }
   if (fresh.status?.phase !== 'InProgress' || ctx.runs.get(kind, namespace, obj.metadata.name) !== undefined) return;
-  obj = fresh;
-  const handle = ctx.plugins.handle({ kind: 'controller', namespace, name: `stale-run/${kind}/${obj.metadata.name}` });
-  const s: Stale = { ctx, kind, namespace, name: obj.metadata.name, obj, patch, handle };
+  const name = fresh.metadata.name;
+  const s: Stale = { ctx, kind, namespace, name, obj: fresh, patch, opener: { kind: 'controller', namespace, name: `stale-run/${kind}/${name}` } };
+  if (kind === 'backup') return withStaleStore(s, fresh as Backup, (where) => settleBackup(s, fresh as Backup, reason, where));
+  return settleRestore(s, fresh as Restore, reason);
+}
+
+/**
+ * Opens the location of `backup` (the stale run's own, or the one a stale restore read), keys its
+ * store for the backup, and settles with what it found; the store is released once settled.
+ */
+async function withStaleStore(s: Stale, backup: Backup, settle: (where: Where) => Promise<Result>): Promise<Result> {
+  const bsl = await findLocation(s.ctx, backup.spec.storageLocation);
+  if (typeof bsl === 'string') return settle({ gone: bsl });
+  return withBackupStore(s.ctx, bsl, s.opener, async (opened) => settle(await keyedWhere(opened, bsl, backup)), {
+    openFailed: (err) => settle({ gone: `its location "${bsl.metadata.name}" could not be opened: ${safeErrorMessage(err)}` }),
+  });
+}
+
+/** The opened location with its store keyed for `backup`; unkeyed when the key could not be read now. */
+async function keyedWhere(opened: OpenedLocation, bsl: BackupStorageLocation, backup: Backup): Promise<Where> {
+  const { objectStore } = opened;
   try {
-    return kind === 'backup' ? await settleBackup(s, obj as Backup, reason) : await settleRestore(s, obj as Restore, reason);
-  } finally {
-    handle.release();
+    return { bsl, objectStore, store: await opened.keyedFor(backup) };
+  } catch (err) {
+    // A read failure is the caller's to retry (it reads the marker again); a key that is gone is final.
+    if (!(err instanceof KeyUnavailableError)) return { bsl, objectStore, store: opened.store };
+    return { gone: `the data key of backup "${backup.metadata.name}" is not available (${safeErrorMessage(err)})` };
   }
 }
 
-/** The backup's location, its store keyed for the backup (the stale run's own, or the one a stale restore read). */
-async function open(s: Stale, backup: Backup): Promise<Where> {
-  const bsl = await findLocation(s.ctx, backup.spec.storageLocation);
-  if (typeof bsl === 'string') return { gone: bsl };
-  let objectStore: ObjectStore;
-  let plain: BackupStore;
+/** What the marker says, or the wait before reading it again while the location cannot be read. */
+async function judge(s: Stale, b: Backup, where: Where): Promise<BackupVerdict | { retry: number }> {
+  if ('gone' in where) return { phase: 'Failed', why: `${where.gone}, so whether it completed cannot be checked` };
+  const { ctx } = s;
+  const attemptStarted = performance.now();
   try {
-    objectStore = await openObjectStore(s.ctx, s.handle, bsl);
-    plain = backupStoreOn(objectStore, bsl);
+    return judgeMarker(b, await where.store.getBackupMetadata(s.name), where.bsl.metadata.name);
   } catch (err) {
-    return { gone: `its location "${bsl.metadata.name}" could not be opened: ${safeErrorMessage(err)}` };
+    const window = formatDuration(ctx.config.objectStoreOutageTimeout);
+    const read = `location ${where.bsl.metadata.name} cannot be read to look for its stowage-backup.json (${safeErrorMessage(err)})`;
+    const retry = nextRetry(s, attemptStarted);
+    if (retry !== undefined) {
+      ctx.logger.warn(`backup ${s.namespace}/${s.name} was left InProgress by a server that stopped, and ${read}; trying again in ${formatDuration(retry)} (it is marked Failed once the location has been unreadable for ${window})`);
+      return { retry };
+    }
+    return { phase: 'Failed', why: `${read} for ${window}, so whether it completed could not be checked` };
   }
-  let store: BackupStore;
-  try {
-    store = await keyedForBackup(s.ctx, s.handle, bsl, plain, backup);
-  } catch (err) {
-    // A read failure is the caller's to retry (it reads the marker again); a key that is gone is final.
-    if (!(err instanceof KeyUnavailableError)) return { bsl, objectStore, store: plain };
-    return { gone: `the data key of backup "${backup.metadata.name}" is not available (${safeErrorMessage(err)})` };
-  }
-  return { bsl, objectStore, store };
 }
 
 /** Reads the marker (or requeues while the location cannot be read), then settles log and status. */
-async function settleBackup(s: Stale, b: Backup, reason: string): Promise<Result> {
+async function settleBackup(s: Stale, b: Backup, reason: string, where: Where): Promise<Result> {
   const { ctx } = s;
-  const where = await open(s, b);
-  let verdict: BackupVerdict;
-  if ('gone' in where) verdict = { phase: 'Failed', why: `${where.gone}, so whether it completed cannot be checked` };
-  else {
-    const attemptStarted = performance.now();
-    try {
-      verdict = judgeMarker(b, await where.store.getBackupMetadata(s.name), where.bsl.metadata.name);
-    } catch (err) {
-      const window = formatDuration(ctx.config.objectStoreOutageTimeout);
-      const read = `location ${where.bsl.metadata.name} cannot be read to look for its stowage-backup.json (${safeErrorMessage(err)})`;
-      const retry = nextRetry(s, attemptStarted);
-      if (retry !== undefined) {
-        ctx.logger.warn(`backup ${s.namespace}/${s.name} was left InProgress by a server that stopped, and ${read}; trying again in ${formatDuration(retry)} (it is marked Failed once the location has been unreadable for ${window})`);
-        return { requeueAfter: retry };
-      }
-      verdict = { phase: 'Failed', why: `${read} for ${window}, so whether it completed could not be checked` };
-    }
-  }
+  const verdict = await judge(s, b, where);
+  if ('retry' in verdict) return { requeueAfter: verdict.retry };
   forgetRetry(s);
   const closing = verdict.phase === 'Failed'
     ? { level: 'error', message: `backup failed: ${reason}; ${verdict.why}` }
@@ -162,14 +162,15 @@ async function settleBackup(s: Stale, b: Backup, reason: string): Promise<Result
 /** A restore has no commit point to recover: it is Failed, once its log is settled. */
 async function settleRestore(s: Stale, r: Restore, reason: string): Promise<Result> {
   const backup = await restoredBackup(s.ctx, r);
-  const where: Where = backup === undefined
-    ? { gone: `its backup ${r.spec.backupName !== undefined && r.spec.backupName !== '' ? `"${r.spec.backupName}"` : `of schedule "${r.spec.scheduleName ?? ''}"`} no longer exists` }
-    : await open(s, backup);
-  const logNote = await settleLog(s, where, true, { level: 'error', message: `restore failed: ${reason}` });
-  const failure = `${reason}${logNote !== '' ? `; ${logNote}` : ''}`;
-  if (!await patchOrLose(s, { phase: 'Failed', failureReason: failure, completionTimestamp: stamp(s.ctx.clock.now()) })) return;
-  void s.ctx.events.event(r, 'Warning', 'Failed', failure);
-  s.ctx.logger.warn(`restore ${s.namespace}/${s.name} marked Failed: ${failure}`);
+  const settle = async (where: Where): Promise<Result> => {
+    const logNote = await settleLog(s, where, true, { level: 'error', message: `restore failed: ${reason}` });
+    const failure = `${reason}${logNote !== '' ? `; ${logNote}` : ''}`;
+    if (!await patchOrLose(s, { phase: 'Failed', failureReason: failure, completionTimestamp: stamp(s.ctx.clock.now()) })) return;
+    void s.ctx.events.event(r, 'Warning', 'Failed', failure);
+    s.ctx.logger.warn(`restore ${s.namespace}/${s.name} marked Failed: ${failure}`);
+  };
+  if (backup !== undefined) return withStaleStore(s, backup, settle);
+  return settle({ gone: `its backup ${r.spec.backupName !== undefined && r.spec.backupName !== '' ? `"${r.spec.backupName}"` : `of schedule "${r.spec.scheduleName ?? ''}"`} no longer exists` });
 }
 
 type BackupVerdict = { phase: 'Failed'; why: string } | { phase: 'Completed' | 'PartiallyFailed'; status: BackupStatus; location: string };
@@ -223,6 +224,20 @@ async function findLocation(ctx: ControllerContext, name: string | undefined): P
   }
 }
 
+/** Where a stale run's log goes in its location, and the files it is salvaged through. */
+interface LogTarget {
+  location: string;
+  key: string;
+  ref: ArtifactRef;
+  put: (file: string) => Promise<void>;
+  seal: ((body: AsyncIterable<Uint8Array>) => AsyncIterable<Uint8Array>) | undefined;
+  /** The log the dead server left in the scratch directory, and its salvaged copy. */
+  local: string;
+  salvaged: string;
+  /** The closing line(s), given how many lines were recovered. */
+  closingLines: (recovered: number) => string[];
+}
+
 /**
  * Puts the run's log in its place and says what happened to it ('' when it was already uploaded).
  * `closing` is appended to a salvaged log, and, when `appendToUploaded`, to a log already uploaded
@@ -230,71 +245,93 @@ async function findLocation(ctx: ControllerContext, name: string | undefined): P
  */
 async function settleLog(s: Stale, where: Where, appendToUploaded: boolean, closing: { level: string; message: string }): Promise<string> {
   const { ctx, kind, namespace, name } = s;
-  const closingLines = (recovered: number): string[] => [renderJson(new Date().toISOString(), closing.level, closing.message, [
-    [kind, `${namespace}/${name}`], ['logSource', 'server'], ['recoveredLines', recovered],
-  ])];
   const local = path.join(ctx.runLogDir, runLogFileName(kind, namespace, name));
-  const salvaged = `${local}.salvaged`;
   const hasLocal = hasLocalRunLog(local);
   if ('gone' in where) {
     if (!hasLocal) return `its log was lost with the server that ran it (it is not in this server's scratch directory), and ${where.gone}`;
     removeLocalRunLog(local);
     return `its partial log could not be uploaded and was removed: ${where.gone}`;
   }
+  const unwritable = logUnwritable(s, where);
+  if (unwritable !== undefined) {
+    removeLocalRunLog(local);
+    return unwritable;
+  }
+  const t = logTarget(s, where, local, closing);
+  if (hasLocal) return uploadSalvaged(ctx, t);
+  if ((await ctx.spool.list()).some((l) => l.target.location === t.location && l.target.key === t.key)) {
+    return `its log is kept in the log spool until location ${t.location} can be written`;
+  }
+  let uploaded: boolean;
+  try {
+    uploaded = await where.objectStore.objectExists(where.store.bucket, t.key);
+  } catch (err) {
+    return `whether its log was uploaded could not be checked: ${safeErrorMessage(err)}`;
+  }
+  if (!uploaded) return uploadLostNote(s, t);
+  if (!appendToUploaded) return '';
+  try {
+    await salvageRunLog(where.store.open(t.ref, await where.objectStore.getObject(where.store.bucket, t.key)), t.salvaged, t.closingLines);
+    await uploadRunLog(ctx, { path: t.salvaged }, t.location, t.key, t.put, t.seal);
+    return '';
+  } catch (err) {
+    fs.rmSync(t.salvaged, { force: true });
+    return `its uploaded log could not be given its closing line: ${safeErrorMessage(err)}`;
+  }
+}
+
+/** Why the run's log is not written into its location at all, or undefined. */
+function logUnwritable(s: Stale, where: Exclude<Where, { gone: string }>): string | undefined {
   const location = where.bsl.metadata.name;
   const refusal = writeRefusal(where.bsl);
   if (isVeleroStore(where.store) || refusal !== undefined) {
     // Nothing is written into a Velero or ReadOnly location, not even through the spool.
-    removeLocalRunLog(local);
     return `its log was not uploaded: ${refusal ?? `location ${location} holds Velero's backups, which Stowage never writes into`} (the lines are in the server's log)`;
   }
-  if (where.store.key === 'unencrypted' && kind === 'backup' && encrypts(where.bsl)) {
+  if (where.store.key === 'unencrypted' && s.kind === 'backup' && encrypts(where.bsl)) {
     // No data key for this run (it stopped before it had one, or it cannot be read now): its log is not stored in the clear.
-    removeLocalRunLog(local);
     return `its log was not uploaded: location ${location} encrypts what it stores and no data key of this run could be read (the lines were in the stopped server's own log)`;
   }
-  const key = kind === 'backup' ? backupKeys(where.store.prefix, name).log : restoreKeys(where.store.prefix, name).log;
-  const ref = kind === 'backup' ? { backup: name, artifact: 'log' as const } : { restore: name, artifact: 'log' as const };
-  const put = (file: string): Promise<void> => (kind === 'backup' ? where.store.putLog(name, file) : where.store.putRestoreLog(name, file));
-  const seal = where.store.key !== 'unencrypted' ? (body: AsyncIterable<Uint8Array>) => where.store.seal(ref, body) : undefined;
-  if (hasLocal) {
-    const r = await salvageLocalRunLog(local, salvaged, closingLines);
-    const lines = `${r.recovered} lines${r.damage !== undefined ? `; the rest did not inflate: ${r.damage}` : ''}`;
-    const landed = await uploadRunLog(ctx, { path: salvaged }, location, key, put, seal);
-    removeLocalRunLog(local);
-    if (landed === 'refused') return `its partial log (${lines}) was recovered, but location ${location} refuses its key for good, so it is in the server log only`;
-    return landed === 'uploaded'
-      ? `its partial log (${lines}) was recovered from this server's scratch directory and uploaded`
-      : `its partial log (${lines}) was recovered and is kept in the log spool until location ${location} can be written`;
-  }
-  if ((await ctx.spool.list()).some((l) => l.target.location === location && l.target.key === key)) {
-    return `its log is kept in the log spool until location ${location} can be written`;
-  }
-  let uploaded: boolean;
-  try {
-    uploaded = await where.objectStore.objectExists(where.store.bucket, key);
-  } catch (err) {
-    return `whether its log was uploaded could not be checked: ${safeErrorMessage(err)}`;
-  }
-  if (!uploaded) {
-    // A log holding only the explanation, so `backup logs` says what happened instead of "not found".
-    const lost = 'its log was lost with the server that ran it (neither in this server\'s scratch directory nor in the bucket: it ran on another pod, or stopped before its log file was written)';
-    await salvageRunLog(noBytes(), salvaged, (n) => [renderJson(new Date().toISOString(), 'warn', `the earlier lines of this ${kind}'s log are gone: ${lost}`, [
-      [kind, `${namespace}/${name}`], ['logSource', 'server'],
-    ]), ...closingLines(n)]);
-    const landed = await uploadRunLog(ctx, { path: salvaged }, location, key, put, seal);
-    if (landed === 'refused') return `${lost}; location ${location} refuses its log's key for good, so only the server log says so`;
-    return `${lost}; the log ${landed === 'uploaded' ? 'uploaded' : `kept in the log spool until location ${location} can be written`} says so`;
-  }
-  if (!appendToUploaded) return '';
-  try {
-    await salvageRunLog(where.store.open(ref, await where.objectStore.getObject(where.store.bucket, key)), salvaged, closingLines);
-    await uploadRunLog(ctx, { path: salvaged }, location, key, put, seal);
-    return '';
-  } catch (err) {
-    fs.rmSync(salvaged, { force: true });
-    return `its uploaded log could not be given its closing line: ${safeErrorMessage(err)}`;
-  }
+  return undefined;
+}
+
+function logTarget(s: Stale, where: Exclude<Where, { gone: string }>, local: string, closing: { level: string; message: string }): LogTarget {
+  const { kind, namespace, name } = s;
+  const { store } = where;
+  const ref: ArtifactRef = kind === 'backup' ? { backup: name, artifact: 'log' } : { restore: name, artifact: 'log' };
+  return {
+    location: where.bsl.metadata.name, ref, local, salvaged: `${local}.salvaged`,
+    key: kind === 'backup' ? backupKeys(store.prefix, name).log : restoreKeys(store.prefix, name).log,
+    put: (file) => (kind === 'backup' ? store.putLog(name, file) : store.putRestoreLog(name, file)),
+    seal: store.key !== 'unencrypted' ? (body) => store.seal(ref, body) : undefined,
+    closingLines: (recovered) => [renderJson(new Date().toISOString(), closing.level, closing.message, [
+      [kind, `${namespace}/${name}`], ['logSource', 'server'], ['recoveredLines', recovered],
+    ])],
+  };
+}
+
+/** The partial log left in the scratch directory: whole lines kept, the closing line appended, uploaded or spooled. */
+async function uploadSalvaged(ctx: ControllerContext, t: LogTarget): Promise<string> {
+  const r = await salvageLocalRunLog(t.local, t.salvaged, t.closingLines);
+  const lines = `${r.recovered} lines${r.damage !== undefined ? `; the rest did not inflate: ${r.damage}` : ''}`;
+  const landed = await uploadRunLog(ctx, { path: t.salvaged }, t.location, t.key, t.put, t.seal);
+  removeLocalRunLog(t.local);
+  if (landed === 'refused') return `its partial log (${lines}) was recovered, but location ${t.location} refuses its key for good, so it is in the server log only`;
+  return landed === 'uploaded'
+    ? `its partial log (${lines}) was recovered from this server's scratch directory and uploaded`
+    : `its partial log (${lines}) was recovered and is kept in the log spool until location ${t.location} can be written`;
+}
+
+/** A log holding only the explanation, so `backup logs` says what happened instead of "not found". */
+async function uploadLostNote(s: Stale, t: LogTarget): Promise<string> {
+  const { ctx, kind, namespace, name } = s;
+  const lost = 'its log was lost with the server that ran it (neither in this server\'s scratch directory nor in the bucket: it ran on another pod, or stopped before its log file was written)';
+  await salvageRunLog(noBytes(), t.salvaged, (n) => [renderJson(new Date().toISOString(), 'warn', `the earlier lines of this ${kind}'s log are gone: ${lost}`, [
+    [kind, `${namespace}/${name}`], ['logSource', 'server'],
+  ]), ...t.closingLines(n)]);
+  const landed = await uploadRunLog(ctx, { path: t.salvaged }, t.location, t.key, t.put, t.seal);
+  if (landed === 'refused') return `${lost}; location ${t.location} refuses its log's key for good, so only the server log says so`;
+  return `${lost}; the log ${landed === 'uploaded' ? 'uploaded' : `kept in the log spool until location ${t.location} can be written`} says so`;
 }
 
 // eslint-disable-next-line require-yield -- an empty source: the log of a run whose lines are all lost
