@@ -6,24 +6,17 @@ import { setLocationAvailable } from '../metrics/index.js';
 import { removeCredentialFiles } from '../plugin/host/index.js';
 import { splitKey, type Result } from '../runtime/index.js';
 
-import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import type { ControllerContext, ControllerDefinition } from './run/context.js';
 import { checkLocationKeys, encrypts } from '../storage/keys.js';
 import { checkLocationSigning, signs } from '../storage/signatures.js';
-import { BSL_RESOURCE, validatedCurrentSpec } from './run/locations.js';
+import { BSL_RESOURCE, periodOr, validatedCurrentSpec } from './run/locations.js';
 import { backupStoreOn, withBackupStore } from '../storage/open.js';
 import { detectLayout, type DetectedLayout } from '../persistence/veleroStore.js';
 import { flushSpool, stamp } from './run/runs.js';
 
 function frequencyMs(ctx: ControllerContext, bsl: BackupStorageLocation): number {
-  const f = bsl.spec.validationFrequency;
-  if (f === undefined || f === '') return ctx.config.storeValidationFrequency;
-  try {
-    return parseDuration(f, 'validationFrequency');
-  } catch {
-    return ctx.config.storeValidationFrequency;
-  }
+  return periodOr(bsl.spec.validationFrequency, 'validationFrequency', ctx.config.storeValidationFrequency);
 }
 
 /** What is wrong with spec.encryption as written, or undefined. */

@@ -21,14 +21,7 @@
 // instead: its finished backups become read-only Backups labelled imported-from=velero
 // (persistence/veleroBackup.ts), and are removed the same way when Velero's file goes.
 import {
-  ANNOTATION_SYNCED_FROM,
-  API_VERSION,
-  LABEL_STORAGE_LOCATION,
-  RESOURCES,
-  labelValue,
-  type Backup,
-  type BackupStatus,
-  type BackupStorageLocation,
+  ANNOTATION_SYNCED_FROM, API_VERSION, LABEL_STORAGE_LOCATION, RESOURCES, labelValue, type Backup, type BackupStatus, type BackupStorageLocation,
 } from '../apis/v1/index.js';
 import { REQUESTER_ANNOTATION, SEAL_ANNOTATION } from '../auth/index.js';
 import { isAlreadyExists, isNotFound } from '../kube/index.js';
@@ -39,13 +32,13 @@ import { isVeleroStore, VELERO_METADATA_FILE, type VeleroStore } from '../persis
 import { BACKUP_METADATA_FILE } from '../persistence/layout.js';
 import type { PluginHandle } from '../plugin/host/index.js';
 import type { Result } from '../runtime/index.js';
-import { parseDuration } from '../util/duration.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './run/context.js';
 import { readStoredBackup, unencryptedRefusal } from '../storage/keys.js';
 import { withBackupStore } from '../storage/open.js';
 import { statementMismatch, verifyStoredSignature } from '../storage/signatures.js';
 import type { SignedStatement } from '../signing/index.js';
+import { periodOr } from './run/locations.js';
 import { stamp } from './run/runs.js';
 
 const BACKUPS = RESOURCES.Backup;
@@ -131,13 +124,7 @@ export function importRefusal(stored: Backup, bsl: BackupStorageLocation, name: 
 }
 
 function syncPeriodMs(ctx: ControllerContext, bsl: BackupStorageLocation): number {
-  const p = bsl.spec.backupSyncPeriod;
-  if (p === undefined || p === '') return ctx.config.backupSyncPeriod;
-  try {
-    return parseDuration(p, 'backupSyncPeriod');
-  } catch {
-    return ctx.config.backupSyncPeriod;
-  }
+  return periodOr(bsl.spec.backupSyncPeriod, 'backupSyncPeriod', ctx.config.backupSyncPeriod);
 }
 
 type Found = { backup: Backup; status: BackupStatus } | { refusal: string } | undefined;

@@ -20,19 +20,13 @@
 // it is simply run again (every step tolerates what an earlier attempt already did).
 // Processed requests are deleted 24h after creation.
 import {
-  RESOURCES,
-  type Backup,
-  type BackupPhase,
-  type BackupStorageLocation,
-  type DeleteBackupRequest,
-  type DeleteBackupRequestStatus,
-  type Restore,
+  RESOURCES, type Backup, type BackupPhase, type BackupStorageLocation, type DeleteBackupRequest, type DeleteBackupRequestStatus, type Restore,
 } from '../apis/v1/index.js';
 import { createSpillFile, loadSpilled, spillArchive, type ItemIdentity, type SpillFile, type SpilledItem } from '../archive/index.js';
 import { isNotFound as isKubeNotFound } from '../kube/index.js';
 import { isNotFound as isStoreNotFound, type BackupStore } from '../persistence/backupStore.js';
 import type { DeleteItemAction, KubeObject } from '../plugin/api/index.js';
-import type { Result } from '../runtime/index.js';
+import type { Informer, Result } from '../runtime/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { namespaceFilter, resourceFilter } from '../selection/filters.js';
 import { labelSelectorMatches, parseLabelSelector } from '../selection/labels.js';
@@ -119,180 +113,20 @@ export function deletionRefusal(backup: Backup, locations: readonly BackupStorag
 
 export function deleteBackupRequestController(ctx: ControllerContext): ControllerDefinition {
   const requests = ctx.informer<DeleteBackupRequest>('DeleteBackupRequest');
-  const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation');
-  const restores = ctx.informer<Restore>('Restore');
+  const x: Deletions = { ctx, locations: ctx.informer<BackupStorageLocation>('BackupStorageLocation'), restores: ctx.informer<Restore>('Restore') };
   /** Requests this server is working on right now (keys). */
   const working = new Set<string>();
-
-  const patchStatus = (d: DeleteBackupRequest, status: Partial<Record<keyof DeleteBackupRequestStatus, unknown>>, resourceVersion?: string): Promise<DeleteBackupRequest> =>
-    ctx.client.patchStatus<DeleteBackupRequest>(DBRS, d.metadata.namespace, d.metadata.name,
-      statusPatch(status, resourceVersion));
-
-  const setBackupPhase = (b: Backup, phase: BackupPhase): Promise<unknown> =>
-    ctx.client.patchStatus(BACKUPS, b.metadata.namespace, b.metadata.name, { status: { phase } });
-
-  /**
-   * Reads the backup's tarball whole (spilling its items to disk, so memory does not grow with the
-   * backup), then runs the DeleteItemActions on its items. Returns every error.
-   */
-  async function runActionsOnTarball(
-    store: BackupStore, actions: readonly NamedDeleteItemAction[], backup: Backup, bucket: string,
-  ): Promise<string[]> {
-    const name = backup.metadata.name;
-    let spill: SpillFile | undefined;
-    try {
-      let items: SpilledItem<Record<string, string> | undefined>[];
-      try {
-        spill = await createSpillFile(spillDirOf(ctx));
-        items = (await spillArchive(await store.getTarball(name), spill, { pick: (o) => o.metadata.labels, keepEntries: false, limits: { maxEntryBytes: ctx.config.maxItemBytes } })).items;
-      } catch (err) {
-        // No tarball (e.g. a Failed backup): there are no items for the actions to clean up.
-        if (isStoreNotFound(err)) return [];
-        return [`reading the backup's tarball from ${bucket} for the DeleteItemAction plugins (${actions.map((a) => a.name).join(', ')}) failed: ${safeErrorMessage(err)}`];
-      }
-      const from = spill;
-      return await runDeleteItemActions(actions, items, (it) => loadSpilled(from, it), backup);
-    } finally {
-      await spill?.close().catch(() => undefined);
-    }
-  }
-
-  /** Deletes the backup; returns every error (empty on success). */
-  async function deleteBackup(d: DeleteBackupRequest, backup: Backup): Promise<string[]> {
-    const { namespace = ctx.namespace, name } = backup.metadata;
-    const previous = backup.status?.phase ?? 'Completed';
-    // Refs whose Restore resources go with it (only in the backup's namespace, where they live).
-    const ownRestores = restores.list().filter((r) => r.spec.backupName === name && (r.metadata.namespace ?? '') === namespace);
-    if (previous !== 'Deleting') await setBackupPhase(backup, 'Deleting');
-    void ctx.events.event(backup, 'Normal', 'Deleting', `deletion requested by DeleteBackupRequest ${d.metadata.name}`);
-
-    // Whatever its phase or location: a Failed backup may have kept snapshots before it failed.
-    const snapshots = await deleteBackupSnapshots({
-      serverClient: ctx.client, clock: ctx.timer ?? systemClock, signal: ctx.shutdown, timeoutMs: ctx.config.csiSnapshotDeleteTimeout,
-    }, backup.metadata.uid ?? '');
-    if (snapshots.deleted.length > 0) {
-      ctx.logger.info(`backup ${namespace}/${name}: deleted ${snapshots.deleted.length} VolumeSnapshotContents and their snapshots: ${snapshots.deleted.join(', ')}`, { backup: `${namespace}/${name}` });
-    }
-    if (snapshots.errors.length > 0) return snapshots.errors;
-
-    // An imported Velero backup's data is Velero's: only the resources go (persistence/veleroStore.ts refuses the deletion anyway).
-    if (hasStoredData(backup) && !isVeleroImport(backup)) {
-      const location = resolveLocation(ctx, backup.spec.storageLocation);
-      if (location === undefined) return [`backup storage location "${backup.spec.storageLocation ?? ''}" disappeared during the deletion`];
-      const bucket = `bucket "${location.spec.objectStorage.bucket}" of location "${location.metadata.name}"`;
-      const failed = await withBackupStore(ctx, location, { kind: 'controller', namespace, name: `deletebackuprequest/${d.metadata.name}` }, async ({ handle, store, keyedFor }) => {
-        const actions = handle.deleteItemActions().map((a) => ({ name: a.name, action: a }));
-        if (actions.length > 0) {
-          let keyed: typeof store;
-          try {
-            keyed = await keyedFor(backup);
-          } catch (err) {
-            return [`the backup's tarball cannot be read for the DeleteItemAction plugins: ${safeErrorMessage(err)}`];
-          }
-          const errors = await runActionsOnTarball(keyed, actions, backup, bucket);
-          if (errors.length > 0) return errors;
-        }
-        try {
-          await store.deleteBackup(name, ownRestores.map((r) => r.metadata.name));
-        } catch (err) {
-          return [`deleting the backup's objects from ${bucket} failed: ${safeErrorMessage(err)}`];
-        }
-        return undefined;
-      }).catch((err: unknown) => [`opening ${bucket} failed: ${safeErrorMessage(err)}`]);
-      if (failed !== undefined) return failed;
-    }
-
-    const errors: string[] = [];
-    for (const r of ownRestores) {
-      try {
-        await ctx.client.delete(RESTORES, r.metadata.namespace, r.metadata.name);
-      } catch (err) {
-        if (!isKubeNotFound(err)) errors.push(`deleting Restore ${r.metadata.namespace ?? ''}/${r.metadata.name} failed: ${safeErrorMessage(err)}`);
-      }
-    }
-    if (errors.length > 0) return errors; // keep the Backup so the request can be repeated
-    try {
-      await ctx.client.delete(BACKUPS, namespace, name);
-    } catch (err) {
-      if (!isKubeNotFound(err)) return [`deleting Backup ${namespace}/${name} failed: ${safeErrorMessage(err)}`];
-    }
-    return [];
-  }
-
-  /** One deletion attempt; every error, or none. `seen` gets the Backup once it is read. */
-  async function attempt(d: DeleteBackupRequest, seen: { backup?: Backup }): Promise<string[]> {
-    const { namespace = ctx.namespace } = d.metadata;
-    const backupName = d.spec.backupName;
-    // Who asked comes first: a request without a requester is refused before anything is looked up.
-    const authority = ctx.authority(d);
-    if ('error' in authority) return [`this DeleteBackupRequest is refused: ${authority.error}`];
-    let backup: Backup;
-    try {
-      backup = await ctx.client.get<Backup>(BACKUPS, namespace, backupName);
-    } catch (err) {
-      if (isKubeNotFound(err)) return [`backup "${backupName}" does not exist in namespace ${namespace}`];
-      throw err;
-    }
-    seen.backup = backup;
-    let denied: string | undefined;
-    try {
-      denied = await backupRefusal(ctx, authority, backup, `delete backup "${backupName}"`, 'it', `deletebackuprequest/${d.metadata.name}`);
-    } catch (err) {
-      return [safeErrorMessage(err)];
-    }
-    if (denied !== undefined) return [denied];
-    const refusal = deletionRefusal(backup, locations.list(), ctx.config.defaultBackupStorageLocation);
-    if (refusal !== undefined) return [refusal];
-    const previous = backup.status?.phase ?? 'Completed';
-    const errors = await deleteBackup(d, backup);
-    if (errors.length > 0 && previous !== 'Deleting') {
-      // Give the backup its phase back so it stays usable and GC can ask again.
-      await setBackupPhase(backup, previous).catch(() => undefined);
-    }
-    return errors;
-  }
-
-  async function process(d: DeleteBackupRequest): Promise<void> {
-    const { namespace = ctx.namespace } = d.metadata;
-    const backupName = d.spec.backupName;
-    // Changed under us: the next event brings it back.
-    if (!(await unlessChanged(patchStatus(d, { phase: 'InProgress', errors: null }, d.metadata.resourceVersion)))) return;
-    const seen: { backup?: Backup } = {};
-    const errors = await attempt(d, seen);
-    const imported = seen.backup !== undefined && isVeleroImport(seen.backup);
-    await patchStatus(d, { phase: 'Processed', errors: errors.length > 0 ? errors : null });
-    const what = `DeleteBackupRequest ${namespace}/${d.metadata.name} for backup ${backupName}`;
-    if (errors.length === 0) {
-      const note = imported ? `: ${VELERO_DELETE_NOTE(backupName)}` : '';
-      ctx.logger.info(`${what}: backup deleted${note}`, { backup: `${namespace}/${backupName}` });
-      void ctx.events.event(d, 'Normal', 'Processed', `backup ${backupName} deleted${note}`);
-    } else {
-      ctx.logger.warn(`${what} failed: ${errors.join('; ')}`, { backup: `${namespace}/${backupName}` });
-      void ctx.events.event(d, 'Warning', 'Failed', errors.join('; '));
-    }
-  }
-
   return {
     name: 'delete-backup-request',
     // Locations and Restores are read from their caches, so they must be synced; their events enqueue nothing.
-    watches: [requests, readsFrom(locations), readsFrom(restores)],
+    watches: [requests, readsFrom(x.locations), readsFrom(x.restores)],
     workers: 2,
     reconciler: {
       async reconcile(key): Promise<Result> {
         const d = requests.get(key);
         if (d === undefined) return;
         const phase = d.status?.phase ?? 'New';
-        if (phase === 'Processed') {
-          const created = Date.parse(d.metadata.creationTimestamp ?? '');
-          const left = (Number.isNaN(created) ? 0 : created) + PROCESSED_REQUEST_TTL_MS - ctx.clock.now().getTime();
-          if (left > 0) return { requeueAfter: Math.min(left, 3_600_000) };
-          try {
-            await ctx.client.delete(DBRS, d.metadata.namespace, d.metadata.name);
-          } catch (err) {
-            if (!isKubeNotFound(err)) throw err;
-          }
-          return;
-        }
+        if (phase === 'Processed') return removeWhenDue(ctx, d);
         if (phase === 'InProgress' && working.has(key)) return;
         if (ctx.shutdown.aborted) return;
         // Another request for the same backup in flight here: wait for it rather than race it.
@@ -300,7 +134,7 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
         if (busy) return { requeueAfter: 2000 };
         working.add(key);
         try {
-          await process(d);
+          await processRequest(x, d);
         } finally {
           working.delete(key);
         }
@@ -308,4 +142,184 @@ export function deleteBackupRequestController(ctx: ControllerContext): Controlle
       },
     },
   };
+}
+
+/** What a deletion reads besides the server's context: the caches of locations and of Restores. */
+interface Deletions {
+  ctx: ControllerContext;
+  locations: Informer<BackupStorageLocation>;
+  restores: Informer<Restore>;
+}
+
+/** A processed request is removed PROCESSED_REQUEST_TTL_MS after it was created. */
+async function removeWhenDue(ctx: ControllerContext, d: DeleteBackupRequest): Promise<Result> {
+  const created = Date.parse(d.metadata.creationTimestamp ?? '');
+  const left = (Number.isNaN(created) ? 0 : created) + PROCESSED_REQUEST_TTL_MS - ctx.clock.now().getTime();
+  if (left > 0) return { requeueAfter: Math.min(left, 3_600_000) };
+  try {
+    await ctx.client.delete(DBRS, d.metadata.namespace, d.metadata.name);
+  } catch (err) {
+    if (!isKubeNotFound(err)) throw err;
+  }
+  return;
+}
+
+function patchRequestStatus(
+  ctx: ControllerContext, d: DeleteBackupRequest, status: Partial<Record<keyof DeleteBackupRequestStatus, unknown>>, resourceVersion?: string,
+): Promise<DeleteBackupRequest> {
+  return ctx.client.patchStatus<DeleteBackupRequest>(DBRS, d.metadata.namespace, d.metadata.name, statusPatch(status, resourceVersion));
+}
+
+function setBackupPhase(ctx: ControllerContext, b: Backup, phase: BackupPhase): Promise<unknown> {
+  return ctx.client.patchStatus(BACKUPS, b.metadata.namespace, b.metadata.name, { status: { phase } });
+}
+
+/**
+ * Reads the backup's tarball whole (spilling its items to disk, so memory does not grow with the
+ * backup), then runs the DeleteItemActions on its items. Returns every error.
+ */
+async function runActionsOnTarball(
+  ctx: ControllerContext, store: BackupStore, actions: readonly NamedDeleteItemAction[], backup: Backup, bucket: string,
+): Promise<string[]> {
+  const name = backup.metadata.name;
+  let spill: SpillFile | undefined;
+  try {
+    let items: SpilledItem<Record<string, string> | undefined>[];
+    try {
+      spill = await createSpillFile(spillDirOf(ctx));
+      items = (await spillArchive(await store.getTarball(name), spill, { pick: (o) => o.metadata.labels, keepEntries: false, limits: { maxEntryBytes: ctx.config.maxItemBytes } })).items;
+    } catch (err) {
+      // No tarball (e.g. a Failed backup): there are no items for the actions to clean up.
+      if (isStoreNotFound(err)) return [];
+      return [`reading the backup's tarball from ${bucket} for the DeleteItemAction plugins (${actions.map((a) => a.name).join(', ')}) failed: ${safeErrorMessage(err)}`];
+    }
+    const from = spill;
+    return await runDeleteItemActions(actions, items, (it) => loadSpilled(from, it), backup);
+  } finally {
+    await spill?.close().catch(() => undefined);
+  }
+}
+
+/** The backup's objects in its location, after the DeleteItemActions on its items; the errors, or undefined once they are gone. */
+async function deleteStoredData(ctx: ControllerContext, d: DeleteBackupRequest, backup: Backup, ownRestores: readonly Restore[]): Promise<string[] | undefined> {
+  const { namespace = ctx.namespace, name } = backup.metadata;
+  const location = resolveLocation(ctx, backup.spec.storageLocation);
+  if (location === undefined) return [`backup storage location "${backup.spec.storageLocation ?? ''}" disappeared during the deletion`];
+  const bucket = `bucket "${location.spec.objectStorage.bucket}" of location "${location.metadata.name}"`;
+  return withBackupStore(ctx, location, { kind: 'controller', namespace, name: `deletebackuprequest/${d.metadata.name}` }, async ({ handle, store, keyedFor }) => {
+    const actions = handle.deleteItemActions().map((a) => ({ name: a.name, action: a }));
+    if (actions.length > 0) {
+      let keyed: typeof store;
+      try {
+        keyed = await keyedFor(backup);
+      } catch (err) {
+        return [`the backup's tarball cannot be read for the DeleteItemAction plugins: ${safeErrorMessage(err)}`];
+      }
+      const errors = await runActionsOnTarball(ctx, keyed, actions, backup, bucket);
+      if (errors.length > 0) return errors;
+    }
+    try {
+      await store.deleteBackup(name, ownRestores.map((r) => r.metadata.name));
+    } catch (err) {
+      return [`deleting the backup's objects from ${bucket} failed: ${safeErrorMessage(err)}`];
+    }
+    return undefined;
+  }).catch((err: unknown) => [`opening ${bucket} failed: ${safeErrorMessage(err)}`]);
+}
+
+/** Deletes the backup; returns every error (empty on success). */
+async function deleteBackup(x: Deletions, d: DeleteBackupRequest, backup: Backup): Promise<string[]> {
+  const { ctx } = x;
+  const { namespace = ctx.namespace, name } = backup.metadata;
+  const previous = backup.status?.phase ?? 'Completed';
+  // Refs whose Restore resources go with it (only in the backup's namespace, where they live).
+  const ownRestores = x.restores.list().filter((r) => r.spec.backupName === name && (r.metadata.namespace ?? '') === namespace);
+  if (previous !== 'Deleting') await setBackupPhase(ctx, backup, 'Deleting');
+  void ctx.events.event(backup, 'Normal', 'Deleting', `deletion requested by DeleteBackupRequest ${d.metadata.name}`);
+
+  // Whatever its phase or location: a Failed backup may have kept snapshots before it failed.
+  const snapshots = await deleteBackupSnapshots({
+    serverClient: ctx.client, clock: ctx.timer ?? systemClock, signal: ctx.shutdown, timeoutMs: ctx.config.csiSnapshotDeleteTimeout,
+  }, backup.metadata.uid ?? '');
+  if (snapshots.deleted.length > 0) {
+    ctx.logger.info(`backup ${namespace}/${name}: deleted ${snapshots.deleted.length} VolumeSnapshotContents and their snapshots: ${snapshots.deleted.join(', ')}`, { backup: `${namespace}/${name}` });
+  }
+  if (snapshots.errors.length > 0) return snapshots.errors;
+
+  // An imported Velero backup's data is Velero's: only the resources go (persistence/veleroStore.ts refuses the deletion anyway).
+  if (hasStoredData(backup) && !isVeleroImport(backup)) {
+    const failed = await deleteStoredData(ctx, d, backup, ownRestores);
+    if (failed !== undefined) return failed;
+  }
+
+  const errors: string[] = [];
+  for (const r of ownRestores) {
+    try {
+      await ctx.client.delete(RESTORES, r.metadata.namespace, r.metadata.name);
+    } catch (err) {
+      if (!isKubeNotFound(err)) errors.push(`deleting Restore ${r.metadata.namespace ?? ''}/${r.metadata.name} failed: ${safeErrorMessage(err)}`);
+    }
+  }
+  if (errors.length > 0) return errors; // keep the Backup so the request can be repeated
+  try {
+    await ctx.client.delete(BACKUPS, namespace, name);
+  } catch (err) {
+    if (!isKubeNotFound(err)) return [`deleting Backup ${namespace}/${name} failed: ${safeErrorMessage(err)}`];
+  }
+  return [];
+}
+
+/** One deletion attempt; every error, or none. `seen` gets the Backup once it is read. */
+async function attempt(x: Deletions, d: DeleteBackupRequest, seen: { backup?: Backup }): Promise<string[]> {
+  const { ctx } = x;
+  const { namespace = ctx.namespace } = d.metadata;
+  const backupName = d.spec.backupName;
+  // Who asked comes first: a request without a requester is refused before anything is looked up.
+  const authority = ctx.authority(d);
+  if ('error' in authority) return [`this DeleteBackupRequest is refused: ${authority.error}`];
+  let backup: Backup;
+  try {
+    backup = await ctx.client.get<Backup>(BACKUPS, namespace, backupName);
+  } catch (err) {
+    if (isKubeNotFound(err)) return [`backup "${backupName}" does not exist in namespace ${namespace}`];
+    throw err;
+  }
+  seen.backup = backup;
+  let denied: string | undefined;
+  try {
+    denied = await backupRefusal(ctx, authority, backup, `delete backup "${backupName}"`, 'it', `deletebackuprequest/${d.metadata.name}`);
+  } catch (err) {
+    return [safeErrorMessage(err)];
+  }
+  if (denied !== undefined) return [denied];
+  const refusal = deletionRefusal(backup, x.locations.list(), ctx.config.defaultBackupStorageLocation);
+  if (refusal !== undefined) return [refusal];
+  const previous = backup.status?.phase ?? 'Completed';
+  const errors = await deleteBackup(x, d, backup);
+  if (errors.length > 0 && previous !== 'Deleting') {
+    // Give the backup its phase back so it stays usable and GC can ask again.
+    await setBackupPhase(ctx, backup, previous).catch(() => undefined);
+  }
+  return errors;
+}
+
+async function processRequest(x: Deletions, d: DeleteBackupRequest): Promise<void> {
+  const { ctx } = x;
+  const { namespace = ctx.namespace } = d.metadata;
+  const backupName = d.spec.backupName;
+  // Changed under us: the next event brings it back.
+  if (!(await unlessChanged(patchRequestStatus(ctx, d, { phase: 'InProgress', errors: null }, d.metadata.resourceVersion)))) return;
+  const seen: { backup?: Backup } = {};
+  const errors = await attempt(x, d, seen);
+  const imported = seen.backup !== undefined && isVeleroImport(seen.backup);
+  await patchRequestStatus(ctx, d, { phase: 'Processed', errors: errors.length > 0 ? errors : null });
+  const what = `DeleteBackupRequest ${namespace}/${d.metadata.name} for backup ${backupName}`;
+  if (errors.length === 0) {
+    const note = imported ? `: ${VELERO_DELETE_NOTE(backupName)}` : '';
+    ctx.logger.info(`${what}: backup deleted${note}`, { backup: `${namespace}/${backupName}` });
+    void ctx.events.event(d, 'Normal', 'Processed', `backup ${backupName} deleted${note}`);
+  } else {
+    ctx.logger.warn(`${what} failed: ${errors.join('; ')}`, { backup: `${namespace}/${backupName}` });
+    void ctx.events.event(d, 'Warning', 'Failed', errors.join('; '));
+  }
 }

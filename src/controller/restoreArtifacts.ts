@@ -12,13 +12,7 @@
 // deleted with a DeleteBackupRequest took its restores' artifacts with it), or the location is
 // ReadOnly. When the deletion fails (the store is unreachable) the finalizer stays and the
 // deletion is retried with backoff; each failure is an event on the Restore saying why.
-import {
-  RESOURCES,
-  RESTORE_ARTIFACTS_FINALIZER,
-  type Backup,
-  type BackupStorageLocation,
-  type Restore,
-} from '../apis/v1/index.js';
+import { RESOURCES, RESTORE_ARTIFACTS_FINALIZER, type Backup, type BackupStorageLocation, type Restore } from '../apis/v1/index.js';
 import type { Result } from '../runtime/index.js';
 import { safeErrorMessage } from '../util/errors.js';
 import { readsFrom, type ControllerContext, type ControllerDefinition } from './run/context.js';
@@ -60,61 +54,59 @@ export function restoreArtifactsController(ctx: ControllerContext): ControllerDe
   const restores = ctx.informer<Restore>('Restore');
   const backups = ctx.informer<Backup>('Backup');
   const locations = ctx.informer<BackupStorageLocation>('BackupStorageLocation');
-
-  /** Sets the finalizer list, conditional on the version read: a Conflict means a newer event is on its way. */
-  async function setFinalizers(r: Restore, finalizers: string[]): Promise<void> {
-    try {
-      await ctx.client.patch(RESTORES, r.metadata.namespace, r.metadata.name, {
-        metadata: { resourceVersion: r.metadata.resourceVersion, finalizers: finalizers.length > 0 ? finalizers : null },
-      }, 'merge');
-    } catch (err) {
-      if (changedMeanwhile(err)) return;
-      throw err;
-    }
-  }
-
-  async function deleteArtifacts(r: Restore, location: BackupStorageLocation): Promise<void> {
-    const ns = r.metadata.namespace ?? ctx.namespace;
-    await withBackupStore(ctx, location, { kind: 'controller', namespace: ns, name: `restore-artifacts/${r.metadata.name}` }, ({ store }) => store.deleteRestore(r.metadata.name));
-  }
-
-  async function reconcile(key: string): Promise<Result> {
-    const r = restores.get(key);
-    if (r === undefined) return;
-    const held = (r.metadata.finalizers ?? []).includes(RESTORE_ARTIFACTS_FINALIZER);
-    const where = `restore ${key}`;
-    if (r.metadata.deletionTimestamp === undefined) {
-      if (!held && mayHaveArtifacts(r.status?.phase)) await setFinalizers(r, [...(r.metadata.finalizers ?? []), RESTORE_ARTIFACTS_FINALIZER]);
-      return;
-    }
-    if (!held) return;
-    const ns = r.metadata.namespace ?? '';
-    const backup = r.spec.backupName === undefined ? undefined : backups.get(`${ns}/${r.spec.backupName}`);
-    const locationName = backup?.spec.storageLocation ?? '(default)';
-    const plan = planArtifacts(r, backup, backup === undefined ? undefined : resolveLocation(ctx, backup.spec.storageLocation), locationName);
-    if (plan.action === 'wait') return;
-    if (plan.action === 'delete') {
-      const bucket = `bucket "${plan.location.spec.objectStorage.bucket}" of location "${plan.location.metadata.name}"`;
-      try {
-        await deleteArtifacts(r, plan.location);
-      } catch (err) {
-        const message = `deleting restores/${r.metadata.name}/ from ${bucket} failed, retrying: ${safeErrorMessage(err)}`;
-        void ctx.events.event(r, 'Warning', 'ArtifactsNotDeleted', message);
-        throw new Error(`${where}: ${message}`);
-      }
-      ctx.logger.info(`${where}: deleted its log and results (restores/${r.metadata.name}/) from ${bucket}`, { restore: key });
-    } else if (plan.reason !== undefined) {
-      void ctx.events.event(r, 'Warning', 'ArtifactsKept', plan.reason);
-      ctx.logger.warn(`${where} deleted: ${plan.reason}`, { restore: key });
-    }
-    await setFinalizers(r, (r.metadata.finalizers ?? []).filter((f) => f !== RESTORE_ARTIFACTS_FINALIZER));
-    return;
-  }
-
   return {
     name: 'restore-artifacts',
     // Backups and locations are read from their caches; their events enqueue nothing.
     watches: [restores, readsFrom(backups), readsFrom(locations)],
-    reconciler: { reconcile },
+    reconciler: {
+      async reconcile(key: string): Promise<Result> {
+        const r = restores.get(key);
+        if (r === undefined) return;
+        const ns = r.metadata.namespace ?? '';
+        await reconcileArtifacts(ctx, key, r, r.spec.backupName === undefined ? undefined : backups.get(`${ns}/${r.spec.backupName}`));
+      },
+    },
   };
+}
+
+/** Sets the finalizer list, conditional on the version read: a Conflict means a newer event is on its way. */
+async function setFinalizers(ctx: ControllerContext, r: Restore, finalizers: string[]): Promise<void> {
+  try {
+    await ctx.client.patch(RESTORES, r.metadata.namespace, r.metadata.name, {
+      metadata: { resourceVersion: r.metadata.resourceVersion, finalizers: finalizers.length > 0 ? finalizers : null },
+    }, 'merge');
+  } catch (err) {
+    if (changedMeanwhile(err)) return;
+    throw err;
+  }
+}
+
+/** The finalizer added to a restore that may have written artifacts, or, once it is deleted, its artifacts deleted (or kept, saying why) and the finalizer removed. */
+async function reconcileArtifacts(ctx: ControllerContext, key: string, r: Restore, backup: Backup | undefined): Promise<void> {
+  const held = (r.metadata.finalizers ?? []).includes(RESTORE_ARTIFACTS_FINALIZER);
+  const where = `restore ${key}`;
+  if (r.metadata.deletionTimestamp === undefined) {
+    if (!held && mayHaveArtifacts(r.status?.phase)) await setFinalizers(ctx, r, [...(r.metadata.finalizers ?? []), RESTORE_ARTIFACTS_FINALIZER]);
+    return;
+  }
+  if (!held) return;
+  const locationName = backup?.spec.storageLocation ?? '(default)';
+  const plan = planArtifacts(r, backup, backup === undefined ? undefined : resolveLocation(ctx, backup.spec.storageLocation), locationName);
+  if (plan.action === 'wait') return;
+  if (plan.action === 'delete') {
+    const bucket = `bucket "${plan.location.spec.objectStorage.bucket}" of location "${plan.location.metadata.name}"`;
+    const ns = r.metadata.namespace ?? ctx.namespace;
+    try {
+      await withBackupStore(ctx, plan.location, { kind: 'controller', namespace: ns, name: `restore-artifacts/${r.metadata.name}` }, ({ store }) => store.deleteRestore(r.metadata.name));
+    } catch (err) {
+      const message = `deleting restores/${r.metadata.name}/ from ${bucket} failed, retrying: ${safeErrorMessage(err)}`;
+      void ctx.events.event(r, 'Warning', 'ArtifactsNotDeleted', message);
+      throw new Error(`${where}: ${message}`);
+    }
+    ctx.logger.info(`${where}: deleted its log and results (restores/${r.metadata.name}/) from ${bucket}`, { restore: key });
+  } else if (plan.reason !== undefined) {
+    void ctx.events.event(r, 'Warning', 'ArtifactsKept', plan.reason);
+    ctx.logger.warn(`${where} deleted: ${plan.reason}`, { restore: key });
+  }
+  await setFinalizers(ctx, r, (r.metadata.finalizers ?? []).filter((f) => f !== RESTORE_ARTIFACTS_FINALIZER));
 }

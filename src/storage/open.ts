@@ -117,11 +117,6 @@ export async function openObjectStore(ctx: StoreContext, handle: PluginHandle, b
   return refusal === undefined ? store : refuseWrites(store, refusal);
 }
 
-/** Opens the location's BackupStore through `handle` (the caller releases the handle). */
-export async function openBackupStore(ctx: StoreContext, handle: PluginHandle, bsl: BackupStorageLocation): Promise<BackupStore> {
-  return backupStoreOn(await openObjectStore(ctx, handle, bsl), bsl);
-}
-
 /**
  * The location's BackupStore over an object store already opened for it (unencrypted; see keys.ts
  * for its keys). A Velero location's store reads Velero's layout and refuses every write.

@@ -1,6 +1,7 @@
 // Whether a run can use its location now (validated, Available), and which location a run means:
 // the one place the backup and restore controllers decide both.
 import { RESOURCES, type BackupStorageLocation } from '../../apis/v1/index.js';
+import { parseDuration } from '../../util/duration.js';
 import type { ControllerContext } from './context.js';
 
 export function isAvailable(bsl: BackupStorageLocation): boolean {
@@ -71,3 +72,13 @@ export function resolveLocation(ctx: ControllerContext, name: string | undefined
 }
 
 export const BSL_RESOURCE = RESOURCES.BackupStorageLocation;
+
+/** A location's period field (validationFrequency, backupSyncPeriod) in ms: the server's default when unset or not a duration. */
+export function periodOr(value: string | undefined, field: string, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  try {
+    return parseDuration(value, field);
+  } catch {
+    return fallback;
+  }
+}

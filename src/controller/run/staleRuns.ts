@@ -41,10 +41,6 @@ import { unlessChanged } from './patch.js';
 type StaleObject = KubeObject & { metadata: { name: string; namespace?: string; resourceVersion?: string } };
 type PatchStatus = (status: Record<string, unknown>, resourceVersion: string | undefined) => Promise<unknown>;
 
-/** First wait after a failed read of the location; doubled per attempt up to RETRY_CAP_MS. */
-const RETRY_BASE_MS = 1000;
-const RETRY_CAP_MS = 30_000;
-
 interface Stale {
   ctx: ControllerContext;
   kind: RunKind;
@@ -343,6 +339,10 @@ async function patchOrLose(s: Stale, status: Record<string, unknown>): Promise<b
   // Changed under us (finished here, or deleted): the next event decides again.
   return unlessChanged(s.patch(status, s.obj.metadata.resourceVersion));
 }
+
+/** First wait after a failed read of the location; doubled per attempt up to RETRY_CAP_MS. */
+const RETRY_BASE_MS = 1000;
+const RETRY_CAP_MS = 30_000;
 
 /** Stale backups whose location failed to read: since when (elapsed-time clock) and how often. */
 const outages = new WeakMap<ControllerContext, Map<string, { since: number; attempts: number }>>();
