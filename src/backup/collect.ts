@@ -508,26 +508,8 @@ async function backupAdditional(ctx: CollectContext, add: AdditionalItem, parent
     }
     return;
   }
-  let obj: ListedObject;
-  try {
-    obj = await ctx.client.get(res, ref.namespace === '' ? undefined : ref.namespace, ref.name, { signal: ctx.signal });
-  } catch (err) {
-    if (ctx.signal.aborted) throw new FatalBackupError(stoppedMessage(ctx.signal));
-    if (isApiUnreachable(err)) throw new FatalBackupError(errorMessage(err), { cause: err });
-    const missing = isNotFound(err);
-    if (missing && dep?.mayBeAbsent === true) {
-      if (!req.notTaken.has(key)) ctx.log.info(`${describeItem(ref)}, named by ${parent}, does not exist; nothing to back up`, meta(ref));
-      req.notTaken.add(key);
-      return;
-    }
-    const msg = missing
-      ? `${describeItem(ref)}, needed by ${parent}, does not exist`
-      : `getting ${describeItem(ref)}, needed by ${parent}, failed: ${errorMessage(err)}`;
-    recordProblem(req, missing ? 'warnings' : 'errors', ref.namespace, msg);
-    if (missing) ctx.log.warn(msg, meta(ref));
-    else ctx.log.error(msg, meta(ref));
-    return;
-  }
+  const obj = await getAdditional(ctx, res, ref, parent, dep?.mayBeAbsent === true);
+  if (obj === undefined) return;
   req.progress.totalItems++;
   const pulledIn = ref.namespace === '' && res.groupResource !== 'namespaces' && !takenByList(req, res, ref.name) ? (req.results.pulledIn ??= []) : undefined;
   // Its own dependencies are recorded while it is backed up: it goes before them.
@@ -536,6 +518,34 @@ async function backupAdditional(ctx: CollectContext, add: AdditionalItem, parent
   const reason = dep?.reason ?? `named by plugin action ${from} for ${kindName(add.parent.kind, add.parent.metadata.namespace, add.parent.metadata.name)}`;
   pulledIn.splice(at, 0, { groupResource: ref.groupResource, name: ref.name, requiredBy: parent, reason });
   ctx.log.info(`pulled in ${describeItem(ref)}: ${reason}`, meta(ref));
+}
+
+/**
+ * GETs an additional item; undefined when it is gone or the GET failed (recorded, unless the action
+ * said it `mayBeAbsent`). A stopped run or an unreachable API ends the backup.
+ */
+async function getAdditional(ctx: CollectContext, res: ApiResource, ref: ItemRef, parent: string, mayBeAbsent: boolean): Promise<ListedObject | undefined> {
+  const { req } = ctx;
+  try {
+    return await ctx.client.get(res, ref.namespace === '' ? undefined : ref.namespace, ref.name, { signal: ctx.signal });
+  } catch (err) {
+    if (ctx.signal.aborted) throw new FatalBackupError(stoppedMessage(ctx.signal));
+    if (isApiUnreachable(err)) throw new FatalBackupError(errorMessage(err), { cause: err });
+    const missing = isNotFound(err);
+    if (missing && mayBeAbsent) {
+      const key = itemKey(ref);
+      if (!req.notTaken.has(key)) ctx.log.info(`${describeItem(ref)}, named by ${parent}, does not exist; nothing to back up`, meta(ref));
+      req.notTaken.add(key);
+      return undefined;
+    }
+    const msg = missing
+      ? `${describeItem(ref)}, needed by ${parent}, does not exist`
+      : `getting ${describeItem(ref)}, needed by ${parent}, failed: ${errorMessage(err)}`;
+    recordProblem(req, missing ? 'warnings' : 'errors', ref.namespace, msg);
+    if (missing) ctx.log.warn(msg, meta(ref));
+    else ctx.log.error(msg, meta(ref));
+    return undefined;
+  }
 }
 
 /** Whether the cluster-scoped resource's full LIST ran (the requester may list it). */

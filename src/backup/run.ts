@@ -142,24 +142,38 @@ async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> 
   log.info(`backing up ${selection.namespaced.length} namespaced and ${selection.cluster.length} cluster-scoped resource types` +
     (req.listClusterScoped ? '' : ' (cluster-scoped items only where related to backed-up items)'));
 
-  let crds = new Map<string, string>();
   const useBuiltins = deps.builtinActions ?? true;
-  const crdRes = byGroupResource.get(CRD_GROUP_RESOURCE);
-  if (useBuiltins && crdRes !== undefined && await mayListDependencies(deps, req, crdRes, customResourcesNote(selection))) {
-    try {
-      crds = crdTable((await client.listAll(crdRes, { pageSize: deps.pageSize ?? DEFAULT_PAGE_SIZE })).items);
-    } catch (err) {
-      // The backup would leave out CRDs its custom resources need (not complete), unless it takes no cluster-scoped items at all.
-      if (req.includeClusterResources === false) log.info(`listing CustomResourceDefinitions failed: ${errorMessage(err)}`);
-      else log.error(recordProblem(req, 'errors', '', `listing CustomResourceDefinitions failed, so custom resources are backed up without their CRDs: ${errorMessage(err)}`));
-    }
-  }
+  const crds = useBuiltins ? await listCrds(deps, req, byGroupResource, selection) : new Map<string, string>();
   const clusterRoleBindings = useBuiltins ? await listClusterRoleBindings(deps, req, byGroupResource, selection) : undefined;
   const actions = await resolveActions([
     ...(useBuiltins ? builtinActions({ crdByGroupKind: crds, ...(clusterRoleBindings !== undefined ? { clusterRoleBindings } : {}) }) : []),
     ...(deps.actions ?? []),
   ]);
 
+  const namespaceObjects = await listNamespaceObjects(deps, req, byGroupResource);
+  return { selection, byGroupResource, actions, namespaceObjects };
+}
+
+/** CRDs by the group and kind they serve, for the built-in action that takes a custom resource's CRD along. */
+async function listCrds(
+  deps: BackupDeps, req: BackupRequest, byGroupResource: ReadonlyMap<string, ApiResource>, selection: ResourceSelection,
+): Promise<Map<string, string>> {
+  const { client, log } = deps;
+  const crdRes = byGroupResource.get(CRD_GROUP_RESOURCE);
+  if (crdRes === undefined || !await mayListDependencies(deps, req, crdRes, customResourcesNote(selection))) return new Map<string, string>();
+  try {
+    return crdTable((await client.listAll(crdRes, { pageSize: deps.pageSize ?? DEFAULT_PAGE_SIZE })).items);
+  } catch (err) {
+    // The backup would leave out CRDs its custom resources need (not complete), unless it takes no cluster-scoped items at all.
+    if (req.includeClusterResources === false) log.info(`listing CustomResourceDefinitions failed: ${errorMessage(err)}`);
+    else log.error(recordProblem(req, 'errors', '', `listing CustomResourceDefinitions failed, so custom resources are backed up without their CRDs: ${errorMessage(err)}`));
+    return new Map<string, string>();
+  }
+}
+
+/** The Namespace objects of the backup: listed, got one by one when the requester may not list them, or the scope's. */
+async function listNamespaceObjects(deps: BackupDeps, req: BackupRequest, byGroupResource: ReadonlyMap<string, ApiResource>): Promise<ListedObject[]> {
+  const { client, log } = deps;
   let namespaceObjects: ListedObject[] = [];
   const nsRes = byGroupResource.get('namespaces');
   const nsAccess = nsRes === undefined ? undefined : deps.scope?.access.get(nsRes.groupResource);
@@ -178,7 +192,7 @@ async function prepare(deps: BackupDeps, req: BackupRequest): Promise<Prepared> 
     }
     warnMissingNamespaces(req, log, namespaceObjects);
   }
-  return { selection, byGroupResource, actions, namespaceObjects };
+  return namespaceObjects;
 }
 
 /**

@@ -167,6 +167,31 @@ export function buildPlan(
   items: readonly ArchivedItem[], req: RestoreRequest, discovered: readonly ApiResource[], alternates: readonly ArchivedItem[] = [],
 ): RestorePlan {
   const byGr = new Map<string, ApiResource>(discovered.map((r) => [r.groupResource, r]));
+  const index = indexArchive(items, alternates);
+  checkScopes(items, byGr, index.crdItems);
+  const pl = newPlanner(req, byGr, index);
+  const { neverRestored, namespaceItems } = selectItems(pl, items);
+  const crds = addRelatedCrds(pl, index.crdItems);
+  if (req.includeRelatedClusterScoped) addClaimedVolumes(pl, items);
+  addReferenced(pl, items);
+  const namespaces = planNamespaces(pl, namespaceItems);
+  if (req.namespaceMapping.size > 0) checkTargetsUnique([...pl.selected.values()]);
+  linkOwners(pl.selected);
+  return { items: pl.selected, tiers: orderPlan(pl), namespaces, crds, neverRestored, planAdditional: additionalPlanner(pl, items) };
+}
+
+/** What the archive says about its resources, read once before planning. */
+interface ArchiveIndex {
+  /** Item key -> its copies at other versions. */
+  copiesOf: Map<string, ArchivedItem[]>;
+  kindOf: Map<string, string>;
+  /** Whether each resource's items are namespaced, from the archive: the scope-specific filters need it for resources the cluster does not serve (yet). */
+  namespacedOf: Map<string, boolean>;
+  /** Custom resource group-resource -> the archive's CRD item that serves it. */
+  crdItems: Map<string, ArchivedItem>;
+}
+
+function indexArchive(items: readonly ArchivedItem[], alternates: readonly ArchivedItem[]): ArchiveIndex {
   const copiesOf = new Map<string, ArchivedItem[]>();
   for (const a of alternates) {
     const k = itemKey(a.groupResource, a.namespace ?? '', a.name);
@@ -175,12 +200,8 @@ export function buildPlan(
     else list.push(a);
   }
   const kindOf = new Map<string, string>();
-  // Whether each resource's items are namespaced, from the archive: the scope-specific filters need it for resources the cluster does not serve (yet).
   const namespacedOf = new Map<string, boolean>();
   const crdItems = new Map<string, ArchivedItem>();
-  // Every archive item by key, only for actions' additional items: most restores never build it.
-  let archived: Map<string, ArchivedItem> | undefined;
-  const archivedIndex = (): Map<string, ArchivedItem> => (archived ??= new Map(items.map((it) => [itemKey(it.groupResource, it.namespace ?? '', it.name), it])));
   for (const it of items) {
     if (!kindOf.has(it.groupResource)) {
       kindOf.set(it.groupResource, it.kind);
@@ -189,40 +210,34 @@ export function buildPlan(
     const serves = it.groupResource === CRD_GROUP_RESOURCE ? it.picked?.serves : undefined;
     if (serves !== undefined) crdItems.set(serves.groupResource, it);
   }
-  const described = new Map<string, ResourceLike>();
-  const describe = (gr: string): ResourceLike => {
-    const have = byGr.get(gr) ?? described.get(gr);
-    if (have !== undefined) return have;
-    const { group, resource } = splitGroupResource(gr);
-    const kind = kindOf.get(gr);
-    const namespaced = namespacedOf.get(gr);
-    const d: ResourceLike = kind === undefined ? { group, resource } : { group, resource, kind };
-    if (namespaced !== undefined) d.namespaced = namespaced;
-    described.set(gr, d);
-    return d;
-  };
-  // One ResourceRef per resource, version and scope, shared by its items (nobody changes a ref).
-  const refs = new Map<string, ResourceRef>();
-  const refOf = (it: ArchivedItem, version: string): ResourceRef => {
-    const namespaced = it.namespace !== undefined;
-    const k = itemKey(it.groupResource, version, String(namespaced));
-    let ref = refs.get(k);
-    if (ref === undefined) {
-      const { group, resource } = splitGroupResource(it.groupResource);
-      ref = { group, version, resource, namespaced };
-      refs.set(k, ref);
-    }
-    return ref;
-  };
+  return { copiesOf, kindOf, namespacedOf, crdItems };
+}
 
-  checkScopes(items, byGr, crdItems);
+/**
+ * What every planning phase shares. `selected` keeps the order items were planned in, which the
+ * later phases (namespaces, owners) walk, so the phases run in a fixed order.
+ */
+interface Planner {
+  req: RestoreRequest;
+  describe(gr: string): ResourceLike;
+  toPlanned(stored: ArchivedItem): PlannedItem;
+  labelsMatch(it: ArchivedItem): boolean;
+  /**
+   * Whether a related cluster-scoped item comes along: unless includeClusterResources is false, its
+   * resource is excluded explicitly or excludedNames names it. includedNames does not keep it out (as on backup).
+   */
+  related(gr: string, name: string): boolean;
+  selected: Map<string, PlannedItem>;
+}
 
-  const neverRestored = new Map<string, { reason: string; count: number }>();
+function newPlanner(req: RestoreRequest, byGr: ReadonlyMap<string, ApiResource>, index: ArchiveIndex): Planner {
+  const describe = describer(byGr, index);
+  const refOf = refMaker();
   const mapNs = (ns: string): string => targetNamespace(req, ns);
   const toPlanned = (stored: ArchivedItem): PlannedItem => {
     const src = stored.namespace ?? '';
     const key = itemKey(stored.groupResource, src, stored.name);
-    const { copy: it, version, change } = chooseCopy(stored, byGr.get(stored.groupResource), copiesOf.get(key));
+    const { copy: it, version, change } = chooseCopy(stored, byGr.get(stored.groupResource), index.copiesOf.get(key));
     const p: PlannedItem = {
       key,
       groupResource: it.groupResource,
@@ -238,9 +253,53 @@ export function buildPlan(
     if (change !== undefined) p.versionChange = change;
     return p;
   };
-  const labelsMatch = (it: ArchivedItem): boolean => anyLabelSelectorMatches(req.selectors, it.picked?.labels);
+  return {
+    req,
+    describe,
+    toPlanned,
+    labelsMatch: (it) => anyLabelSelectorMatches(req.selectors, it.picked?.labels),
+    related: (gr, name) =>
+      req.includeRelatedClusterScoped && !req.resources.excludesExplicitly(describe(gr)) && !req.names.excludes(describe(gr), name),
+    selected: new Map(),
+  };
+}
 
-  const selected = new Map<string, PlannedItem>();
+/** A resource as the filters see it: from discovery, else from the archive (a resource the cluster does not serve yet). */
+function describer(byGr: ReadonlyMap<string, ApiResource>, index: ArchiveIndex): (gr: string) => ResourceLike {
+  const described = new Map<string, ResourceLike>();
+  return (gr) => {
+    const have = byGr.get(gr) ?? described.get(gr);
+    if (have !== undefined) return have;
+    const { group, resource } = splitGroupResource(gr);
+    const kind = index.kindOf.get(gr);
+    const namespaced = index.namespacedOf.get(gr);
+    const d: ResourceLike = kind === undefined ? { group, resource } : { group, resource, kind };
+    if (namespaced !== undefined) d.namespaced = namespaced;
+    described.set(gr, d);
+    return d;
+  };
+}
+
+/** One ResourceRef per resource, version and scope, shared by its items (nobody changes a ref). */
+function refMaker(): (it: ArchivedItem, version: string) => ResourceRef {
+  const refs = new Map<string, ResourceRef>();
+  return (it, version) => {
+    const namespaced = it.namespace !== undefined;
+    const k = itemKey(it.groupResource, version, String(namespaced));
+    let ref = refs.get(k);
+    if (ref === undefined) {
+      const { group, resource } = splitGroupResource(it.groupResource);
+      ref = { group, version, resource, namespaced };
+      refs.set(k, ref);
+    }
+    return ref;
+  };
+}
+
+/** The items the filters select, less those never restored (counted) and Namespace items (planned last). */
+function selectItems(pl: Planner, items: readonly ArchivedItem[]): { neverRestored: RestorePlan['neverRestored']; namespaceItems: ArchivedItem[] } {
+  const { req } = pl;
+  const neverRestored = new Map<string, { reason: string; count: number }>();
   const namespaceItems: ArchivedItem[] = [];
   for (const it of items) {
     const never = neverRestoredReason(it.groupResource);
@@ -254,43 +313,52 @@ export function buildPlan(
       namespaceItems.push(it);
       continue;
     }
-    const res = describe(it.groupResource);
+    const res = pl.describe(it.groupResource);
     if (!req.resources.shouldInclude(res)) continue;
     if (it.namespace !== undefined ? !req.namespaces.shouldInclude(it.namespace) : !req.includeClusterScoped) continue;
     if (!req.names.shouldInclude(res, it.name)) continue;
-    if (!labelsMatch(it)) continue;
-    const p = toPlanned(it);
-    selected.set(p.key, p);
+    if (!pl.labelsMatch(it)) continue;
+    const p = pl.toPlanned(it);
+    pl.selected.set(p.key, p);
   }
+  return { neverRestored, namespaceItems };
+}
 
-  // Related cluster-scoped items come along unless includeClusterResources is false, their
-  // resource is excluded explicitly or excludedNames names them: the CRDs of restored custom
-  // resources, the PVs of restored claims. includedNames does not keep them out (as on backup).
-  const related = (gr: string, name: string): boolean =>
-    req.includeRelatedClusterScoped && !req.resources.excludesExplicitly(describe(gr)) && !req.names.excludes(describe(gr), name);
+/** The CRDs of restored custom resources come along (Planner.related); returns custom resource -> its planned CRD. */
+function addRelatedCrds(pl: Planner, crdItems: ReadonlyMap<string, ArchivedItem>): Map<string, PlannedItem> {
+  const { selected } = pl;
   const selectedGrs = new Set([...selected.values()].map((p) => p.groupResource));
   const crds = new Map<string, PlannedItem>();
   for (const [gr, crd] of crdItems) {
     const key = itemKey(CRD_GROUP_RESOURCE, '', crd.name);
-    if (!selected.has(key) && selectedGrs.has(gr) && related(CRD_GROUP_RESOURCE, crd.name)) selected.set(key, toPlanned(crd));
+    if (!selected.has(key) && selectedGrs.has(gr) && pl.related(CRD_GROUP_RESOURCE, crd.name)) selected.set(key, pl.toPlanned(crd));
     const planned = selected.get(key);
     if (planned !== undefined) crds.set(gr, planned);
   }
-  if (req.includeRelatedClusterScoped) {
-    const claims = new Set([...selected.values()].filter((p) => p.groupResource === 'persistentvolumeclaims').map((p) => `${p.sourceNamespace}/${p.name}`));
-    for (const it of items) {
-      if (it.groupResource !== 'persistentvolumes') continue;
-      const claim = it.picked?.claim;
-      if (claim !== undefined && claims.has(claim) && related(it.groupResource, it.name)) {
-        const p = toPlanned(it);
-        if (!selected.has(p.key)) selected.set(p.key, p);
-      }
+  return crds;
+}
+
+/** The PVs of restored claims come along (Planner.related). */
+function addClaimedVolumes(pl: Planner, items: readonly ArchivedItem[]): void {
+  const { selected } = pl;
+  const claims = new Set([...selected.values()].filter((p) => p.groupResource === 'persistentvolumeclaims').map((p) => `${p.sourceNamespace}/${p.name}`));
+  for (const it of items) {
+    if (it.groupResource !== 'persistentvolumes') continue;
+    const claim = it.picked?.claim;
+    if (claim !== undefined && claims.has(claim) && pl.related(it.groupResource, it.name)) {
+      const p = pl.toPlanned(it);
+      if (!selected.has(p.key)) selected.set(p.key, p);
     }
   }
+}
 
-  // Related by reference, as the backup took them (backup/actions): the ClusterRoleBindings of
-  // restored ServiceAccounts, then whatever restored items name (PriorityClass, RuntimeClass,
-  // StorageClass, ClusterRole), and what those name in turn.
+/**
+ * Related by reference, as the backup took them (backup/actions): the ClusterRoleBindings of
+ * restored ServiceAccounts, then whatever restored items name (PriorityClass, RuntimeClass,
+ * StorageClass, ClusterRole), and what those name in turn.
+ */
+function addReferenced(pl: Planner, items: readonly ArchivedItem[]): void {
+  const { selected } = pl;
   const accounts = new Set<string>();
   for (const p of selected.values()) {
     if (p.groupResource === GR.serviceAccounts) accounts.add(`${p.sourceNamespace}/${p.sourceName}`).add(`${p.sourceNamespace}/*`);
@@ -298,8 +366,8 @@ export function buildPlan(
   const clusterItems = new Map<string, ArchivedItem>();
   const queue = [...selected.values()];
   const pullIn = (it: ArchivedItem): void => {
-    if (!related(it.groupResource, it.name)) return;
-    const p = toPlanned(it);
+    if (!pl.related(it.groupResource, it.name)) return;
+    const p = pl.toPlanned(it);
     if (selected.has(p.key)) return;
     selected.set(p.key, p);
     queue.push(p);
@@ -315,15 +383,18 @@ export function buildPlan(
       if (it !== undefined) pullIn(it);
     }
   }
+}
 
-  // Namespaces: those the filters select, and every namespace a restored item lives in.
+/** Namespaces: those the filters select, and every namespace a restored item lives in. Returns target namespace -> its item. */
+function planNamespaces(pl: Planner, namespaceItems: readonly ArchivedItem[]): Map<string, PlannedItem> {
+  const { req, selected } = pl;
   const namespaces = new Map<string, PlannedItem>();
   const nsArchived = new Map(namespaceItems.map((it) => [it.name, it]));
-  const nsSelectable = req.resources.shouldInclude(describe('namespaces'));
+  const nsSelectable = req.resources.shouldInclude(pl.describe('namespaces'));
   for (const it of namespaceItems) {
     // Names that narrow every resource select like a label selector: Namespace objects come with their items only.
-    if (nsSelectable && req.namespaces.shouldInclude(it.name) && labelsMatch(it) && !req.names.narrowsEveryResource) {
-      const p = toPlanned(it);
+    if (nsSelectable && req.namespaces.shouldInclude(it.name) && pl.labelsMatch(it) && !req.names.narrowsEveryResource) {
+      const p = pl.toPlanned(it);
       // Two namespaces mapped onto one: their items merge, and the first Namespace object stands for both.
       if (namespaces.has(p.name)) continue;
       selected.set(p.key, p);
@@ -333,44 +404,56 @@ export function buildPlan(
   for (const p of [...selected.values()]) {
     if (p.sourceNamespace === '' || namespaces.has(p.namespace)) continue;
     const archivedNs = nsArchived.get(p.sourceNamespace);
-    const np = archivedNs !== undefined ? toPlanned(archivedNs) : synthesizeNamespace(p.sourceNamespace, p.namespace, describe('namespaces'));
+    const np = archivedNs !== undefined ? pl.toPlanned(archivedNs) : synthesizeNamespace(p.sourceNamespace, p.namespace, pl.describe('namespaces'));
     selected.set(np.key, np);
     namespaces.set(np.name, np);
   }
+  return namespaces;
+}
 
-  if (req.namespaceMapping.size > 0) checkTargetsUnique([...selected.values()]);
-
-  // Controller-owned items whose controller is in the restore too: the executor decides once it
-  // knows what became of the owner.
+/**
+ * Controller-owned items whose controller is in the restore too get `owner`: the executor decides
+ * once it knows what became of the owner.
+ */
+function linkOwners(selected: ReadonlyMap<string, PlannedItem>): void {
   const owned = [...selected.values()].filter((p) => p.archived?.picked?.controllers !== undefined);
-  if (owned.length > 0) {
-    const kinds = ownerKinds(owned.map((p) => p.archived?.picked?.controllers ?? []));
-    const candidates = function* (): Generator<OwnerCandidate & { planned: PlannedItem }> {
-      for (const p of selected.values()) {
-        if (p.archived !== undefined) yield { apiVersion: p.archived.apiVersion, kind: p.archived.kind, namespace: p.sourceNamespace, name: p.sourceName, planned: p };
-      }
-    };
-    const owners = ownerIndex(candidates(), kinds);
-    for (const p of owned) {
-      const found = restoredController(p.archived?.picked?.controllers, p.sourceNamespace, owners);
-      if (found !== undefined && found.owner.planned !== p) p.owner = { owner: found.owner.planned, label: found.label };
+  if (owned.length === 0) return;
+  const kinds = ownerKinds(owned.map((p) => p.archived?.picked?.controllers ?? []));
+  const candidates = function* (): Generator<OwnerCandidate & { planned: PlannedItem }> {
+    for (const p of selected.values()) {
+      if (p.archived !== undefined) yield { apiVersion: p.archived.apiVersion, kind: p.archived.kind, namespace: p.sourceNamespace, name: p.sourceName, planned: p };
     }
+  };
+  const owners = ownerIndex(candidates(), kinds);
+  for (const p of owned) {
+    const found = restoredController(p.archived?.picked?.controllers, p.sourceNamespace, owners);
+    if (found !== undefined && found.owner.planned !== p) p.owner = { owner: found.owner.planned, label: found.label };
   }
+}
 
+/** The selected items in tiers (priorities), each tier's items by target namespace and name. */
+function orderPlan(pl: Planner): RestorePlan['tiers'] {
   const groups = new Map<string, PlannedItem[]>();
-  for (const p of selected.values()) {
+  for (const p of pl.selected.values()) {
     const list = groups.get(p.groupResource) ?? [];
     list.push(p);
     groups.set(p.groupResource, list);
   }
-  const tiers = orderTiers(groups.keys(), req.priorities, describe).map((tier) => ({
+  return orderTiers(groups.keys(), pl.req.priorities, pl.describe).map((tier) => ({
     tier,
     items: tier.groupResources
       .flatMap((gr) => groups.get(gr) ?? [])
       .sort((a, b) => (a.namespace === b.namespace ? cmp(a.name, b.name) : cmp(a.namespace, b.namespace))),
   }));
+}
 
-  const planAdditional = (groupResource: string, namespace: string, name: string): PlannedItem | undefined => {
+/** RestorePlan.planAdditional: plans an archive item an action names, on demand. */
+function additionalPlanner(pl: Planner, items: readonly ArchivedItem[]): RestorePlan['planAdditional'] {
+  const { req, selected } = pl;
+  // Every archive item by key, only for actions' additional items: most restores never build it.
+  let archived: Map<string, ArchivedItem> | undefined;
+  const archivedIndex = (): Map<string, ArchivedItem> => (archived ??= new Map(items.map((it) => [itemKey(it.groupResource, it.namespace ?? '', it.name), it])));
+  return (groupResource, namespace, name) => {
     if (neverRestoredReason(groupResource) !== undefined) return undefined;
     // Actions may name an item by its namespace in the backup or by the namespace it is restored into.
     const sources = [namespace, ...[...req.namespaceMapping].filter(([, to]) => to === namespace).map(([from]) => from)];
@@ -380,15 +463,13 @@ export function buildPlan(
       if (have !== undefined) return have;
       const it = archivedIndex().get(key);
       if (it !== undefined) {
-        const p = toPlanned(it);
+        const p = pl.toPlanned(it);
         selected.set(p.key, p);
         return p;
       }
     }
     return undefined;
   };
-
-  return { items: selected, tiers, namespaces, crds, neverRestored, planAdditional };
 }
 
 /** Which copy of an item to restore, and at which version (see buildPlan). */

@@ -95,6 +95,12 @@ export function podOfIdentity(identity: string): string {
   return at <= 0 ? '' : identity.slice(0, at);
 }
 
+/** A leader's renewals: when the lease was last renewed, and since when the API has not answered. */
+interface Renewal {
+  lastRenew: number;
+  unreachableSince: number | undefined;
+}
+
 /** Attempt outcomes: held, another holds a valid lease, the API did not answer, or it refused. */
 type Attempt = { kind: 'held' } | { kind: 'other'; holder: string } | { kind: 'unreachable'; error: string } | { kind: 'failed'; error: string; conflict: boolean };
 
@@ -190,12 +196,28 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
   const jitter = (ms: number): number => ms * (1 + Math.random() * 0.2);
 
   async function run(): Promise<void> {
-    // Campaign.
+    if (!(await campaign())) return;
+    leading = true;
+    const leaderAc = new AbortController();
+    logger.info(`${where}: ${identity} became leader`);
+    Promise.resolve()
+      .then(() => opts.onStartedLeading(leaderAc.signal))
+      .catch((err: unknown) => logger.error(`${where}: onStartedLeading failed: ${errorMessage(err)}`));
+    const reason = await renewWhileLeading();
+    leading = false;
+    leaderAc.abort(new Error(`leadership of ${where} lost: ${reason}`));
+    if (stopAc.signal.aborted && opts.releaseOnStop !== false) await release();
+    logger.info(`${where}: ${identity} stopped leading (${reason})`);
+    opts.onStoppedLeading();
+  }
+
+  /** Tries for the lease every retry period until it is held (true) or stop() (false). */
+  async function campaign(): Promise<boolean> {
     let waitingOn: string | undefined;
     for (;;) {
-      if (stopAc.signal.aborted) return;
+      if (stopAc.signal.aborted) return false;
       const attempt = await tryAcquireOrRenew(stopAc.signal);
-      if (attempt.kind === 'held') break;
+      if (attempt.kind === 'held') return true;
       if (attempt.kind === 'other' && attempt.holder !== waitingOn) {
         waitingOn = attempt.holder;
         logger.info(`${where}: held by ${attempt.holder}; ${identity} takes it once it goes ${Math.round(leaseDurationMs / 1000)} s unrenewed or is released`);
@@ -203,69 +225,58 @@ export function startLeaderElection(opts: LeaderElectionOptions): LeaderElector 
       try {
         await clock.sleep(jitter(retryPeriodMs), stopAc.signal);
       } catch {
-        return;
+        return false;
       }
     }
-    leading = true;
-    const leaderAc = new AbortController();
-    logger.info(`${where}: ${identity} became leader`);
-    Promise.resolve()
-      .then(() => opts.onStartedLeading(leaderAc.signal))
-      .catch((err: unknown) => logger.error(`${where}: onStartedLeading failed: ${errorMessage(err)}`));
-    // Renew until another holder shows, the API refuses for renewDeadline, or stop().
-    let lastRenew = nowMs();
-    let unreachableSince: number | undefined;
-    let reason = 'stopped';
-    let again = false;
+  }
+
+  /** Renews until another holder shows, the API refuses for renewDeadline, or stop(); returns why leading ended. */
+  async function renewWhileLeading(): Promise<string> {
+    const renewal: Renewal = { lastRenew: nowMs(), unreachableSince: undefined };
+    let reread = false;
     for (;;) {
-      const reread = again;
-      again = false;
       if (!reread) {
         try {
           await clock.sleep(retryPeriodMs, stopAc.signal);
         } catch {
-          break;
+          return 'stopped';
         }
       }
       const attempt = await tryAcquireOrRenew(AbortSignal.any([stopAc.signal, AbortSignal.timeout(renewDeadlineMs)]));
-      if (stopAc.signal.aborted) break;
-      if (attempt.kind === 'held') {
-        if (unreachableSince !== undefined) logger.info(`${where}: the API answers again after ${Math.round((nowMs() - unreachableSince) / 1000)} s; ${identity} renewed the lease`);
-        unreachableSince = undefined;
-        lastRenew = nowMs();
-        continue;
-      }
-      if (attempt.kind === 'other') {
-        reason = `${attempt.holder} holds the lease now`;
-        break;
-      }
-      if (attempt.kind === 'unreachable') {
-        if (unreachableSince === undefined) logger.warn(`${where}: cannot reach the API to renew (${attempt.error}); still leading, as nobody can take the lease while the API is down`);
-        unreachableSince ??= nowMs();
-        continue;
-      }
-      // The API answers again, but refuses: a restarted API server refuses for a moment what RBAC
-      // allows (its authorizer's caches are not filled yet), so renewDeadline counts from its return.
-      if (unreachableSince !== undefined) {
-        logger.info(`${where}: the API answers again after ${Math.round((nowMs() - unreachableSince) / 1000)} s but refused the renewal (${attempt.error}); retrying for up to ${renewDeadlineMs} ms`);
-        unreachableSince = undefined;
-        lastRenew = nowMs();
-      }
-      // Someone wrote the lease between our read and our write: read it again now, not a retry period later.
-      if (attempt.conflict && !reread) {
-        again = true;
-        continue;
-      }
-      if (nowMs() - lastRenew >= renewDeadlineMs) {
-        reason = `could not renew within ${renewDeadlineMs} ms: ${attempt.error}`;
-        break;
-      }
+      if (stopAc.signal.aborted) return 'stopped';
+      const next = judgeRenewal(attempt, renewal, reread);
+      if ('end' in next) return next.end;
+      reread = next.reread;
     }
-    leading = false;
-    leaderAc.abort(new Error(`leadership of ${where} lost: ${reason}`));
-    if (stopAc.signal.aborted && opts.releaseOnStop !== false) await release();
-    logger.info(`${where}: ${identity} stopped leading (${reason})`);
-    opts.onStoppedLeading();
+  }
+
+  /**
+   * What one renewal attempt means to the leader: it ends leading (with the reason) or goes on,
+   * reading the lease again at once (`reread`) when someone wrote it between our read and our write.
+   */
+  function judgeRenewal(attempt: Attempt, renewal: Renewal, reread: boolean): { end: string } | { reread: boolean } {
+    if (attempt.kind === 'held') {
+      if (renewal.unreachableSince !== undefined) logger.info(`${where}: the API answers again after ${Math.round((nowMs() - renewal.unreachableSince) / 1000)} s; ${identity} renewed the lease`);
+      renewal.unreachableSince = undefined;
+      renewal.lastRenew = nowMs();
+      return { reread: false };
+    }
+    if (attempt.kind === 'other') return { end: `${attempt.holder} holds the lease now` };
+    if (attempt.kind === 'unreachable') {
+      if (renewal.unreachableSince === undefined) logger.warn(`${where}: cannot reach the API to renew (${attempt.error}); still leading, as nobody can take the lease while the API is down`);
+      renewal.unreachableSince ??= nowMs();
+      return { reread: false };
+    }
+    // The API answers again, but refuses: a restarted API server refuses for a moment what RBAC
+    // allows (its authorizer's caches are not filled yet), so renewDeadline counts from its return.
+    if (renewal.unreachableSince !== undefined) {
+      logger.info(`${where}: the API answers again after ${Math.round((nowMs() - renewal.unreachableSince) / 1000)} s but refused the renewal (${attempt.error}); retrying for up to ${renewDeadlineMs} ms`);
+      renewal.unreachableSince = undefined;
+      renewal.lastRenew = nowMs();
+    }
+    if (attempt.conflict && !reread) return { reread: true };
+    if (nowMs() - renewal.lastRenew >= renewDeadlineMs) return { end: `could not renew within ${renewDeadlineMs} ms: ${attempt.error}` };
+    return { reread: false };
   }
 
   /** Hands the lease back so the next candidate need not wait for it to expire. */

@@ -71,73 +71,116 @@ export function newSnapshotTaker(deps: SnapshotDeps): SnapshotTaker {
   }
 
   async function take(deps: SnapshotDeps, pvc: KubeObject): Promise<SnapshotOutcome> {
-    const ns = pvc.metadata?.namespace ?? '';
-    const name = pvc.metadata?.name ?? '';
-    const what = `persistentvolumeclaims ${ns}/${name}`;
-    const pvName = stringField(pvc, 'spec', 'volumeName');
-    if (pvName === undefined || stringField(pvc, 'status', 'phase') !== 'Bound') return { kind: 'skipped', info: `${what} is not bound to a volume: it holds no data to snapshot` };
-    let pv: KubeObject;
-    try {
-      pv = await deps.serverClient.get(CORE.persistentVolumes, undefined, pvName, deps.signal !== undefined ? { signal: deps.signal } : {});
-    } catch (err) {
-      if (isNotFound(err)) return { kind: 'skipped', warning: `${what}: its PersistentVolume ${pvName} does not exist, so its data is not backed up` };
-      return { kind: 'failed', error: `${what}: reading its PersistentVolume ${pvName} failed, so it is not snapshotted: ${errorMessage(err)}` };
-    }
-    const driver = stringField(pv, 'spec', 'csi', 'driver');
-    if (driver === undefined) return { kind: 'skipped', warning: `${what}: its PersistentVolume ${pvName} is not a CSI volume, so its data is not backed up (only CSI volumes are snapshotted)` };
-    const all = await listClasses();
-    if (typeof all === 'string') return { kind: 'skipped', warning: `${what}: its data is not backed up: ${all}` };
-    const choice = chooseSnapshotClass(driver, pvc.metadata?.annotations, deps.backup.annotations, all);
-    if ('none' in choice) return { kind: 'skipped', warning: `${what}: its data is not backed up: ${choice.none}` };
-    if ('error' in choice) return { kind: 'failed', error: `${what}: not snapshotted: ${choice.error}` };
-
+    const target = await targetOf(deps, pvc, listClasses);
+    if ('kind' in target) return target;
     attempted++;
-    const vsName = snapshotName(name, `${deps.backup.uid}/${ns}/${name}`);
-    const made = await createSnapshot(deps, ns, vsName, name, choice.name, what);
-    if ('error' in made) return { kind: 'failed', error: made.error };
-    let ready: Awaited<ReturnType<typeof waitReady>>;
-    try {
-      ready = await waitReady(deps, ns, vsName, what);
-    } catch (err) {
-      // The run was cancelled: its snapshot is not left behind.
-      await deleteSnapshot(deps, ns, vsName);
-      throw err;
-    }
-    if ('error' in ready) {
-      const cleanup = await deleteSnapshot(deps, ns, vsName);
-      return { kind: 'failed', error: ready.error + (cleanup === undefined ? '' : `; ${cleanup}`) };
-    }
-    const kept = await keepContent(deps, ready.vs, what);
-    if ('error' in kept) {
-      const cleanup = await deleteSnapshot(deps, ns, vsName);
-      return { kind: 'failed', error: kept.error + (cleanup === undefined ? '' : `; ${cleanup}`) };
-    }
-    const gone = await deleteSnapshot(deps, ns, vsName);
+    const made = await snapshotAndKeep(deps, target);
+    if ('kind' in made) return made;
     completed++;
-    const content = kept.content;
-    const snap: SnapshotOfClaim = {
-      volumeSnapshot: vsName,
-      volumeSnapshotContent: content.metadata?.name ?? '',
-      snapshotHandle: stringField(content, 'status', 'snapshotHandle') ?? '',
-      driver,
-      volumeSnapshotClass: choice.name,
-    };
-    const size = sizeText(field(content, 'status', 'restoreSize')) ?? sizeText(field(ready.vs, 'status', 'restoreSize'));
-    if (size !== undefined) snap.restoreSize = size;
-    const at = creationTimeText(field(content, 'status', 'creationTime')) ?? stringField(ready.vs, 'status', 'creationTime');
-    if (at !== undefined) snap.creationTime = at;
-    const record: VolumeSnapshotRecord = { namespace: ns, persistentVolumeClaim: name, persistentVolume: pvName, ...snap };
-    records.push(record);
-    const item: KubeObject = {
-      ...pvc,
-      metadata: { ...pvc.metadata, annotations: { ...pvc.metadata?.annotations, [ANNOTATION_VOLUME_SNAPSHOT]: JSON.stringify(snap) } },
-    };
-    const taken: SnapshotOutcome = { kind: 'taken', item, record, objects: { volumeSnapshot: ready.vs, content } };
-    if (gone !== undefined) taken.warning = `${what}: ${gone}`;
+    const taken = takenOutcome(target, made);
+    records.push(taken.record);
     return taken;
   }
 
   return { snapshot, counts: () => ({ attempted, completed }), records: () => [...records] };
+}
+
+/** A bound CSI claim and the snapshot class chosen for it: what a snapshot is taken of. */
+interface SnapshotTarget {
+  pvc: KubeObject;
+  ns: string;
+  name: string;
+  /** `persistentvolumeclaims ns/name`, for messages. */
+  what: string;
+  pvName: string;
+  driver: string;
+  className: string;
+}
+
+/** The claim as a snapshot target, or why it is not snapshotted (its data not backed up) or cannot be. */
+async function targetOf(
+  deps: SnapshotDeps, pvc: KubeObject, listClasses: () => Promise<KubeObject[] | string>,
+): Promise<SnapshotTarget | Exclude<SnapshotOutcome, { kind: 'taken' }>> {
+  const ns = pvc.metadata?.namespace ?? '';
+  const name = pvc.metadata?.name ?? '';
+  const what = `persistentvolumeclaims ${ns}/${name}`;
+  const pvName = stringField(pvc, 'spec', 'volumeName');
+  if (pvName === undefined || stringField(pvc, 'status', 'phase') !== 'Bound') return { kind: 'skipped', info: `${what} is not bound to a volume: it holds no data to snapshot` };
+  let pv: KubeObject;
+  try {
+    pv = await deps.serverClient.get(CORE.persistentVolumes, undefined, pvName, deps.signal !== undefined ? { signal: deps.signal } : {});
+  } catch (err) {
+    if (isNotFound(err)) return { kind: 'skipped', warning: `${what}: its PersistentVolume ${pvName} does not exist, so its data is not backed up` };
+    return { kind: 'failed', error: `${what}: reading its PersistentVolume ${pvName} failed, so it is not snapshotted: ${errorMessage(err)}` };
+  }
+  const driver = stringField(pv, 'spec', 'csi', 'driver');
+  if (driver === undefined) return { kind: 'skipped', warning: `${what}: its PersistentVolume ${pvName} is not a CSI volume, so its data is not backed up (only CSI volumes are snapshotted)` };
+  const all = await listClasses();
+  if (typeof all === 'string') return { kind: 'skipped', warning: `${what}: its data is not backed up: ${all}` };
+  const choice = chooseSnapshotClass(driver, pvc.metadata?.annotations, deps.backup.annotations, all);
+  if ('none' in choice) return { kind: 'skipped', warning: `${what}: its data is not backed up: ${choice.none}` };
+  if ('error' in choice) return { kind: 'failed', error: `${what}: not snapshotted: ${choice.error}` };
+  return { pvc, ns, name, what, pvName, driver, className: choice.name };
+}
+
+/** A ready snapshot whose content the server keeps; `gone` is why its VolumeSnapshot could not be deleted. */
+interface KeptSnapshot {
+  vsName: string;
+  vs: KubeObject;
+  content: KubeObject;
+  gone: string | undefined;
+}
+
+/** Creates the VolumeSnapshot, waits for it, keeps its content and deletes it; a failure leaves no snapshot behind. */
+async function snapshotAndKeep(deps: SnapshotDeps, t: SnapshotTarget): Promise<KeptSnapshot | { kind: 'failed'; error: string }> {
+  const { ns, what } = t;
+  const vsName = snapshotName(t.name, `${deps.backup.uid}/${ns}/${t.name}`);
+  const made = await createSnapshot(deps, ns, vsName, t.name, t.className, what);
+  if ('error' in made) return { kind: 'failed', error: made.error };
+  let ready: Awaited<ReturnType<typeof waitReady>>;
+  try {
+    ready = await waitReady(deps, ns, vsName, what);
+  } catch (err) {
+    // The run was cancelled: its snapshot is not left behind.
+    await deleteSnapshot(deps, ns, vsName);
+    throw err;
+  }
+  if ('error' in ready) {
+    const cleanup = await deleteSnapshot(deps, ns, vsName);
+    return { kind: 'failed', error: ready.error + (cleanup === undefined ? '' : `; ${cleanup}`) };
+  }
+  const kept = await keepContent(deps, ready.vs, what);
+  if ('error' in kept) {
+    const cleanup = await deleteSnapshot(deps, ns, vsName);
+    return { kind: 'failed', error: kept.error + (cleanup === undefined ? '' : `; ${cleanup}`) };
+  }
+  const gone = await deleteSnapshot(deps, ns, vsName);
+  return { vsName, vs: ready.vs, content: kept.content, gone };
+}
+
+/** The claim to store, annotated with its snapshot, and the record of the snapshot. */
+function takenOutcome(t: SnapshotTarget, kept: KeptSnapshot): Extract<SnapshotOutcome, { kind: 'taken' }> {
+  const { content, vs } = kept;
+  const snap: SnapshotOfClaim = {
+    volumeSnapshot: kept.vsName,
+    volumeSnapshotContent: content.metadata?.name ?? '',
+    snapshotHandle: stringField(content, 'status', 'snapshotHandle') ?? '',
+    driver: t.driver,
+    volumeSnapshotClass: t.className,
+  };
+  const size = sizeText(field(content, 'status', 'restoreSize')) ?? sizeText(field(vs, 'status', 'restoreSize'));
+  if (size !== undefined) snap.restoreSize = size;
+  const at = creationTimeText(field(content, 'status', 'creationTime')) ?? stringField(vs, 'status', 'creationTime');
+  if (at !== undefined) snap.creationTime = at;
+  const record: VolumeSnapshotRecord = { namespace: t.ns, persistentVolumeClaim: t.name, persistentVolume: t.pvName, ...snap };
+  const { pvc } = t;
+  const item: KubeObject = {
+    ...pvc,
+    metadata: { ...pvc.metadata, annotations: { ...pvc.metadata?.annotations, [ANNOTATION_VOLUME_SNAPSHOT]: JSON.stringify(snap) } },
+  };
+  const taken: Extract<SnapshotOutcome, { kind: 'taken' }> = { kind: 'taken', item, record, objects: { volumeSnapshot: vs, content } };
+  if (kept.gone !== undefined) taken.warning = `${t.what}: ${kept.gone}`;
+  return taken;
 }
 
 /** `<claim>-<hash>`: readable, unique per backup and claim, a valid object name whatever the claim's. */

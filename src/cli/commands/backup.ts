@@ -54,6 +54,7 @@ import { backupOfSchedule, getSchedule } from './scheduleTemplate.js';
 import {
   addSelectionFlags, checkConfirmable, checkSelection, confirmOrStop, namesText, selectObjects, selectionText, type SelectionFlags,
 } from './selection.js';
+import { describeSubcommand, getSubcommand } from './subcommands.js';
 import { waitForRun } from './wait.js';
 
 const DEFAULT_DOWNLOAD_TIMEOUT = '1m';
@@ -730,8 +731,25 @@ async function verifyBackup(cmd: Command, s: Session): Promise<void> {
 
 export function backupCommand(): Command {
   const backup = new Command('backup').description('Create and manage backups');
+  const get = getSubcommand({
+    listed: 'backups', plural: 'backups', selectorHelp: 'only backups with these labels, e.g. stowage.dev/schedule-name=nightly', run: getBackups,
+  });
+  const describe = describeSubcommand({
+    description: 'Show the details of backups', plural: 'backups', run: describeBackups,
+    more: (c) => c
+      .option('--details', 'also show the resource list and the warnings and errors, read from object storage')
+      .addOption(outputOption())
+      .addOption(timeoutOption('resource list')),
+  });
+  const logs = logsSubcommand('backup', getBackup);
+  for (const c of [createSubcommand(), get, describe, logs, deleteSubcommand(), downloadSubcommand(), verifySubcommand(), cancelCommand('backup')]) {
+    backup.addCommand(c);
+  }
+  return backup;
+}
 
-  const create = addGlobalOptions(
+function createSubcommand(): Command {
+  return addGlobalOptions(
     addBackupSpecFlags(
       new Command('create')
         .description('Create a backup')
@@ -752,40 +770,28 @@ Examples:
   stowage backup create --from-schedule nightly`,
     )
     .action(action(async (cmd, s) => createBackup(cmd, s)));
+}
 
-  const get = addGlobalOptions(
-    new Command('get')
-      .description('List backups, or show the named ones')
-      .argument('[names...]', 'backups to show (default: all)')
-      .addOption(outputOption())
-      .option('-l, --selector <selector>', 'only backups with these labels, e.g. stowage.dev/schedule-name=nightly'),
-  ).action(action(async (cmd, s) => getBackups(cmd, s)));
-
-  const describe = addGlobalOptions(
-    new Command('describe')
-      .description('Show the details of backups')
-      .argument('[names...]', 'backups to describe (default: all)')
-      .option('--details', 'also show the resource list and the warnings and errors, read from object storage')
-      .addOption(outputOption())
-      .addOption(timeoutOption('resource list')),
-  ).action(action(async (cmd, s) => describeBackups(cmd, s)));
-
-  const logs = addGlobalOptions(
+/** `backup logs` and `restore logs`: a run's log, also while it runs. */
+export function logsSubcommand(kind: 'backup' | 'restore', get: (ctx: CliContext, name: string) => Promise<{ status?: { phase?: string; validationErrors?: string[] } }>): Command {
+  return addGlobalOptions(
     tlsOptions(
       new Command('logs')
-        .description('Show the log of a backup (also while it runs)')
-        .argument('<name>', 'the backup')
-        .option('-f, --follow', 'keep streaming new lines until the backup finishes')
+        .description(`Show the log of a ${kind} (also while it runs)`)
+        .argument('<name>', `the ${kind}`)
+        .option('-f, --follow', `keep streaming new lines until the ${kind} finishes`)
         .addOption(new Option('-o, --output <format>', 'text, or json for the log lines as stored').default('text'))
         .addOption(timeoutOption('log')),
     ),
   ).action(
     action(async (cmd, s) => {
       const name = cmd.processedArgs[0] as string;
-      await runLogs(s, 'backup', name, cmd.opts(), (ctx) => getBackup(ctx, name));
+      await runLogs(s, kind, name, cmd.opts(), (ctx) => get(ctx, name));
     }),
   );
+}
 
+function deleteSubcommand(): Command {
   const del = addGlobalOptions(
     new Command('delete')
       .description('Delete backups: their data in object storage, their restores, and the Backup objects')
@@ -795,8 +801,11 @@ Examples:
       .addOption(new Option('--timeout <duration>', 'how long --wait waits').default('5m')),
   ).action(action(async (cmd, s) => deleteBackups(cmd, s)));
   addSelectionFlags(del, 'backups');
+  return del;
+}
 
-  const dl = addGlobalOptions(
+function downloadSubcommand(): Command {
+  return addGlobalOptions(
     tlsOptions(
       new Command('download')
         .description('Download the tarball of a backup')
@@ -806,8 +815,10 @@ Examples:
         .addOption(timeoutOption('download URL')),
     ),
   ).action(action(async (cmd, s) => downloadBackup(cmd, s)));
+}
 
-  const verify = addGlobalOptions(
+function verifySubcommand(): Command {
+  return addGlobalOptions(
     tlsOptions(
       new Command('verify')
         .description('Check a backup\'s tarball and every item in it against the SHA-256 manifest written at backup time')
@@ -816,7 +827,4 @@ Examples:
         .addOption(timeoutOption('download URLs')),
     ),
   ).action(action(async (cmd, s) => verifyBackup(cmd, s)));
-
-  for (const c of [create, get, describe, logs, del, dl, verify, cancelCommand('backup')]) backup.addCommand(c);
-  return backup;
 }

@@ -33,7 +33,8 @@ import {
   type LocationFlags,
   type SecretRefFlag,
 } from './locationSpec.js';
-import { formatData, formatFields, formatTable, formatTimestamp, mapOrNone, out, outputOption, parseOutputFormat } from './output.js';
+import { formatData, formatFields, formatTable, formatTimestamp, mapOrNone, out, parseOutputFormat } from './output.js';
+import { describeSubcommand, getSubcommand } from './subcommands.js';
 
 const BSL = RESOURCES.BackupStorageLocation;
 
@@ -444,21 +445,14 @@ Examples:
     )
     .action(action(async (cmd, s) => createLocation(cmd, s)));
 
-  const get = addGlobalOptions(
-    new Command('get')
-      .description('List backup storage locations, or show the named ones')
-      .argument('[names...]', 'locations to show (default: all)')
-      .addOption(outputOption())
-      .option('-l, --selector <selector>', 'only locations with these labels')
-      .option('--default', 'only the default location'),
-  ).action(action(async (cmd, s) => getLocations(cmd, s)));
-
-  const describe = addGlobalOptions(
-    new Command('describe')
-      .description('Show the details of backup storage locations: where, how they are encrypted and signed, and their validation')
-      .argument('[names...]', 'locations to describe (default: all)')
-      .addOption(outputOption()),
-  ).action(action(async (cmd, s) => describeLocations(cmd, s)));
+  const get = getSubcommand({
+    listed: 'backup storage locations', plural: 'locations', selectorHelp: 'only locations with these labels', run: getLocations,
+    more: (c) => c.option('--default', 'only the default location'),
+  });
+  const describe = describeSubcommand({
+    description: 'Show the details of backup storage locations: where, how they are encrypted and signed, and their validation', plural: 'locations',
+    run: describeLocations,
+  });
 
   const set = addGlobalOptions(
     addLocationFlags(new Command('set').description('Change a backup storage location: only the given flags change; config entries are merged').argument('<name>', 'the location'), false),

@@ -20,7 +20,7 @@ import { errorMessage } from '../../util/errors.js';
 import { SPEC_LIST_CAPS } from '../../selection/filters.js';
 import { labelKeyProblem, labelValueProblem } from '../../selection/labels.js';
 import { action, type Session } from './action.js';
-import { failMissing, fetchNamed, getBackup, printObjects, runLogs } from './backup.js';
+import { failMissing, fetchNamed, getBackup, logsSubcommand, printObjects } from './backup.js';
 import { cancelCommand } from './cancel.js';
 import { describeRunHeader } from './common.js';
 import { eventsSection, filtersSection, messagesSection, metadataSection, progressText, selectorText, type ScopedMessages } from './describe.js';
@@ -30,6 +30,7 @@ import { restoreSpecErrors } from '../../selection/specErrors.js';
 import { addFilterFlags, checkName, commaList, filterSpec, refuseSpecErrors, keyValueList, parseSelector, parseTimeout, timestampSuffix, type FilterFlags } from './flags.js';
 import { addGlobalOptions, type CliContext } from './kubeContext.js';
 import { formatFields, formatTable, formatTimestamp, mapOrNone, out, outputOption, parseOutputFormat } from './output.js';
+import { describeSubcommand, getSubcommand } from './subcommands.js';
 import { waitForRun } from './wait.js';
 
 export function restoreNotFound(name: string, namespace: string): CliError {
@@ -370,8 +371,20 @@ async function describeRestores(cmd: Command, s: Session): Promise<void> {
 
 export function restoreCommand(): Command {
   const restore = new Command('restore').description('Restore from backups and inspect restores');
+  const get = getSubcommand({ listed: 'restores', plural: 'restores', selectorHelp: 'only restores with these labels', run: getRestores });
+  const describe = describeSubcommand({
+    description: 'Show the details of restores; for a dry run, what would be created, updated or skipped and why', plural: 'restores', run: describeRestores,
+    more: (c) => c
+      .addOption(outputOption())
+      .option('--details', 'also show what transformed each item (mapping actions, resource modifier rules) and, for a dry run, the object as it would be written')
+      .addOption(new Option('--timeout <duration>', 'how long to wait for the server to provide the results').default('1m')),
+  });
+  for (const c of [createSubcommand(), get, describe, logsSubcommand('restore', getRestore), cancelCommand('restore')]) restore.addCommand(c);
+  return restore;
+}
 
-  const create = addGlobalOptions(
+function createSubcommand(): Command {
+  return addGlobalOptions(
     addFilterFlags(
       new Command('create')
         .description('Restore a backup')
@@ -403,40 +416,4 @@ Examples:
   stowage restore create --from-backup app-1 --dry-run --existing-resource-policy update --wait`,
     )
     .action(action(async (cmd, s) => createRestore(cmd, s)));
-
-  const get = addGlobalOptions(
-    new Command('get')
-      .description('List restores, or show the named ones')
-      .argument('[names...]', 'restores to show (default: all)')
-      .addOption(outputOption())
-      .option('-l, --selector <selector>', 'only restores with these labels'),
-  ).action(action(async (cmd, s) => getRestores(cmd, s)));
-
-  const describe = addGlobalOptions(
-    new Command('describe')
-      .description('Show the details of restores; for a dry run, what would be created, updated or skipped and why')
-      .argument('[names...]', 'restores to describe (default: all)')
-      .addOption(outputOption())
-      .option('--details', 'also show what transformed each item (mapping actions, resource modifier rules) and, for a dry run, the object as it would be written')
-      .addOption(new Option('--timeout <duration>', 'how long to wait for the server to provide the results').default('1m')),
-  ).action(action(async (cmd, s) => describeRestores(cmd, s)));
-
-  const logs = addGlobalOptions(
-    new Command('logs')
-      .description('Show the log of a restore (also while it runs)')
-      .argument('<name>', 'the restore')
-      .option('-f, --follow', 'keep streaming new lines until the restore finishes')
-      .addOption(new Option('-o, --output <format>', 'text, or json for the log lines as stored').default('text'))
-      .addOption(new Option('--timeout <duration>', 'how long to wait for the server to provide the log').default('1m'))
-      .option('--cacert <file>', 'PEM file with the CA certificates of the object store, when it uses a private CA')
-      .option('--insecure-skip-tls-verify', 'do not verify the object store\'s TLS certificate (insecure)'),
-  ).action(
-    action(async (cmd, s) => {
-      const name = cmd.processedArgs[0] as string;
-      await runLogs(s, 'restore', name, cmd.opts(), (ctx) => getRestore(ctx, name));
-    }),
-  );
-
-  for (const c of [create, get, describe, logs, cancelCommand('restore')]) restore.addCommand(c);
-  return restore;
 }

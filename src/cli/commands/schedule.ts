@@ -25,11 +25,12 @@ import { eventsSection, filtersSection, metadataSection, selectorText } from './
 import { CliError, UsageError } from './errors.js';
 import { checkName, parseBool, parseSelector } from './flags.js';
 import { addGlobalOptions, type CliContext } from './kubeContext.js';
-import { age, formatData, formatFields, formatTable, formatTimestamp, out, outputOption, parseOutputFormat } from './output.js';
+import { age, formatData, formatFields, formatTable, formatTimestamp, out, parseOutputFormat } from './output.js';
 import {
   addSelectionFlags, checkConfirmable, checkSelection, confirmOrStop, namesText, selectObjects, selectionText, type SelectionFlags,
 } from './selection.js';
 import { backupOfSchedule, getSchedule } from './scheduleTemplate.js';
+import { describeSubcommand, getSubcommand } from './subcommands.js';
 
 const SCHEDULES = RESOURCES.Schedule;
 
@@ -351,7 +352,42 @@ async function triggerSchedule(cmd: Command, s: Session): Promise<void> {
 
 export function scheduleCommand(): Command {
   const schedule = new Command('schedule').description('Back up on a cron schedule, and keep the backups a retention policy says');
+  const get = getSubcommand({ listed: 'schedules', plural: 'schedules', selectorHelp: 'only schedules with these labels', run: getSchedules });
+  const describe = describeSubcommand({
+    description: 'Show schedules: the next backup, the last one, and which backups retention keeps and why', plural: 'schedules', run: describeSchedules,
+  });
+  const pause = pausing('pause', 'Pause schedules: no backups until unpaused', true);
+  const unpause = pausing('unpause', 'Unpause schedules', false);
+  const del = addSelectionFlags(
+    addGlobalOptions(
+      new Command('delete')
+        .description('Delete schedules (their backups stay)')
+        .argument('[names...]', 'schedules to delete (or --selector, or --all)')
+        .option('--confirm', 'do not ask for confirmation'),
+    ),
+    'schedules',
+  ).action(action(async (cmd, s) => deleteSchedules(cmd, s)));
 
+  const trigger = addGlobalOptions(
+    new Command('trigger')
+      .description('Back up now from the schedule\'s template (named and labelled as its scheduled backups; also while paused)')
+      .argument('<name>', 'the schedule')
+      .option('-w, --wait', 'wait for the backup to finish, showing its progress'),
+  ).action(action(async (cmd, s) => triggerSchedule(cmd, s)));
+
+  for (const c of [createSubcommand(), get, describe, pause, unpause, del, trigger]) schedule.addCommand(c);
+  return schedule;
+}
+
+/** `pause` and `unpause`: the named or selected schedules. */
+function pausing(name: 'pause' | 'unpause', description: string, paused: boolean): Command {
+  return addSelectionFlags(
+    addGlobalOptions(new Command(name).description(description).argument('[names...]', `schedules to ${name} (or --selector, or --all)`)),
+    'schedules',
+  ).action(action(async (cmd, s) => setPaused(cmd, s, paused)));
+}
+
+function createSubcommand(): Command {
   const create = addGlobalOptions(
     addBackupSpecFlags(
       new Command('create')
@@ -379,49 +415,5 @@ Examples:
   stowage schedule create often --schedule "@every 6h" --ttl 72h --paused`,
     )
     .action(action(async (cmd, s) => createSchedule(cmd, s)));
-
-  const get = addGlobalOptions(
-    new Command('get')
-      .description('List schedules, or show the named ones')
-      .argument('[names...]', 'schedules to show (default: all)')
-      .addOption(outputOption())
-      .option('-l, --selector <selector>', 'only schedules with these labels'),
-  ).action(action(async (cmd, s) => getSchedules(cmd, s)));
-
-  const describe = addGlobalOptions(
-    new Command('describe')
-      .description('Show schedules: the next backup, the last one, and which backups retention keeps and why')
-      .argument('[names...]', 'schedules to describe (default: all)')
-      .addOption(outputOption()),
-  ).action(action(async (cmd, s) => describeSchedules(cmd, s)));
-
-  const pause = addSelectionFlags(
-    addGlobalOptions(new Command('pause').description('Pause schedules: no backups until unpaused').argument('[names...]', 'schedules to pause (or --selector, or --all)')),
-    'schedules',
-  ).action(action(async (cmd, s) => setPaused(cmd, s, true)));
-
-  const unpause = addSelectionFlags(
-    addGlobalOptions(new Command('unpause').description('Unpause schedules').argument('[names...]', 'schedules to unpause (or --selector, or --all)')),
-    'schedules',
-  ).action(action(async (cmd, s) => setPaused(cmd, s, false)));
-
-  const del = addSelectionFlags(
-    addGlobalOptions(
-      new Command('delete')
-        .description('Delete schedules (their backups stay)')
-        .argument('[names...]', 'schedules to delete (or --selector, or --all)')
-        .option('--confirm', 'do not ask for confirmation'),
-    ),
-    'schedules',
-  ).action(action(async (cmd, s) => deleteSchedules(cmd, s)));
-
-  const trigger = addGlobalOptions(
-    new Command('trigger')
-      .description('Back up now from the schedule\'s template (named and labelled as its scheduled backups; also while paused)')
-      .argument('<name>', 'the schedule')
-      .option('-w, --wait', 'wait for the backup to finish, showing its progress'),
-  ).action(action(async (cmd, s) => triggerSchedule(cmd, s)));
-
-  for (const c of [create, get, describe, pause, unpause, del, trigger]) schedule.addCommand(c);
-  return schedule;
+  return create;
 }
