@@ -6,7 +6,7 @@ import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RESOURCES, newBackup, newRestore, type Backup, type Restore } from '../../src/apis/v1/index.js';
 import { CORE, isNotFound, type DynamicClient } from '../../src/kube/index.js';
-import { tarball, validHead } from '../fixtures/hostile/archives.js';
+import { gzTar, validHead } from '../fixtures/archives/hostile.js';
 import { uniqueName } from '../support/kube.js';
 import { testS3 } from '../support/s3ObjectStore.js';
 import { getOrUndefined, restoreNow, setupEnv, type Env } from './support.js';
@@ -91,15 +91,15 @@ describe('--max-item-bytes', () => {
 describe('runRestore with maxItemBytes', () => {
   let env: Env;
   const ns = uniqueName('bigitem');
-  const big = { name: `resources/configmaps/namespaces/${ns}/big.json`, data: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'big', namespace: ns }, data: { x: 'y'.repeat(5000) } }) };
-  const bigBytes = Buffer.byteLength(big.data);
+  const big = { name: `resources/configmaps/namespaces/${ns}/big.json`, body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'big', namespace: ns }, data: { x: 'y'.repeat(5000) } }) };
+  const bigBytes = Buffer.byteLength(big.body);
 
   async function* bytes(b: Buffer): AsyncGenerator<Uint8Array> {
     yield b;
   }
-  const stored = async (entries: Parameters<typeof tarball>[0]): Promise<Backup> => {
+  const stored = async (entries: Parameters<typeof gzTar>[0]): Promise<Backup> => {
     const name = uniqueName('b');
-    await env.store.putTarball(name, bytes(await tarball(entries)));
+    await env.store.putTarball(name, bytes(await gzTar(entries)));
     return newBackup(name, 'stowage');
   };
 
@@ -144,7 +144,7 @@ describe('runRestore with maxItemBytes', () => {
 
   it('still refuses a hostile archive whole, big item or not, before anything is created', async () => {
     const other = uniqueName('bigitem');
-    const { result } = await restoreNow(env, await stored([...validHead(other), big, { name: 'resources/configmaps/namespaces/x/../../../evil.json', data: '{}' }]), {}, { maxItemBytes: 4096 });
+    const { result } = await restoreNow(env, await stored([...validHead(other), big, { name: 'resources/configmaps/namespaces/x/../../../evil.json', body: '{}' }]), {}, { maxItemBytes: 4096 });
     expect(result.phase).toBe('Failed');
     expect(result.failureReason).toContain('(path-traversal)');
     expect(result.outcomes).toEqual([]);
