@@ -1,14 +1,12 @@
 // --max-item-bytes end to end: `stowage server` with a 64 KiB per-item cap backs up a namespace
 // holding one ConfigMap bigger than that, then restores it. The big one fails alone, named with its
 // size, the cap and the flag; every other object is restored; the restore ends PartiallyFailed.
-import zlib from 'node:zlib';
-import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RESOURCES, newBackup, newRestore, type Backup, type Restore } from '../../src/apis/v1/index.js';
 import { CORE, isNotFound, type DynamicClient } from '../../src/kube/index.js';
 import { gzTar, validHead } from '../fixtures/archives/hostile.js';
 import { uniqueName } from '../support/kube.js';
-import { testS3 } from '../support/s3ObjectStore.js';
+import { readGzippedObject, testS3 } from '../support/s3ObjectStore.js';
 import { getOrUndefined, restoreNow, setupEnv, type Env } from './support.js';
 import { createS3CredentialsSecret, ensureNamespace, s3LocationSpec, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 
@@ -22,15 +20,7 @@ describe('--max-item-bytes', () => {
   let client: DynamicClient;
   let server: RunningServer | undefined;
 
-  const readObject = async (key: string): Promise<string> => {
-    const s3 = testS3();
-    try {
-      const out = await s3.client.send(new GetObjectCommand({ Bucket: bucket, Key: `cluster/${key}` }));
-      return zlib.gunzipSync(Buffer.from(await out.Body!.transformToByteArray())).toString();
-    } finally {
-      s3.close();
-    }
-  };
+  const readObject = (key: string): Promise<string> => readGzippedObject(bucket, `cluster/${key}`);
 
   beforeAll(async () => {
     client = testClient(inject('cluster').kubeconfigPath);
