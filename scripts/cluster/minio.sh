@@ -13,8 +13,9 @@ DIR=$ROOT/minio-$VERSION
 BIN=$DIR/minio
 START=$(date +%s)
 
-log() { printf '[minio %s +%4ss] %s\n' "$(date -u +%H:%M:%S)" "$(( $(date +%s) - START ))" "$*" >&2; }
-die() { printf '[minio] PROVISIONING FAILED: %s\n' "$*" >&2; exit 1; }
+TAG=minio FAILED="PROVISIONING FAILED"
+# shellcheck source=../lib/gobuild.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/gobuild.sh"
 
 [ -x "$BIN" ] && exit 0
 
@@ -26,30 +27,7 @@ exec 9>"$DIR/.build.lock"
 flock 9
 [ -x "$BIN" ] && exit 0
 
-# $GO names the go binary; else the first of PATH's go and /usr/local/go/bin/go that is new enough
-# (Debian's /usr/bin/go may be an older release).
-go_minor() { "$1" env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p'; }
-if [ -z "${GO:-}" ]; then
-  for cand in "$(command -v go || true)" /usr/local/go/bin/go; do
-    [ -n "$cand" ] && [ -x "$cand" ] && [ "$(go_minor "$cand")" -ge 24 ] 2>/dev/null && { GO=$cand; break; }
-  done
-  [ -n "${GO:-}" ] || GO=$(command -v go || true)
-fi
-[ -n "$GO" ] && [ -x "$GO" ] || die "no go binary found (PATH, /usr/local/go/bin/go, or \$GO): MinIO is built from the Go module proxy and needs Go >= 1.24"
-minor=$(go_minor "$GO")
-[ -n "$minor" ] && [ "$minor" -ge 24 ] || die "$GO is $("$GO" env GOVERSION 2>/dev/null || echo 'not a working go'); MinIO $VERSION needs Go >= 1.24 (set GO to a newer go binary)"
-
-with_heartbeat() {
-  local what=$1; shift
-  local t0; t0=$(date +%s)
-  "$@" &
-  local pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    for _ in $(seq 1 30); do sleep 1; kill -0 "$pid" 2>/dev/null || break; done
-    kill -0 "$pid" 2>/dev/null && log "  still $what ($(( $(date +%s) - t0 ))s so far)"
-  done
-  wait "$pid" || die "$what failed (see the go output above; is proxy.golang.org reachable, and is Go new enough?)"
-}
+require_go 24 MinIO "$VERSION"
 
 # One module and build cache shared with the other Go-built test tools.
 export GOMODCACHE=$ROOT/gomod GOCACHE=$ROOT/gocache GOFLAGS=-modcacherw CGO_ENABLED=0 GOTOOLCHAIN=local

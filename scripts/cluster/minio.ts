@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnTracked, waitUntilServing, type Spawned } from './procs.js';
 import { freePort } from './controlPlane.js';
-import type { S3Server } from './s3.js';
+import { restartable, type S3Server } from './s3.js';
 
 /** The pinned pseudo-version (`go list -m github.com/minio/minio@latest` on 2026-12-05; MinIO tags are not semver). */
 export const MINIO_VERSION = 'v0.0.0-20260212201848-7aac2a2c5b7c';
@@ -78,18 +78,5 @@ export async function startMinio(opts: { directory?: string } = {}): Promise<S3S
     proc = undefined;
   };
   await start();
-  return {
-    endpoint,
-    region: 'us-east-1',
-    accessKeyId,
-    secretAccessKey,
-    directory,
-    stop,
-    start,
-    close: async () => {
-      await stop();
-      fs.rmSync(logFile, { force: true });
-      if (owned) fs.rmSync(directory, { recursive: true, force: true });
-    },
-  };
+  return restartable({ endpoint, accessKeyId, secretAccessKey, directory, owned, logFile, start, stop });
 }

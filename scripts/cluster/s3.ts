@@ -57,18 +57,37 @@ export async function startS3Server(opts: S3Options = {}): Promise<S3Server> {
     proc = undefined;
   };
   await start();
+  return restartable({ endpoint: `http://${address}:${port}`, accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', directory, owned, logFile, start, stop });
+}
+
+/**
+ * The handle of an S3 server process that can be stopped and started again on its port: `close`
+ * stops it for good and removes its log, and its directory when the server made it (`owned`).
+ */
+export function restartable(s: Omit<S3Server, 'region' | 'close'> & { owned: boolean; logFile: string }): S3Server {
+  const { owned, logFile, ...server } = s;
   return {
-    endpoint: `http://${address}:${port}`,
+    ...server,
     region: 'us-east-1',
-    accessKeyId: 'S3RVER',
-    secretAccessKey: 'S3RVER',
-    directory,
-    stop,
-    start,
     close: async () => {
-      await stop();
+      await s.stop();
       fs.rmSync(logFile, { force: true });
-      if (owned) fs.rmSync(directory, { recursive: true, force: true });
+      if (owned) fs.rmSync(s.directory, { recursive: true, force: true });
     },
   };
+}
+
+/** Parts s3rver holds on disk (in `directory`) for the bucket's multipart uploads in progress. */
+export function storedParts(directory: string, bucket: string): number {
+  const uploads = path.join(directory, bucket, '._S3rver_uploads');
+  if (!fs.existsSync(uploads)) return 0;
+  let n = 0;
+  for (const id of fs.readdirSync(uploads)) {
+    try {
+      n += fs.readdirSync(path.join(uploads, id)).filter((f) => /^\d+\.md5$/.test(f)).length;
+    } catch {
+      // completed or aborted meanwhile
+    }
+  }
+  return n;
 }

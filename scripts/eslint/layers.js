@@ -21,7 +21,8 @@ export const ALLOWED = {
   auth: ['apis', 'util', 'config', 'kube'],
   // The admission webhook that stamps requesters, its certificate and its configuration.
   webhook: ['apis', 'util', 'kube', 'auth'],
-  archive: ['util'],
+  // plugin/api for KubeObject, the one shape of an object read from a tarball and handed to plugins.
+  archive: ['util', 'plugin/api'],
   // Running a command in a pod's container over pods/exec, as a run's client (backup and restore hooks);
   // which restore hooks apply to a pod (selection's filters), and the init containers they add.
   hooks: ['apis', 'util', 'selection', 'kube'],

@@ -16,8 +16,10 @@ PLUGIN=$DIR/plugins/velero-plugin-for-aws
 STAMP=$DIR/.aws-plugin-version   # outside plugins/: velero server warns about every file there that is not a plugin
 START=$(date +%s)
 
-log() { printf '[velero %s +%4ss] %s\n' "$(date -u +%H:%M:%S)" "$(( $(date +%s) - START ))" "$*" >&2; }
-die() { printf '[velero] BUILD FAILED: %s\n' "$*" >&2; exit 1; }
+TAG=velero FAILED="BUILD FAILED"
+# shellcheck source=../lib/gobuild.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/gobuild.sh"
+
 built() { [ -x "$BIN" ] && [ -x "$PLUGIN" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$AWS_VERSION" ]; }
 
 built && exit 0
@@ -28,22 +30,7 @@ exec 9>"$DIR/.build.lock"
 flock 9
 built && exit 0
 
-GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
-[ -x "$GO" ] || die "no go binary (PATH or \$GO): Velero is built from the Go module proxy and needs Go >= 1.26"
-minor=$( { "$GO" env GOVERSION 2>/dev/null || true; } | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
-[ -n "$minor" ] && [ "$minor" -ge 26 ] || die "$GO is $("$GO" env GOVERSION 2>/dev/null || echo 'not a working go'); Velero $VERSION needs Go >= 1.26 (set GO to a newer go binary)"
-
-with_heartbeat() {
-  local what=$1; shift
-  local t0; t0=$(date +%s)
-  "$@" &
-  local pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    for _ in $(seq 1 30); do sleep 1; kill -0 "$pid" 2>/dev/null || break; done
-    kill -0 "$pid" 2>/dev/null && log "  still $what ($(( $(date +%s) - t0 ))s so far)"
-  done
-  wait "$pid" || die "$what failed (see the go output above; is proxy.golang.org reachable?)"
-}
+require_go 26 Velero "$VERSION"
 
 # One module and build cache shared with the other Go-built test tools.
 export GOMODCACHE=$ROOT/gomod GOCACHE=$ROOT/gocache GOFLAGS="-modcacherw -buildvcs=false" CGO_ENABLED=0 GOTOOLCHAIN=local

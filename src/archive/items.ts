@@ -1,23 +1,13 @@
 // Item-level checks of the reader: each item's JSON must agree with the path it is stored under, and
 // every copy of one object must hold the same bytes.
+import type { KubeObject } from '../plugin/api/items.js';
 import { ArchiveError } from './errors.js';
 import { jsonSyntaxProblem } from '../util/errors.js';
 import { BUILTIN_KINDS } from './kinds.js';
 import { groupOfApiVersion, splitGroupResource, versionOfApiVersion, type ParsedItemPath } from './paths.js';
 
-/** A Kubernetes object read from an archive (same shape as plugin/api's KubeObject). */
-export interface ArchiveObject {
-  apiVersion: string;
-  kind: string;
-  metadata: {
-    name: string;
-    namespace?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    [k: string]: unknown;
-  };
-  [k: string]: unknown;
-}
+/** A Kubernetes object read from an archive: the object plugins are handed, nothing archive-specific. */
+export type ArchiveObject = KubeObject;
 
 /**
  * One copy of an item as the reader keeps it, without the object: where it was read from, what it

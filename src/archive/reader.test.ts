@@ -8,33 +8,7 @@ import * as tar from 'tar-stream';
 import { ArchiveError, type ArchiveErrorReason } from './errors.js';
 import { checkEntryName, DEFAULT_READ_LIMITS, readArchive, type ReadOptions } from './reader.js';
 import { createSpillFile, spillArchive } from './spill.js';
-
-// Hand-built tarballs: tar-stream writes whatever headers we give it, hostile ones included.
-interface RawEntry {
-  name: string;
-  body?: string | Buffer;
-  type?: 'file' | 'symlink' | 'link' | 'directory' | 'fifo' | 'character-device' | 'block-device';
-  linkname?: string;
-}
-
-async function rawTar(entries: RawEntry[]): Promise<Buffer> {
-  const pack = tar.pack();
-  const out: Buffer[] = [];
-  const done = (async () => {
-    for await (const c of pack as AsyncIterable<Buffer>) out.push(c);
-  })();
-  for (const e of entries) {
-    const type = e.type ?? 'file';
-    await new Promise<void>((resolve, reject) => {
-      const cb = (err?: Error | null): void => (err ? reject(err) : resolve());
-      if (type === 'file') pack.entry({ name: e.name, type }, e.body ?? '', cb);
-      else pack.entry({ name: e.name, type, linkname: e.linkname ?? '' }, cb); // no body: the entry completes itself
-    });
-  }
-  pack.finalize();
-  await done;
-  return Buffer.concat(out);
-}
+import { rawTar, type RawEntry } from './rawTar.testkit.js';
 
 /** `entries` files of `size` zero bytes after metadata/version, tarred and gzipped as a stream (never whole in memory). */
 async function gzTarStream(entries: number, size: number): Promise<Buffer> {

@@ -12,7 +12,7 @@ import { RESOURCES, newBackup, newRestore, type Backup, type Restore, type Resto
 import { CORE, KubeError, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import type { ItemOutcome } from '../../src/restore/index.js';
 import { ensureBuilt } from '../cli/helpers.js';
-import { uniqueName, waitUntil } from '../support/kube.js';
+import { teamUserKubeconfig, uniqueName, waitUntil } from '../support/kube.js';
 import { filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 import { ROLE_BINDINGS, ROLES, createNs, getOrUndefined, res } from '../restore/support.js';
 
@@ -64,9 +64,7 @@ describe('newer-cluster paths, through the server in requester mode', () => {
     await ensureBuilt();
     const cluster = inject('cluster');
     admin = testClient(cluster.kubeconfigPath);
-    const a = cluster.teamUsers.find((u) => u.name === 'alice');
-    if (a === undefined) throw new Error('the test control plane has no user alice');
-    alice = testClient(a.kubeconfigPath);
+    alice = testClient(teamUserKubeconfig('alice'));
     server = await startServer({ kubeconfigPath: cluster.kubeconfigPath, namespace: stowageNs, location });
     await admin.create(ROLES, stowageNs, {
       metadata: { name: 'runs' },

@@ -6,15 +6,14 @@
 // namespace where she may create nothing fails validation before anything runs.
 // The admission webhook that stamps Restores is another part of the issue: here the admin creates
 // them with the stamp already set (the admin may impersonate anyone, so this stays legal with it).
-import zlib from 'node:zlib';
-import { DeleteObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RESOURCES, newBackup, newRestore, type Backup, type BackupSpec, type Restore, type RestoreSpec } from '../../src/apis/v1/index.js';
 import { REQUESTER_ANNOTATION, formatRequester, type Requester } from '../../src/auth/index.js';
 import { CORE, isNotFound, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import type { ItemOutcome } from '../../src/restore/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { testS3 } from '../support/s3ObjectStore.js';
+import { readGzippedObject, testS3 } from '../support/s3ObjectStore.js';
 import { createS3CredentialsSecret, ensureNamespace, s3LocationSpec, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 import { removeWebhook } from '../support/webhook.js';
 import { DEPLOYMENTS, RBAC, ROLE_BINDINGS, getOrUndefined, res } from '../restore/support.js';
@@ -42,15 +41,7 @@ describe('restores act with their requester\'s rights', () => {
   let client: DynamicClient;
   let server: RunningServer | undefined;
 
-  const readGzip = async (key: string): Promise<string> => {
-    const s3 = testS3();
-    try {
-      const out = await s3.client.send(new GetObjectCommand({ Bucket: bucket, Key: `cluster/${key}` }));
-      return zlib.gunzipSync(Buffer.from(await out.Body!.transformToByteArray())).toString();
-    } finally {
-      s3.close();
-    }
-  };
+  const readGzip = (key: string): Promise<string> => readGzippedObject(bucket, `cluster/${key}`);
   const outcomesOf = async (r: string): Promise<Map<string, ItemOutcome>> => {
     const results = JSON.parse(await readGzip(`restores/${r}/restore-${r}-results.gz`)) as { outcomes: ItemOutcome[] };
     return new Map(results.outcomes.map((o) => [`${o.groupResource} ${o.namespace === '' ? '' : `${o.namespace}/`}${o.name}`, o]));

@@ -13,7 +13,7 @@ import {
 import { REQUESTER_ANNOTATION, formatRequester, type Requester } from '../../src/auth/index.js';
 import { CORE, type DynamicClient } from '../../src/kube/index.js';
 import { writeVeleroBucket, type Item } from '../fixtures/velero/bucket.js';
-import { uniqueName, waitUntil } from '../support/kube.js';
+import { teamUserKubeconfig, uniqueName, waitUntil } from '../support/kube.js';
 import { testS3 } from '../support/s3ObjectStore.js';
 import { createS3CredentialsSecret, ensureNamespace, s3LocationSpec, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 import { RBAC, ROLE_BINDINGS, getOrUndefined, res } from '../restore/support.js';
@@ -48,11 +48,8 @@ describe('a restore takes only what its requester could read', () => {
     `alice may not restore backup "${backupName}": what it would restore holds ${what}, which alice may neither list nor create`;
 
   beforeAll(async () => {
-    const cluster = inject('cluster');
     admin = testClient(kubeconfig);
-    const a = cluster.teamUsers.find((u) => u.name === 'alice');
-    if (a === undefined) throw new Error('the test control plane has no team user alice (scripts/cluster/controlPlane.ts makes one)');
-    alice = testClient(a.kubeconfigPath);
+    alice = testClient(teamUserKubeconfig('alice'));
     const s3 = testS3();
     try {
       await s3.createBucket(bucket);

@@ -15,7 +15,7 @@ import { RESOURCES, newBackupStorageLocation, newDownloadRequest, newRestore, ty
 import { REQUESTER_ANNOTATION, createLinkKey, formatRequester, sealContext, type Requester } from '../../src/auth/index.js';
 import { CORE, loadKubeConfig, type DynamicClient } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, s3LocationSpec, startServer, testClient, type RunningServer } from '../support/server.js';
+import { ensureAppNamespace, filesystemLocation, s3LocationSpec, startServer, testClient, type RunningServer } from '../support/server.js';
 import { ensureBuilt, runCli, show, type CliResult, type RunOptions } from './helpers.js';
 
 const random = (n: number): string => crypto.randomBytes(n).toString('hex');
@@ -75,8 +75,7 @@ describe('stowage debug with a running server', () => {
   beforeAll(async () => {
     client = testClient(kubeconfig);
     await ensureBuilt();
-    await ensureNamespace(client, app);
-    for (let i = 0; i < 60; i++) await client.create(CORE.configMaps, app, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
+    await ensureAppNamespace(client, app, 60);
     // In the backup's scope: its data is in the backup's tarball, never in the bundle.
     await client.create(CORE.secrets, app, { metadata: { name: 'db-creds' }, stringData: { password: seeds.appPassword, token: seeds.appToken } });
     server = await startServer({ kubeconfigPath: kubeconfig, namespace: ns, location: loc });

@@ -9,7 +9,7 @@ import { RESOURCES, RESTORE_ARTIFACTS_FINALIZER, type Backup, type Restore } fro
 import { CORE, isNotFound, type DynamicClient } from '../../src/kube/index.js';
 import { mapLimit } from '../../src/util/concurrency.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
+import { ensureAppNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
 import { ensureBuilt, runCli, show, type CliResult, type RunOptions } from './helpers.js';
 
 /** Every file under `dir`, relative to it. */
@@ -41,8 +41,7 @@ describe('stowage backup delete and restore delete with a running server', () =>
   beforeAll(async () => {
     client = testClient(kubeconfig);
     await ensureBuilt();
-    await ensureNamespace(client, app);
-    for (let i = 0; i < 3; i++) await client.create(CORE.configMaps, app, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
+    await ensureAppNamespace(client, app, 3);
     server = await startServer({ kubeconfigPath: kubeconfig, namespace: ns, location: loc });
     // Generous: on a loaded machine one CLI process can take a minute to start.
     opts = { kubeconfig, namespace: ns, timeoutMs: 300_000 };

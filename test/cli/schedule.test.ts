@@ -6,10 +6,10 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import YAML from 'yaml';
 import { LABEL_SCHEDULE_NAME, RESOURCES, type Backup, type Schedule } from '../../src/apis/v1/index.js';
-import { CORE, isNotFound, type DynamicClient } from '../../src/kube/index.js';
+import { isNotFound, type DynamicClient } from '../../src/kube/index.js';
 import { mapLimit } from '../../src/util/concurrency.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
+import { ensureAppNamespace, filesystemLocation, startServer, testClient, type RunningServer } from '../support/server.js';
 import { ensureBuilt, runCli, show, type CliResult, type RunOptions } from './helpers.js';
 
 /** The next 03:00 UTC after now, as the CLI prints it. */
@@ -36,8 +36,7 @@ describe('stowage schedule with a running server', () => {
   beforeAll(async () => {
     client = testClient(kubeconfig);
     await ensureBuilt();
-    await ensureNamespace(client, app);
-    for (let i = 0; i < 3; i++) await client.create(CORE.configMaps, app, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
+    await ensureAppNamespace(client, app, 3);
     // Garbage collection sweeps once at start-up (nothing to do then) and not again during the test,
     // so the backup retention would delete is still there for describe to show.
     server = await startServer({ kubeconfigPath: kubeconfig, namespace: ns, location: loc, args: ['--garbage-collection-frequency', '24h'] });

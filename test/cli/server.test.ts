@@ -12,7 +12,7 @@ import { newBackupStorageLocation, newDownloadRequest, newRestore, RESOURCES, ty
 import { createLinkKey } from '../../src/auth/index.js';
 import { isNotFound, type DynamicClient } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+import { ensureAppNamespace, ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 import { ensureBuilt, rewriteTarball, runCli, show, slowPluginDir, type RunOptions } from './helpers.js';
 
 const CONFIGMAPS = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
@@ -37,9 +37,8 @@ describe('stowage CLI with a running server', () => {
     const kubeconfig = inject('cluster').kubeconfigPath;
     client = testClient(kubeconfig);
     await ensureBuilt();
-    await ensureNamespace(client, app);
+    await ensureAppNamespace(client, app, 12);
     await ensureNamespace(client, slowApp);
-    for (let i = 0; i < 12; i++) await client.create(CONFIGMAPS, app, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
     // A claim bound to a volume: the namespace backup pulls the (cluster-scoped) volume in.
     await client.create(PVS, undefined, { metadata: { name: `${app}-pv` }, spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: '/tmp/cli' }, storageClassName: '' } });
     await client.create(PVCS, app, { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, volumeName: `${app}-pv`, storageClassName: '' } });

@@ -9,14 +9,12 @@
 // implement AbortMultipartUpload, so the parts it stored stay on its disk: the request is the
 // assertion.)
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { RESOURCES, newBackup, type Backup, type BackupStorageLocation } from '../../src/apis/v1/index.js';
 import { CORE } from '../../src/kube/index.js';
-import { startS3Server } from '../../scripts/cluster/s3.js';
+import { startS3Server, storedParts } from '../../scripts/cluster/s3.js';
 import { s3Operation, startRecordingProxy } from '../support/recordingProxy.js';
 import { ensureBuilt, runCli, show } from '../cli/helpers.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
@@ -32,21 +30,6 @@ const cleanups: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
 });
-
-/** Parts s3rver holds for the bucket's multipart uploads in progress. */
-function storedParts(directory: string, bucket: string): number {
-  const uploads = path.join(directory, bucket, '._S3rver_uploads');
-  if (!fs.existsSync(uploads)) return 0;
-  let n = 0;
-  for (const id of fs.readdirSync(uploads)) {
-    try {
-      n += fs.readdirSync(path.join(uploads, id)).filter((f) => /^\d+\.md5$/.test(f)).length;
-    } catch {
-      // completed or aborted meanwhile
-    }
-  }
-  return n;
-}
 
 describe('cancel during an S3 outage', () => {
   it('ends Canceled while S3 is down; the partial upload is gone and the log arrives once it is back', async () => {

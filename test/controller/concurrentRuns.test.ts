@@ -4,14 +4,13 @@
 // while the other runs" are states the test observes (through a watch), not timing luck.
 import fs from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RESOURCES, newBackup, type Backup, type Restore, type RestoreSpec } from '../../src/apis/v1/index.js';
 import { CORE, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import { createInformer, type Informer } from '../../src/runtime/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
-import { FIXTURES, removeTempDirs, tempDir } from '../plugin/support.js';
+import { pluginDir, removeTempDirs, tempDir } from '../plugin/support.js';
 
 type Run = Backup | Restore;
 
@@ -54,14 +53,10 @@ describe('concurrent runs', () => {
       for (const name of ['gate', 'one', 'two']) await client.create(CORE.configMaps, n, { metadata: { name }, data: { k: name } });
     }
     // The plugin gets a minimal environment: its launcher sets where the gates are.
-    const pluginDir = tempDir('gate-plugins');
-    const launcher = path.join(pluginDir, 'gate');
-    fs.writeFileSync(launcher, `#!${process.execPath}\nprocess.env.GATE_DIR = ${JSON.stringify(gates)};\n`
-      + `import(${JSON.stringify(pathToFileURL(path.join(FIXTURES, 'gate-plugin.mjs')).href)}).catch((e) => { console.error(e); process.exit(1); });\n`);
-    fs.chmodSync(launcher, 0o755);
+    const plugins = pluginDir({ gate: 'gate-plugin.mjs' }, { GATE_DIR: gates });
     server = await startServer({
       kubeconfigPath: kc, namespace: ns, location: filesystemLocation(),
-      args: ['--plugin-dir', pluginDir, '--concurrent-backups', '2', '--concurrent-restores', '2'],
+      args: ['--plugin-dir', plugins.dir, '--concurrent-backups', '2', '--concurrent-restores', '2'],
     });
     backups = createInformer<Backup>(client, RESOURCES.Backup, { namespace: ns });
     restores = createInformer<Restore>(client, RESOURCES.Restore, { namespace: ns });

@@ -19,7 +19,7 @@ import { uniqueName, waitUntil } from '../support/kube.js';
 import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { startS3Server, type S3Server } from '../../scripts/cluster/s3.js';
 import {
-  createS3CredentialsSecret, ensureNamespace, filesystemLocation, s3LocationSpec, startServer, testClient, waitFinished, type RunningServer,
+  createS3CredentialsSecret, ensureAppNamespace, ensureNamespace, filesystemLocation, s3LocationSpec, startServer, testClient, waitFinished, type RunningServer,
 } from '../support/server.js';
 
 const CM = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
@@ -234,8 +234,7 @@ describe.concurrent('a server SIGKILLed mid-restore', () => {
     const c = testClient(kubeconfigPath);
     const ns = uniqueName('crash-rst');
     const source = uniqueName('crash-rsrc');
-    await ensureNamespace(c, source);
-    for (let i = 0; i < 20; i++) await c.create(CM, source, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
+    await ensureAppNamespace(c, source, 20);
     const loc = filesystemLocation();
     const servers: RunningServer[] = [];
     try {

@@ -13,7 +13,7 @@ import { FilesystemObjectStore } from '../../src/plugin/builtin/filesystem.js';
 import { runCli, show } from '../cli/helpers.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { testS3 } from '../support/s3ObjectStore.js';
-import { createS3CredentialsSecret, ensureNamespace, filesystemLocation, s3LocationSpec, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+import { createS3CredentialsSecret, ensureAppNamespace, ensureNamespace, filesystemLocation, s3LocationSpec, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 
 const CONFIGMAPS = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
 const EVENTS = { group: '', version: 'v1', resource: 'events', namespaced: true };
@@ -64,8 +64,7 @@ describe.each([
   beforeAll(async () => {
     const kubeconfig = inject('cluster').kubeconfigPath;
     client = testClient(kubeconfig);
-    await ensureNamespace(client, app);
-    for (let i = 0; i < 5; i++) await client.create(CONFIGMAPS, app, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
+    await ensureAppNamespace(client, app, 5);
     if (kind === 's3') {
       const s3 = testS3();
       await s3.createBucket(bucket);

@@ -14,10 +14,9 @@ import { backupFromSchedule } from '../../src/schedule/plan.js';
 import type { DynamicClient } from '../../src/kube/index.js';
 import { runCli } from '../cli/helpers.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+import { ensureAppNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 import { fillUp, mountTmpfs, unmount } from '../support/tmpfs.js';
 
-const CONFIGMAPS = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
 const EVENTS = { group: '', version: 'v1', resource: 'events', namespaced: true };
 
 interface Event { involvedObject: { name?: string; kind?: string }; reason?: string; message?: string }
@@ -35,8 +34,7 @@ describe('run lifecycle', () => {
   beforeAll(async () => {
     kubeconfig = inject('cluster').kubeconfigPath;
     client = testClient(kubeconfig);
-    await ensureNamespace(client, app);
-    for (let i = 0; i < 8; i++) await client.create(CONFIGMAPS, app, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
+    await ensureAppNamespace(client, app, 8);
     server = await startServer({ kubeconfigPath: kubeconfig, namespace: ns, location: loc });
     await client.create(RESOURCES.BackupStorageLocation, ns, {
       apiVersion: 'stowage.dev/v1', kind: 'BackupStorageLocation', metadata: { name: loc2.name, namespace: ns }, spec: { ...loc2.spec, default: false },

@@ -18,7 +18,7 @@ import { RESOURCES, type BackupStorageLocation } from '../../src/apis/v1/index.j
 import { CORE, type DynamicClient } from '../../src/kube/index.js';
 import { uniqueName } from '../support/kube.js';
 import { s3Operation, startRecordingProxy, type RecordedRequest, type RecordingProxy } from '../support/recordingProxy.js';
-import { createS3CredentialsSecret, ensureNamespace, startServer, testClient, type RunningServer } from '../support/server.js';
+import { createS3CredentialsSecret, ensureAppNamespace, ensureNamespace, startServer, testClient, type RunningServer } from '../support/server.js';
 import { ensureBuilt, runCli, show, type RunOptions } from '../cli/helpers.js';
 
 const C_ALG = 'x-amz-server-side-encryption-customer-algorithm';
@@ -69,8 +69,7 @@ describe('server-side encryption of S3 locations, through the server', () => {
     kmsProxy = await startRecordingProxy(s3.endpoint);
     await ensureBuilt();
     await ensureNamespace(client, ns);
-    await ensureNamespace(client, app);
-    for (let i = 0; i < 5; i++) await client.create(CORE.configMaps, app, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
+    await ensureAppNamespace(client, app, 5);
     await createS3CredentialsSecret(client, ns, 'cloud-credentials', s3);
     server = await startServer({ kubeconfigPath: kubeconfig, namespace: ns });
     opts = { kubeconfig, namespace: ns };

@@ -8,10 +8,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RESOURCES, newBackup, type Backup, type BackupStorageLocation } from '../../src/apis/v1/index.js';
 import type { DynamicClient } from '../../src/kube/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+import { ensureAppNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 import { fillUp, mountTmpfs, unmount } from '../support/tmpfs.js';
 
-const CONFIGMAPS = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
 
 describe('a full spool disk', () => {
   const ns = uniqueName('stowage-spool');
@@ -24,8 +23,7 @@ describe('a full spool disk', () => {
   beforeAll(async () => {
     const kubeconfig = inject('cluster').kubeconfigPath;
     client = testClient(kubeconfig);
-    await ensureNamespace(client, app);
-    for (let i = 0; i < 4; i++) await client.create(CONFIGMAPS, app, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
+    await ensureAppNamespace(client, app, 4);
     mountTmpfs(spool, '64k');
     fillUp(path.join(spool, 'filler'));
     // Validated once, at start: the broken bucket is found by the run itself.

@@ -3,15 +3,13 @@
 // S3 server for 10 s after the first parts are stored, and still completes; the tarball read back
 // matches the manifest written at backup time.
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { RESOURCES, newBackup, type Backup, type BackupStorageLocation } from '../../src/apis/v1/index.js';
 import { parseManifest } from '../../src/archive/manifest.js';
 import { compareWithManifest, hashTarball } from '../../src/cli/commands/backup.js';
-import { startS3Server } from '../../scripts/cluster/s3.js';
+import { startS3Server, storedParts } from '../../scripts/cluster/s3.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { createS3CredentialsSecret, ensureNamespace, s3LocationSpec, startServer, testClient, waitFinished } from '../support/server.js';
 
@@ -26,21 +24,6 @@ const cleanups: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
 });
-
-/** Parts s3rver has stored for the bucket's multipart uploads in progress. */
-function storedParts(directory: string, bucket: string): number {
-  const uploads = path.join(directory, bucket, '._S3rver_uploads');
-  if (!fs.existsSync(uploads)) return 0;
-  let n = 0;
-  for (const id of fs.readdirSync(uploads)) {
-    try {
-      n += fs.readdirSync(path.join(uploads, id)).filter((f) => /^\d+\.md5$/.test(f)).length;
-    } catch {
-      // completed meanwhile
-    }
-  }
-  return n;
-}
 
 describe('object-store outage during an upload', () => {
   it('rides out a 10 s S3 outage in the middle of a ~70 MiB backup upload, and the backup verifies', async () => {

@@ -58,7 +58,7 @@ describe('Velero buckets', () => {
     { name: 'shop-failed', items: [otherCm], phase: 'Failed', status: { failureReason: 'plugin panicked' } },
     {
       name: 'evil', items: [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: evilNs } }, evilCm],
-      extraEntries: [{ name: `resources/configmaps/namespaces/${evilNs}/../../../../../tmp/evil.json`, data: JSON.stringify(evilCm) }],
+      extraEntries: [{ name: `resources/configmaps/namespaces/${evilNs}/../../../../../tmp/evil.json`, body: JSON.stringify(evilCm) }],
     },
   ];
   const legacy: VeleroBackupFixture[] = [{ name: 'legacy-weekly', items: [otherCm] }];

@@ -34,14 +34,16 @@ export function removeTempDirs(): void {
 
 /**
  * A plugin directory holding one executable launcher per entry (name -> fixture file), each
- * importing the fixture; launcher paths are unique, so the process table tells tests apart.
+ * importing the fixture; launcher paths are unique, so the process table tells tests apart. A
+ * plugin gets a minimal environment, so `env` is set by the launchers themselves.
  */
-export function pluginDir(launchers: Record<string, string>): { dir: string; path: (name: string) => string } {
+export function pluginDir(launchers: Record<string, string>, env: Record<string, string> = {}): { dir: string; path: (name: string) => string } {
   const dir = tempDir('plugins');
+  const setEnv = Object.entries(env).map(([k, v]) => `process.env[${JSON.stringify(k)}] = ${JSON.stringify(v)};\n`).join('');
   for (const [name, fixture] of Object.entries(launchers)) {
     const url = pathToFileURL(path.isAbsolute(fixture) ? fixture : path.join(FIXTURES, fixture)).href;
     const file = path.join(dir, name);
-    fs.writeFileSync(file, `#!${process.execPath}\nimport(${JSON.stringify(url)}).catch((e) => { console.error(e); process.exit(1); });\n`);
+    fs.writeFileSync(file, `#!${process.execPath}\n${setEnv}import(${JSON.stringify(url)}).catch((e) => { console.error(e); process.exit(1); });\n`);
     fs.chmodSync(file, 0o755);
   }
   return { dir, path: (name) => path.join(fs.realpathSync(dir), name) };

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newBackup } from '../../src/apis/v1/index.js';
 import { CORE, type ApiResource } from '../../src/kube/index.js';
-import { hostileCases, tarball, validHead } from '../fixtures/hostile/archives.js';
+import { hostileCases, gzTar, validHead } from '../fixtures/archives/hostile.js';
 import { uniqueName } from '../support/kube.js';
 import { getOrUndefined, restoreNow, setupEnv, type Env } from './support.js';
 
@@ -43,7 +43,7 @@ describe('hostile archives', () => {
 
   for (const c of hostileCases(ns)) {
     it(`refuses ${c.name}`, async () => {
-      await expectRefused(await tarball(c.entries), c.reason, c.limits);
+      await expectRefused(await gzTar(c.entries), c.reason, c.limits);
     });
   }
 
@@ -52,7 +52,7 @@ describe('hostile archives', () => {
   });
 
   it('refuses a tarball that differs from the manifest written at backup time', async () => {
-    const tgz = await tarball(validHead(ns));
+    const tgz = await gzTar(validHead(ns));
     await expectRefused(tgz, '(manifest-mismatch): the tarball does not match the manifest written at backup time', undefined, async (backup) => {
       await env.store.putManifest(backup, {
         formatVersion: '1.1.0',
@@ -70,7 +70,7 @@ describe('hostile archives', () => {
 
   it('fails clearly, naming the directory, when the spill file cannot be created, and creates nothing', async () => {
     const name = uniqueName('nospill');
-    await env.store.putTarball(name, bytes(await tarball(validHead(ns))));
+    await env.store.putTarball(name, bytes(await gzTar(validHead(ns))));
     const dir = await mkdtemp(join(tmpdir(), 'hostile-'));
     try {
       const blocker = join(dir, 'not-a-directory');
@@ -89,7 +89,7 @@ describe('hostile archives', () => {
   it('restores the valid head alone, proving the archives above fail only because of their hostile entry', async () => {
     const name = uniqueName('good');
     const okNs = uniqueName('hostile-ok');
-    await env.store.putTarball(name, bytes(await tarball(validHead(okNs))));
+    await env.store.putTarball(name, bytes(await gzTar(validHead(okNs))));
     try {
       const { result } = await restoreNow(env, newBackup(name, 'stowage'), {}, { discovered });
       expect(result.failureReason).toBeUndefined();

@@ -1,14 +1,12 @@
 // --max-item-bytes end to end: `stowage server` with a 64 KiB per-item cap backs up a namespace
 // holding one ConfigMap bigger than that, then restores it. The big one fails alone, named with its
 // size, the cap and the flag; every other object is restored; the restore ends PartiallyFailed.
-import zlib from 'node:zlib';
-import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RESOURCES, newBackup, newRestore, type Backup, type Restore } from '../../src/apis/v1/index.js';
 import { CORE, isNotFound, type DynamicClient } from '../../src/kube/index.js';
-import { tarball, validHead } from '../fixtures/hostile/archives.js';
+import { gzTar, validHead } from '../fixtures/archives/hostile.js';
 import { uniqueName } from '../support/kube.js';
-import { testS3 } from '../support/s3ObjectStore.js';
+import { readGzippedObject, testS3 } from '../support/s3ObjectStore.js';
 import { getOrUndefined, restoreNow, setupEnv, type Env } from './support.js';
 import { createS3CredentialsSecret, ensureNamespace, s3LocationSpec, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 
@@ -22,15 +20,7 @@ describe('--max-item-bytes', () => {
   let client: DynamicClient;
   let server: RunningServer | undefined;
 
-  const readObject = async (key: string): Promise<string> => {
-    const s3 = testS3();
-    try {
-      const out = await s3.client.send(new GetObjectCommand({ Bucket: bucket, Key: `cluster/${key}` }));
-      return zlib.gunzipSync(Buffer.from(await out.Body!.transformToByteArray())).toString();
-    } finally {
-      s3.close();
-    }
-  };
+  const readObject = (key: string): Promise<string> => readGzippedObject(bucket, `cluster/${key}`);
 
   beforeAll(async () => {
     client = testClient(inject('cluster').kubeconfigPath);
@@ -91,15 +81,15 @@ describe('--max-item-bytes', () => {
 describe('runRestore with maxItemBytes', () => {
   let env: Env;
   const ns = uniqueName('bigitem');
-  const big = { name: `resources/configmaps/namespaces/${ns}/big.json`, data: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'big', namespace: ns }, data: { x: 'y'.repeat(5000) } }) };
-  const bigBytes = Buffer.byteLength(big.data);
+  const big = { name: `resources/configmaps/namespaces/${ns}/big.json`, body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'big', namespace: ns }, data: { x: 'y'.repeat(5000) } }) };
+  const bigBytes = Buffer.byteLength(big.body);
 
   async function* bytes(b: Buffer): AsyncGenerator<Uint8Array> {
     yield b;
   }
-  const stored = async (entries: Parameters<typeof tarball>[0]): Promise<Backup> => {
+  const stored = async (entries: Parameters<typeof gzTar>[0]): Promise<Backup> => {
     const name = uniqueName('b');
-    await env.store.putTarball(name, bytes(await tarball(entries)));
+    await env.store.putTarball(name, bytes(await gzTar(entries)));
     return newBackup(name, 'stowage');
   };
 
@@ -144,7 +134,7 @@ describe('runRestore with maxItemBytes', () => {
 
   it('still refuses a hostile archive whole, big item or not, before anything is created', async () => {
     const other = uniqueName('bigitem');
-    const { result } = await restoreNow(env, await stored([...validHead(other), big, { name: 'resources/configmaps/namespaces/x/../../../evil.json', data: '{}' }]), {}, { maxItemBytes: 4096 });
+    const { result } = await restoreNow(env, await stored([...validHead(other), big, { name: 'resources/configmaps/namespaces/x/../../../evil.json', body: '{}' }]), {}, { maxItemBytes: 4096 });
     expect(result.phase).toBe('Failed');
     expect(result.failureReason).toContain('(path-traversal)');
     expect(result.outcomes).toEqual([]);

@@ -6,7 +6,7 @@ import { readArchive, type ArchiveContents } from '../../src/archive/index.js';
 import { CORE, CUSTOM_RESOURCE_DEFINITIONS, isNotFound, type KubeObject, type ResourceRef } from '../../src/kube/index.js';
 import type { ResourceSelector, RestoreItemAction } from '../../src/plugin/api/index.js';
 import { resolveRestoreItemActions, type RestoreResult } from '../../src/restore/index.js';
-import { tarball } from '../fixtures/hostile/archives.js';
+import { gzTar } from '../fixtures/archives/hostile.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import {
   DEPLOYMENTS, REPLICA_SETS, RBAC, RESOURCE_QUOTAS, ROLE_BINDINGS, ROLES, backupNow, comparable, createNs, deleteNsAndWait,
@@ -409,10 +409,10 @@ describe('runRestore against the real cluster', () => {
     const crdName = `gadgets.${group}`;
     // Kind Gizmo is taken by gizmos.<group>, so the apiserver does not accept this CRD's names.
     const entries = [
-      { name: 'metadata/version', data: '1.1.0' },
+      { name: 'metadata/version', body: '1.1.0' },
       {
         name: `resources/customresourcedefinitions.apiextensions.k8s.io/cluster/${crdName}.json`,
-        data: JSON.stringify({
+        body: JSON.stringify({
           apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: crdName },
           spec: {
             group, scope: 'Namespaced', names: { plural: 'gadgets', singular: 'gadget', kind: 'Gizmo', listKind: 'GizmoList' },
@@ -420,11 +420,11 @@ describe('runRestore against the real cluster', () => {
           },
         }),
       },
-      { name: `resources/gadgets.${group}/namespaces/${target}/x.json`, data: JSON.stringify({ apiVersion: `${group}/v1`, kind: 'Gizmo', metadata: { name: 'x', namespace: target } }) },
+      { name: `resources/gadgets.${group}/namespaces/${target}/x.json`, body: JSON.stringify({ apiVersion: `${group}/v1`, kind: 'Gizmo', metadata: { name: 'x', namespace: target } }) },
     ];
     const name = uniqueName('gadgets');
     await env.store.putTarball(name, (async function* () {
-      yield await tarball(entries);
+      yield await gzTar(entries);
     })());
     const gadgetBackup = newBackup(name, 'stowage');
     try {

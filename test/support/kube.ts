@@ -15,6 +15,13 @@ export function userConfig(): k8s.KubeConfig {
   return kc;
 }
 
+/** The kubeconfig of one of the test control plane's team users (alice, bob, carol: scripts/cluster/controlPlane.ts). */
+export function teamUserKubeconfig(name: string): string {
+  const user = inject('cluster').teamUsers.find((u) => u.name === name);
+  if (user === undefined) throw new Error(`the test control plane has no team user ${name} (scripts/cluster/controlPlane.ts makes them)`);
+  return user.kubeconfigPath;
+}
+
 /** A namespace name unique to this test run, so test files can share one control plane. */
 export function uniqueName(prefix: string): string {
   return `${prefix}-${crypto.randomBytes(3).toString('hex')}`;

@@ -1,6 +1,7 @@
 // A small, real ObjectStore over @aws-sdk/client-s3 against the test S3 server (not a mock), for
 // engine tests that run before the built-in S3 plugin is wired in. Streams uploads with lib-storage.
 import { Readable } from 'node:stream';
+import { gunzipSync } from 'node:zlib';
 import {
   CreateBucketCommand,
   DeleteObjectCommand,
@@ -90,4 +91,15 @@ export function testS3(): TestS3 {
     },
     close: () => client.destroy(),
   };
+}
+
+/** The text of a gzipped object in the test S3 server (a run's log or results, as the server wrote them). */
+export async function readGzippedObject(bucket: string, key: string): Promise<string> {
+  const s3 = testS3();
+  try {
+    const out = await s3.client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    return gunzipSync(Buffer.from(await out.Body!.transformToByteArray())).toString();
+  } finally {
+    s3.close();
+  }
 }

@@ -68,6 +68,12 @@ export async function ensureNamespace(client: DynamicClient, name: string): Prom
   }
 }
 
+/** Namespace `name` (created if missing) holding ConfigMaps cm-0 … cm-<count-1>, each with data `{ i }`: a small app to back up. */
+export async function ensureAppNamespace(client: DynamicClient, name: string, configMaps: number): Promise<void> {
+  await ensureNamespace(client, name);
+  for (let i = 0; i < configMaps; i++) await client.create(CORE.configMaps, name, { metadata: { name: `cm-${i}` }, data: { i: String(i) } });
+}
+
 /**
  * The Secret (entry `hmac`) holding the HMAC key that SIGNED test locations sign with: prepareServer
  * makes it for a location that names it, createTestSigningSecret for any other. One fixed key, so

@@ -8,7 +8,6 @@
 // counts as not in effect too.
 import fs from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RESOURCES, newBackup, type Backup, type Restore } from '../../src/apis/v1/index.js';
 import { CORE, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
@@ -18,7 +17,7 @@ import { uniqueName, waitUntil } from '../support/kube.js';
 import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 import { MUTATING_WEBHOOK_CONFIGURATIONS, PROBE_NAME, type MutatingWebhookConfiguration } from '../../src/webhook/index.js';
 import { suspendWebhook, webhookConfigurationNameFor } from '../support/webhook.js';
-import { FIXTURES, removeTempDirs, tempDir } from '../plugin/support.js';
+import { pluginDir, removeTempDirs, tempDir } from '../plugin/support.js';
 
 type Run = Backup | Restore;
 type Event = KubeObject & { type?: string; reason?: string; message?: string; involvedObject?: { kind?: string; name?: string } };
@@ -57,14 +56,11 @@ describe('runs held while the admission webhook is not in effect', () => {
     client = testClient(kc);
     await ensureNamespace(client, src);
     for (const name of ['gate', 'one']) await client.create(CORE.configMaps, src, { metadata: { name }, data: { k: name } });
-    const pluginDir = tempDir('hold-plugins');
-    const launcher = path.join(pluginDir, 'gate');
-    fs.writeFileSync(launcher, `#!${process.execPath}\nprocess.env.GATE_DIR = ${JSON.stringify(gates)};\n`
-      + `import(${JSON.stringify(pathToFileURL(path.join(FIXTURES, 'gate-plugin.mjs')).href)}).catch((e) => { console.error(e); process.exit(1); });\n`);
-    fs.chmodSync(launcher, 0o755);
+    // The plugin gets a minimal environment: its launcher sets where the gates are.
+    const plugins = pluginDir({ gate: 'gate-plugin.mjs' }, { GATE_DIR: gates });
     server = await startServer({
       kubeconfigPath: kc, namespace: ns, location: filesystemLocation(),
-      args: ['--plugin-dir', pluginDir, '--webhook-probe-interval', '200ms'],
+      args: ['--plugin-dir', plugins.dir, '--webhook-probe-interval', '200ms'],
     });
     backups = createInformer<Backup>(client, RESOURCES.Backup, { namespace: ns });
     restores = createInformer<Restore>(client, RESOURCES.Restore, { namespace: ns });

@@ -7,7 +7,7 @@ import { RESOURCES, newBackup, newRestore, newSchedule, LABEL_SCHEDULE_NAME, typ
 import { REQUESTER_ANNOTATION, formatRequester, parseRequester } from '../../src/auth/index.js';
 import { KubeError, isNotFound, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import { ensureBuilt, runCli } from '../cli/helpers.js';
-import { uniqueName, waitUntil } from '../support/kube.js';
+import { teamUserKubeconfig, uniqueName, waitUntil } from '../support/kube.js';
 import { filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 
 const ROLES = { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'roles', namespaced: true } as const;
@@ -43,10 +43,8 @@ beforeAll(async () => {
   await ensureBuilt();
   const cluster = inject('cluster');
   admin = testClient(cluster.kubeconfigPath);
-  const a = cluster.teamUsers.find((u) => u.name === 'alice');
-  if (a === undefined) throw new Error('the test control plane has no user alice');
-  aliceKubeconfig = a.kubeconfigPath;
-  alice = testClient(a.kubeconfigPath);
+  aliceKubeconfig = teamUserKubeconfig('alice');
+  alice = testClient(aliceKubeconfig);
   ns = uniqueName('webhook');
   server = await startServer({ kubeconfigPath: cluster.kubeconfigPath, namespace: ns, location });
   servers.push(server);

@@ -10,7 +10,7 @@ import { REQUESTER_ANNOTATION, SEAL_ANNOTATION, formatRequester } from '../../sr
 import type { DynamicClient, KubeObject } from '../../src/kube/index.js';
 import { NO_PUBLIC_KEY } from '../../src/controller/downloadRequest.js';
 import { ensureBuilt } from '../cli/helpers.js';
-import { uniqueName, waitUntil } from '../support/kube.js';
+import { teamUserKubeconfig, uniqueName, waitUntil } from '../support/kube.js';
 import { filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
 import { suspendWebhook } from '../support/webhook.js';
 
@@ -37,9 +37,7 @@ beforeAll(async () => {
   await ensureBuilt();
   const cluster = inject('cluster');
   admin = testClient(cluster.kubeconfigPath);
-  const a = cluster.teamUsers.find((u) => u.name === 'alice');
-  if (a === undefined) throw new Error('the test control plane has no user alice');
-  alice = testClient(a.kubeconfigPath);
+  alice = testClient(teamUserKubeconfig('alice'));
   ns = uniqueName('seal');
   server = await startServer({ kubeconfigPath: cluster.kubeconfigPath, namespace: ns, location });
   // The documented team Role for the server namespace: create and read the Stowage kinds.
