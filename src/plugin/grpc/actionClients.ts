@@ -1,7 +1,7 @@
 // Host side of the item-action services: AppliesTo and Execute for each kind of action.
 import type { BackupItemActionBatchResult, KubeObject, ResourceIdentifier, ResourceSelector } from '../api/index.js';
 import type { PluginConnection } from './connection.js';
-import { decodeObject, encodeObject, identifiersFromWire, selectorFromWire } from './convert.js';
+import { decodeObject, encodeObject, identifiersFromWire, selectorFromWire, textOf } from './convert.js';
 import { unary, type CallContext } from './unary.js';
 import { applyItemPatch } from './itemPatch.js';
 import { jsonSyntaxProblem } from '../../util/errors.js';
@@ -70,7 +70,7 @@ export async function backupActionExecuteBatch(
 function patchedItem(sent: KubeObject, patch: Uint8Array, what: string): KubeObject {
   let ops: unknown;
   try {
-    ops = JSON.parse(Buffer.from(patch.buffer, patch.byteOffset, patch.byteLength).toString('utf8'));
+    ops = JSON.parse(textOf(patch));
   } catch (err) {
     throw new Error(`${what}: its patch is not valid JSON: ${jsonSyntaxProblem(err)}`);
   }

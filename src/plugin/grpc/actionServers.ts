@@ -7,7 +7,7 @@ import type {
   RestoreItemActionServer,
 } from '../../gen/stowage/plugin/v1/item_actions.js';
 import type { AppliesToRequest, AppliesToResponse } from '../../gen/stowage/plugin/v1/common.js';
-import { decodeObject, encodeObject, identifiersToWire, selectorToWire } from './convert.js';
+import { decodeObject, encodeObject, identifiersToWire, selectorToWire, textOf } from './convert.js';
 import { diffItem } from './itemPatch.js';
 import { dispenser, unaryHandler, type Factory, type ServeHooks } from './serverCommon.js';
 
@@ -36,9 +36,10 @@ export function backupItemActionServer(factories: Record<string, Factory<BackupI
     executeBatch: unaryHandler(hooks, service, 'ExecuteBatch', (r) => r.plugin, async (req) => {
       const action = await get(req.plugin);
       const backup = decodeObject(req.backup, 'backup');
-      const items = req.items.map((bytes, i) => decodeObject(bytes, `item ${i}`));
+      const texts = req.items.map(textOf);
+      const items = texts.map((text, i) => decodeObject(text, `item ${i}`));
       // A second parse, made before the action runs: the action may change its input in place.
-      const sent = req.acceptPatches ? req.items.map((bytes, i) => decodeObject(bytes, `item ${i}`)) : undefined;
+      const sent = req.acceptPatches ? texts.map((text) => JSON.parse(text) as Record<string, unknown>) : undefined;
       const results = await executeItems(action, { items, backup });
       if (results.length !== items.length) throw new Error(`executeBatch returned ${results.length} results for ${items.length} items`);
       return {
