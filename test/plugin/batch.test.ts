@@ -15,13 +15,48 @@ const annotations = (o: KubeObject): Record<string, string> => o.metadata.annota
 describe('ExecuteBatch', () => {
   let pool: PluginPool;
   let old: PluginPool;
+  let whole: PluginPool;
 
   beforeAll(async () => {
     pool = await createPluginPool({ pluginDirs: [pluginDir({ batcher: 'batch-plugin.mjs' }).dir] });
     old = await createPluginPool({ pluginDirs: [pluginDir({ 'old-plugin': 'batch-plugin.mjs' }).dir] });
+    whole = await createPluginPool({ pluginDirs: [pluginDir({ 'whole-items': 'batch-plugin.mjs' }).dir] });
   });
   afterAll(async () => {
-    await Promise.all([pool.shutdown(), old.shutdown()]);
+    await Promise.all([pool.shutdown(), old.shutdown(), whole.shutdown()]);
+  });
+
+  /** A ConfigMap with data, labels and annotations for the in-place action to change. */
+  const rich = (name: string): KubeObject => ({
+    ...configMap(name),
+    metadata: { ...configMap(name).metadata, labels: { app: 'a' }, annotations: { keep: 'k', remove: 'r' } },
+    data: { secret: 's', plain: 'p', nested: JSON.parse('{"__proto__":"own key"}') as unknown },
+  } as KubeObject);
+  const nested = (o: unknown): unknown => (o as { data: { nested: unknown } }).data.nested;
+  const expected = (name: string): unknown => ({
+    ...configMap(name),
+    metadata: { ...configMap(name).metadata, labels: { app: 'a', touched: 'yes' }, annotations: { keep: 'k' } },
+    data: { plain: 'p', nested: JSON.parse('{"__proto__":"own key"}') as unknown },
+  });
+
+  it('the plugin answers with each item\'s changes: the host keeps the rest of the objects it sent', async () => {
+    const items = [rich('p-1'), rich('p-2')];
+    const sent = JSON.stringify(items);
+    const results = await pool.handle(RUN).backupItemAction('test.stowage.dev/in-place').executeBatch!({ items, backup });
+    const out = results.map((r) => (r.ok ? r.output.item : r.error));
+    expect(out).toEqual([expected('p-1'), expected('p-2')]);
+    expect(JSON.stringify(items)).toBe(sent); // the items the host holds are not changed
+    // Unchanged parts are the very objects sent: the host parsed no whole item.
+    expect(out.map((o, i) => typeof o !== 'string' && o.metadata.annotations !== items[i]?.metadata.annotations)).toEqual([true, true]);
+    expect(out.map((o, i) => nested(o) === nested(items[i]))).toEqual([true, true]);
+  });
+
+  it('a plugin that answers whole items (an SDK from before patches) gives the same results', async () => {
+    const items = [rich('w-1'), rich('w-2')];
+    const results = await whole.handle(RUN).backupItemAction('test.stowage.dev/in-place').executeBatch!({ items, backup });
+    const out = results.map((r) => (r.ok ? r.output.item : r.error));
+    expect(out).toEqual([expected('w-1'), expected('w-2')]);
+    expect(out.map((o, i) => nested(o) === nested(items[i]))).toEqual([false, false]);
   });
 
   it('sends items in batches of at most MAX_BATCH_ITEMS, one result per item in order', async () => {

@@ -1,8 +1,10 @@
 // Host side of the item-action services: AppliesTo and Execute for each kind of action.
 import type { BackupItemActionBatchResult, KubeObject, ResourceIdentifier, ResourceSelector } from '../api/index.js';
 import type { PluginConnection } from './connection.js';
-import { decodeObject, encodeObject, identifiersFromWire, selectorFromWire } from './convert.js';
+import { decodeObject, encodeObject, identifiersFromWire, selectorFromWire, textOf } from './convert.js';
 import { unary, type CallContext } from './unary.js';
+import { applyItemPatch } from './itemPatch.js';
+import { jsonSyntaxProblem } from '../../util/errors.js';
 
 export type ActionKind = 'BackupItemAction' | 'RestoreItemAction' | 'DeleteItemAction';
 
@@ -36,28 +38,51 @@ export async function backupActionExecute(
 }
 
 /**
- * Several items in one call. `backup` is passed already encoded: it is the same for every call of
- * a run, and encoding it once saves a JSON.stringify of the whole Backup per call.
+ * Several items in one call: `encoded[i]` is the JSON of `items[i]`. `backup` is passed already
+ * encoded: it is the same for every call of a run, and encoding it once saves a JSON.stringify of
+ * the whole Backup per call. The plugin may answer an item with a patch (itemPatch.ts), applied
+ * here to the item as sent.
  */
 export async function backupActionExecuteBatch(
   conn: PluginConnection,
   ctx: CallContext,
   plugin: string,
-  input: { items: readonly Buffer[]; backup: Buffer },
+  input: { items: readonly KubeObject[]; encoded: readonly Buffer[]; backup: Buffer },
 ): Promise<BackupItemActionBatchResult[]> {
   const c = conn.backupItemAction;
-  const res = await unary(c.executeBatch.bind(c), { plugin, items: [...input.items], backup: input.backup }, ctx);
+  const res = await unary(c.executeBatch.bind(c), { plugin, items: [...input.encoded], backup: input.backup, acceptPatches: true }, ctx);
   if (res.results.length !== input.items.length) {
     throw new Error(`${plugin} answered ExecuteBatch with ${res.results.length} results for ${input.items.length} items`);
   }
   return res.results.map((r, i): BackupItemActionBatchResult => {
     if (r.error !== '') return { ok: false, error: r.error };
+    const what = `item ${i} returned by ${plugin}`;
     try {
-      return { ok: true, output: { item: decodeObject(r.item, `item ${i} returned by ${plugin}`), additionalItems: identifiersFromWire(r.additionalItems) } };
+      const sent = input.items[i] as KubeObject;
+      const item = r.itemPatch.length > 0 ? patchedItem(sent, r.itemPatch, what) : decodeObject(r.item, what);
+      return { ok: true, output: { item, additionalItems: identifiersFromWire(r.additionalItems) } };
     } catch (err) {
       return { ok: false, error: (err as Error).message };
     }
   });
+}
+
+function patchedItem(sent: KubeObject, patch: Uint8Array, what: string): KubeObject {
+  let ops: unknown;
+  try {
+    ops = JSON.parse(textOf(patch));
+  } catch (err) {
+    throw new Error(`${what}: its patch is not valid JSON: ${jsonSyntaxProblem(err)}`);
+  }
+  let item: KubeObject;
+  try {
+    item = applyItemPatch(sent, ops);
+  } catch (err) {
+    throw new Error(`${what}: its patch does not apply: ${(err as Error).message}`);
+  }
+  const meta: unknown = item.metadata;
+  if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) throw new Error(`${what} has no metadata`);
+  return item;
 }
 
 export async function restoreActionExecute(

@@ -23,33 +23,44 @@ const generatedResponse = (v: BackupItemActionExecuteBatchResponse): Buffer => B
 describe('ExecuteBatch request', () => {
   it('writes the generated encoder\'s bytes, and decodes back', () => {
     for (const v of [
-      { plugin: 'bench.stowage.dev/stamp', backup: json({ kind: 'Backup' }), items: ITEMS },
-      { plugin: 'x/ü', backup: Buffer.alloc(0), items: [] },
-      { plugin: '', backup: json({ kind: 'Backup' }), items: [ITEMS[0] as Buffer] },
+      { plugin: 'bench.stowage.dev/stamp', backup: json({ kind: 'Backup' }), items: ITEMS, acceptPatches: true },
+      { plugin: 'x/ü', backup: Buffer.alloc(0), items: [], acceptPatches: false },
+      { plugin: '', backup: json({ kind: 'Backup' }), items: [ITEMS[0] as Buffer], acceptPatches: false },
+      { plugin: '', backup: Buffer.alloc(0), items: [], acceptPatches: true },
     ]) {
       const bytes = serializeBatchRequest(v);
       expect(bytes.equals(generatedRequest(v))).toBe(true);
       const back = FastBackupItemActionService.executeBatch.requestDeserialize(bytes);
       expect(back.plugin).toBe(v.plugin);
+      expect(back.acceptPatches).toBe(v.acceptPatches);
       expect(back.items.map((i) => Buffer.from(i).toString())).toEqual(v.items.map((i) => i.toString()));
     }
   });
 });
 
 describe('ExecuteBatch response', () => {
-  const ok = (item: Buffer): BackupItemActionBatchResult => ({ item, additionalItems: [], error: '' });
-  it('writes the generated encoder\'s bytes for items and errors, and decodes back', () => {
-    const v = { results: [...ITEMS.map(ok), { item: Buffer.alloc(0), additionalItems: [], error: 'the action failed: ünïcode' }] };
+  const ok = (item: Buffer): BackupItemActionBatchResult => ({ item, itemPatch: Buffer.alloc(0), additionalItems: [], error: '' });
+  const patched = (patch: unknown): BackupItemActionBatchResult => ({ item: Buffer.alloc(0), itemPatch: json(patch), additionalItems: [], error: '' });
+  it('writes the generated encoder\'s bytes for items, patches and errors, and decodes back', () => {
+    const v = {
+      results: [
+        ...ITEMS.map(ok),
+        { item: Buffer.alloc(0), itemPatch: Buffer.alloc(0), additionalItems: [], error: 'the action failed: ünïcode' },
+        patched([[['metadata', 'annotations', 'a'], 'ü'.repeat(100)]]),
+        patched([]),
+      ],
+    };
     const bytes = serializeBatchResponse(v);
     expect(bytes.equals(generatedResponse(v))).toBe(true);
     const back = FastBackupItemActionService.executeBatch.responseDeserialize(bytes);
     expect(back.results.map((r) => Buffer.from(r.item).toString())).toEqual(v.results.map((r) => r.item.toString()));
+    expect(back.results.map((r) => Buffer.from(r.itemPatch).toString())).toEqual(v.results.map((r) => r.itemPatch.toString()));
     expect(back.results.map((r) => r.error)).toEqual(v.results.map((r) => r.error));
     expect(serializeBatchResponse({ results: [] }).length).toBe(0);
   });
 
   it('uses the generated encoder when a result names additional items', () => {
-    const v = { results: [ok(ITEMS[0] as Buffer), { item: ITEMS[1] as Buffer, additionalItems: [{ groupResource: 'persistentvolumes', namespace: '', name: 'pv-1' }], error: '' }] };
+    const v = { results: [ok(ITEMS[0] as Buffer), { item: ITEMS[1] as Buffer, itemPatch: Buffer.alloc(0), additionalItems: [{ groupResource: 'persistentvolumes', namespace: '', name: 'pv-1' }], error: '' }] };
     const bytes = serializeBatchResponse(v);
     expect(bytes.equals(generatedResponse(v))).toBe(true);
     expect(FastBackupItemActionService.executeBatch.responseDeserialize(bytes).results[1]?.additionalItems).toEqual(v.results[1]?.additionalItems);

@@ -1,7 +1,8 @@
-// Hot-path codec for BackupItemAction.ExecuteBatch, whose messages carry a page of items as JSON
-// (about 750 KB for 250 items). The generated (ts-proto) serializers copy every item three times
-// (into the BinaryWriter's chunks, into one array at finish(), into a Buffer for grpc-js); these
-// write the same wire bytes into one Buffer with one copy. Deserializing is left to the generated
+// Hot-path codec for BackupItemAction.ExecuteBatch, whose requests carry a page of items as JSON
+// (about 750 KB for 250 items) and whose answers each item or its patch (itemPatch.ts). The
+// generated (ts-proto) serializers copy every item three times (into the BinaryWriter's chunks,
+// into one array at finish(), into a Buffer for grpc-js); these write the same wire bytes into one
+// Buffer with one copy. Deserializing is left to the generated
 // code, which hands out views of the received buffer. A result naming additional items falls back
 // to the generated serializer: pages of such results are rare, and their wire shape is richer.
 import { makeGenericClientConstructor, type ChannelCredentials, type ClientOptions } from '@grpc/grpc-js';
@@ -18,9 +19,12 @@ const tag = (field: number): number => (field << 3) | 2;
 const REQUEST_PLUGIN = tag(1);
 const REQUEST_BACKUP = tag(2);
 const REQUEST_ITEMS = tag(3);
+/** accept_patches = 4, a varint (wire type 0) holding true. */
+const REQUEST_ACCEPT_PATCHES = 4 << 3;
 const RESPONSE_RESULTS = tag(1);
 const RESULT_ITEM = tag(1);
 const RESULT_ERROR = tag(3);
+const RESULT_PATCH = tag(4);
 
 /** Bytes of a length-delimited field whose value is `n` bytes long. */
 const fieldLength = (n: number): number => 1 + varintLength(n) + n;
@@ -46,18 +50,25 @@ export function serializeBatchRequest(value: BackupItemActionExecuteBatchRequest
   const plugin = Buffer.from(value.plugin, 'utf8');
   let size = (plugin.length > 0 ? fieldLength(plugin.length) : 0) + (value.backup.length > 0 ? fieldLength(value.backup.length) : 0);
   for (const item of value.items) size += fieldLength(item.length);
+  if (value.acceptPatches) size += 2;
   const out = Buffer.allocUnsafe(size);
   let pos = 0;
   if (plugin.length > 0) pos = putBytes(out, pos, REQUEST_PLUGIN, plugin);
   if (value.backup.length > 0) pos = putBytes(out, pos, REQUEST_BACKUP, value.backup);
   for (const item of value.items) pos = putBytes(out, pos, REQUEST_ITEMS, item);
+  if (value.acceptPatches) {
+    out[pos++] = REQUEST_ACCEPT_PATCHES;
+    out[pos++] = 1;
+  }
   return out;
 }
 
 export function serializeBatchResponse(value: BackupItemActionExecuteBatchResponse): Buffer {
   if (value.results.some((r) => r.additionalItems.length > 0)) return Buffer.from(BackupItemActionExecuteBatchResponse.encode(value).finish());
   const errors = value.results.map((r) => (r.error === '' ? undefined : Buffer.from(r.error, 'utf8')));
-  const inner = value.results.map((r, i) => (r.item.length > 0 ? fieldLength(r.item.length) : 0) + (errors[i] !== undefined ? fieldLength(errors[i].length) : 0));
+  const inner = value.results.map((r, i) =>
+    (r.item.length > 0 ? fieldLength(r.item.length) : 0) + (errors[i] !== undefined ? fieldLength(errors[i].length) : 0) + (r.itemPatch.length > 0 ? fieldLength(r.itemPatch.length) : 0),
+  );
   const out = Buffer.allocUnsafe(inner.reduce((a, n) => a + fieldLength(n), 0));
   let pos = 0;
   value.results.forEach((r, i) => {
@@ -66,6 +77,7 @@ export function serializeBatchResponse(value: BackupItemActionExecuteBatchRespon
     if (r.item.length > 0) pos = putBytes(out, pos, RESULT_ITEM, r.item);
     const error = errors[i];
     if (error !== undefined) pos = putBytes(out, pos, RESULT_ERROR, error);
+    if (r.itemPatch.length > 0) pos = putBytes(out, pos, RESULT_PATCH, r.itemPatch);
   });
   return out;
 }

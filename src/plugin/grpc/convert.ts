@@ -60,11 +60,16 @@ export function encodeObject(obj: unknown): Buffer {
   return Buffer.from(JSON.stringify(obj));
 }
 
-/** Parses a Kubernetes object sent as JSON; `what` names the field in the error. */
-export function decodeObject(bytes: Uint8Array, what: string): KubeObject {
+/** The UTF-8 text of bytes received (a view of them, decoded without a copy of the bytes). */
+export function textOf(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+}
+
+/** Parses a Kubernetes object sent as JSON (bytes, or their text); `what` names the field in the error. */
+export function decodeObject(bytes: Uint8Array | string, what: string): KubeObject {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+    parsed = JSON.parse(typeof bytes === 'string' ? bytes : textOf(bytes));
   } catch (err) {
     throw new StatusError(status.INVALID_ARGUMENT, `${what} is not valid JSON: ${jsonSyntaxProblem(err)}`);
   }

@@ -37,10 +37,10 @@ export function remoteBackupItemAction(site: CallSite, policy: CallPolicy): Name
         const bytes = encodedBackup.bytes;
         const out: BackupItemActionBatchResult[] = [];
         try {
-          for (const group of byteBatches(items.map((i) => Buffer.from(JSON.stringify(i))))) {
-            const results = await callPlugin(site, 'ExecuteBatch', policy, (live, ctx) =>
-              backupActionExecuteBatch(live.conn, ctx, site.plugin, { items: group, backup: bytes }),
-            );
+          const encoded = items.map((i) => Buffer.from(JSON.stringify(i)));
+          for (const [from, to] of byteBatches(encoded)) {
+            const group = { items: items.slice(from, to), encoded: encoded.slice(from, to), backup: bytes };
+            const results = await callPlugin(site, 'ExecuteBatch', policy, (live, ctx) => backupActionExecuteBatch(live.conn, ctx, site.plugin, group));
             out.push(...results);
           }
           return out;
@@ -54,21 +54,20 @@ export function remoteBackupItemAction(site: CallSite, policy: CallPolicy): Name
   };
 }
 
-/** Splits encoded items into groups within MAX_BATCH_BYTES and MAX_BATCH_ITEMS (an oversized item goes alone). */
-export function byteBatches(encoded: readonly Buffer[]): Buffer[][] {
-  const groups: Buffer[][] = [];
-  let current: Buffer[] = [];
+/** Splits encoded items into runs [from, to) within MAX_BATCH_BYTES and MAX_BATCH_ITEMS (an oversized item goes alone). */
+export function byteBatches(encoded: readonly Buffer[]): [from: number, to: number][] {
+  const groups: [number, number][] = [];
+  let from = 0;
   let size = 0;
-  for (const e of encoded) {
-    if (current.length > 0 && (size + e.byteLength > MAX_BATCH_BYTES || current.length >= MAX_BATCH_ITEMS)) {
-      groups.push(current);
-      current = [];
+  encoded.forEach((e, i) => {
+    if (i > from && (size + e.byteLength > MAX_BATCH_BYTES || i - from >= MAX_BATCH_ITEMS)) {
+      groups.push([from, i]);
+      from = i;
       size = 0;
     }
-    current.push(e);
     size += e.byteLength;
-  }
-  if (current.length > 0) groups.push(current);
+  });
+  if (encoded.length > from) groups.push([from, encoded.length]);
   return groups;
 }
 

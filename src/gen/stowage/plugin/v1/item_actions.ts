@@ -44,6 +44,11 @@ export interface BackupItemActionExecuteBatchRequest {
   plugin: string;
   backup: Buffer;
   items: Buffer[];
+  /**
+   * Set by a host that reads item_patch: the plugin may answer each item with its changes instead
+   * of the whole item. A host without it leaves it unset and gets whole items.
+   */
+  acceptPatches: boolean;
 }
 
 export interface BackupItemActionBatchResult {
@@ -52,6 +57,12 @@ export interface BackupItemActionBatchResult {
   additionalItems: ResourceIdentifier[];
   /** Set (and item empty) when Execute failed for this item. */
   error: string;
+  /**
+   * Instead of item, when the request accepted patches: the item's changes as JSON, an array of
+   * operations on the item as sent. [path, value] sets the value at path, [path] deletes that key;
+   * a path is a non-empty array of object keys (an array is replaced whole). [] means unchanged.
+   */
+  itemPatch: Buffer;
 }
 
 export interface BackupItemActionExecuteBatchResponse {
@@ -229,7 +240,7 @@ export const BackupItemActionExecuteResponse: MessageFns<BackupItemActionExecute
 };
 
 function createBaseBackupItemActionExecuteBatchRequest(): BackupItemActionExecuteBatchRequest {
-  return { plugin: "", backup: Buffer.alloc(0), items: [] };
+  return { plugin: "", backup: Buffer.alloc(0), items: [], acceptPatches: false };
 }
 
 export const BackupItemActionExecuteBatchRequest: MessageFns<BackupItemActionExecuteBatchRequest> = {
@@ -242,6 +253,9 @@ export const BackupItemActionExecuteBatchRequest: MessageFns<BackupItemActionExe
     }
     for (const v of message.items) {
       writer.uint32(26).bytes(v!);
+    }
+    if (message.acceptPatches !== false) {
+      writer.uint32(32).bool(message.acceptPatches);
     }
     return writer;
   },
@@ -283,6 +297,14 @@ export const BackupItemActionExecuteBatchRequest: MessageFns<BackupItemActionExe
             message.items.push(Buffer.from(reader.bytes()));
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.acceptPatches = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -303,12 +325,13 @@ export const BackupItemActionExecuteBatchRequest: MessageFns<BackupItemActionExe
     message.plugin = object.plugin ?? "";
     message.backup = object.backup ?? Buffer.alloc(0);
     message.items = object.items?.map((e) => e) || [];
+    message.acceptPatches = object.acceptPatches ?? false;
     return message;
   },
 };
 
 function createBaseBackupItemActionBatchResult(): BackupItemActionBatchResult {
-  return { item: Buffer.alloc(0), additionalItems: [], error: "" };
+  return { item: Buffer.alloc(0), additionalItems: [], error: "", itemPatch: Buffer.alloc(0) };
 }
 
 export const BackupItemActionBatchResult: MessageFns<BackupItemActionBatchResult> = {
@@ -321,6 +344,9 @@ export const BackupItemActionBatchResult: MessageFns<BackupItemActionBatchResult
     }
     if (message.error !== "") {
       writer.uint32(26).string(message.error);
+    }
+    if (message.itemPatch.length !== 0) {
+      writer.uint32(34).bytes(message.itemPatch);
     }
     return writer;
   },
@@ -362,6 +388,14 @@ export const BackupItemActionBatchResult: MessageFns<BackupItemActionBatchResult
             message.error = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.itemPatch = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -382,6 +416,7 @@ export const BackupItemActionBatchResult: MessageFns<BackupItemActionBatchResult
     message.item = object.item ?? Buffer.alloc(0);
     message.additionalItems = object.additionalItems?.map((e) => ResourceIdentifier.fromPartial(e)) || [];
     message.error = object.error ?? "";
+    message.itemPatch = object.itemPatch ?? Buffer.alloc(0);
     return message;
   },
 };
