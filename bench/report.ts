@@ -2,13 +2,14 @@
 // ratios Stowage/floor and the goals from issue 7 checked against them.
 import os from 'node:os';
 
-export const REPORT_SCHEMA = 6;
+export const REPORT_SCHEMA = 7;
 
 export const GOALS = {
   backup: 1.3,
   restore: 1.5,
   pluginOverhead: 1.5,
   encryption: 1.1,
+  signing: 1.1,
   memoryGrowth: 1.5,
 } as const;
 
@@ -38,6 +39,9 @@ export interface StowageRun {
   logFile: string;
 }
 
+/** A Stowage backup row: medians over the rounds; `signed`: the first round's backup records a signature (status.signature). */
+export type BackupRow = StowageRun & { rounds: number[]; tarballBytes: number; signed: boolean };
+
 export interface BenchReport {
   schema: number;
   date: string;
@@ -64,15 +68,17 @@ export interface BenchReport {
   /** src/backup's engine in the benchmark's process, with the S3 store in-process: no server, no plugin. */
   backupEngine: { seconds: number; rounds: number[]; phase: string; items: number; tarballBytes: number; cpuSeconds: number };
   /** Medians over the rounds, peaks the highest; the restore uses the first round's backup. */
-  backup: StowageRun & { rounds: number[]; tarballBytes: number };
-  backupWithPlugin: StowageRun & { rounds: number[]; tarballBytes: number; stampedItems: number };
+  backup: BackupRow;
+  backupWithPlugin: BackupRow & { stampedItems: number };
   /** The Stowage backup to a location with client-side encryption, in the same rounds (schema 4). */
-  backupEncrypted: StowageRun & { rounds: number[]; tarballBytes: number };
+  backupEncrypted: BackupRow;
+  /** The Stowage backup to a location that does not sign (`spec.signing.disabled`), in the same rounds (schema 7). */
+  backupUnsigned: BackupRow;
   /**
    * The same backup created by a team user with ordinary RBAC (a Role and RoleBinding in each
    * namespace, not system:masters), in the same rounds: RBAC is walked for every review (schema 5).
    */
-  backupTeam: StowageRun & { rounds: number[]; tarballBytes: number };
+  backupTeam: BackupRow;
   restoreFloor: { seconds: number; readSeconds: number; items: number; created: number; existed: number; skipped: number; cpuSeconds: number };
   /** In trust mode requester (the default): every request of the restore impersonates its creator. */
   restore: StowageRun & { created: number; skipped: number; failed: number; seededObjectsAfter: number };
@@ -83,11 +89,12 @@ export interface BenchReport {
   /**
    * backup, teamBackup, restore, restoreClusterAdmin: Stowage / floor; engine: in-process engine / floor;
    * pluginOverhead: with / without the action; impersonation: restore / restoreClusterAdmin;
-   * encryptedBackup, encryptedRestore: encrypted / unencrypted Stowage run.
+   * encryptedBackup, encryptedRestore: encrypted / unencrypted Stowage run; signing: the (signed)
+   * Stowage backup / the unsigned one.
    */
   ratios: {
     backup: number; engine: number; restore: number; restoreClusterAdmin: number; impersonation: number; pluginOverhead: number;
-    encryptedBackup: number; encryptedRestore: number; teamBackup: number;
+    encryptedBackup: number; encryptedRestore: number; teamBackup: number; signing: number;
   };
   /** The peer's rows (`--peer velero`, schema 6): the same seeded objects, the same run. */
   peer?: PeerReport;
@@ -202,6 +209,10 @@ export function checkGoals(report: Omit<BenchReport, 'goals'>): Goal[] {
       const v = report.ratios[`encrypted${what}`];
       return { goal: `encrypted ${what.toLowerCase()} ≤ ${GOALS.encryption}× the unencrypted one`, target: `≤ ${GOALS.encryption}×`, measured: ratio(v), met: v <= GOALS.encryption };
     }),
+    {
+      goal: `signed backup ≤ ${GOALS.signing}× the unsigned one`, target: `≤ ${GOALS.signing}×`,
+      measured: ratio(report.ratios.signing), met: report.ratios.signing <= GOALS.signing,
+    },
   ];
   const m = report.memoryGrowth;
   for (const what of ['backup', 'restore'] as const) {
@@ -224,7 +235,8 @@ export function toMarkdown(r: BenchReport): string {
     `${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.memoryGiB} GiB, Node ${r.machine.node}; load average at the end ${r.machine.loadAverage.join(' ')}.`);
   lines.push(`Server limits: QPS ${r.params.clientQps}, burst ${r.params.clientBurst}, page size ${r.params.pageSize}, ` +
     `${r.params.listConcurrency} LISTs at once (backup), ${r.params.restoreConcurrency} creates at once (restore); the floors use the same. ` +
-    `Backups: median of ${r.params.backupRounds} rounds (floor, engine alone and Stowage in turn, then the backups with the plugin on their own server; every round's time in brackets).`);
+    `Backups: median of ${r.params.backupRounds} rounds (floor, engine alone and Stowage in turn, then the backups with the plugin on their own server; every round's time in brackets); ` +
+    `each Stowage backup starts once the server's client has refilled its burst since the last one ended (${r2(r.params.clientBurst / r.params.clientQps)} s).`);
   lines.push(r.params.serverMemoryLimitMiB > 0
     ? `Server heap as in the deployed container: sized by Node for its ${r.params.serverMemoryLimitMiB} MiB memory limit, with the deployment's NODE_OPTIONS (${r.params.serverNodeArgs.join(' ')}).`
     : `Server heap: V8's default for this machine's memory (no container memory limit; --memory-limit 0).`);
@@ -242,6 +254,7 @@ export function toMarkdown(r: BenchReport): string {
   lines.push(run('Stowage backup by a team user (a Role like admin in each namespace, not system:masters)', r.backupTeam, `**${r2(r.ratios.teamBackup)}×**`));
   lines.push(run('Stowage backup + plugin action on every item', r.backupWithPlugin, `**${r2(r.ratios.pluginOverhead)}×** of the backup without`));
   lines.push(run(`Stowage backup, client-side encrypted (${(r.backupEncrypted.tarballBytes / 1024 ** 2).toFixed(1)} MiB)`, r.backupEncrypted, `**${r2(r.ratios.encryptedBackup)}×** of the unencrypted backup`));
+  lines.push(run('Stowage backup, unsigned (`spec.signing.disabled: true`)', r.backupUnsigned, `the signed backup takes **${r2(r.ratios.signing)}×** its time`));
   lines.push(`| Restore floor (download + parse + create) | ${s(r.restoreFloor.seconds)} | ${r.restoreFloor.items} | ${rate(r.restoreFloor.items, r.restoreFloor.seconds)} | | | ${s(r.restoreFloor.cpuSeconds)} | |`);
   lines.push(run('Stowage restore (trust mode requester: impersonating its creator)', r.restore, `**${r2(r.ratios.restore)}×**`));
   lines.push(run('Stowage restore (trust mode cluster-admin: the server\'s own rights)', r.restoreClusterAdmin, `${r2(r.ratios.restoreClusterAdmin)}×; requester mode takes **${r2(r.ratios.impersonation)}×** its time`));

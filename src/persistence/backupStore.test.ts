@@ -5,6 +5,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { Backup } from '../apis/v1/index.js';
 import { isReplayable, type ObjectStore } from '../plugin/api/index.js';
+import type { SignatureFile } from '../signing/index.js';
 import { ArtifactWriteError, createBackupStore, LocationValidationError, MAX_METADATA_BYTES } from './backupStore.js';
 import { backupKeys, downloadKey, MAX_KEY_BYTES, MAX_SEGMENT_BYTES, normalizePrefix, restoreKeys, unstorableKeys } from './layout.js';
 import { addResult, countResults, emptyResults, resourceListOf } from './results.js';
@@ -259,6 +260,45 @@ describe('BackupStore', () => {
     expect(err).toBeInstanceOf(ArtifactWriteError);
     expect(err).toMatchObject({ step: 'artifacts', message: expect.stringMatching(/^uploading the backup's artifacts failed: NoSuchBucket/) as unknown });
     expect(hooked).toBe(false);
+  });
+
+  it('completeBackup: a signing location\'s signature uploads beside the artifacts, before the caller\'s step; its failure says signing failed', async () => {
+    const m = memoryStore();
+    const ends: string[] = [];
+    // The resource list takes a while to store: the signature must not wait for it.
+    const slow: ObjectStore = {
+      ...m.store,
+      async putObject(bucket, key, body) {
+        if (key.endsWith('resource-list.json.gz')) for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+        await m.store.putObject(bucket, key, body);
+        ends.push(key);
+      },
+    };
+    const s = createBackupStore({ objectStore: slow, bucket: 'b' });
+    const manifest = { formatVersion: '1.1.0', tarball: { sha256: 'a'.repeat(64), bytes: 7 }, entries: {} };
+    const digests: unknown[] = [];
+    const sign = (d: unknown): SignatureFile => {
+      digests.push(d);
+      return { signed: true } as unknown as SignatureFile;
+    };
+    const artifacts = { resourceList: {}, results: emptyResults(), manifest, backup: backupObj('b1'), sign };
+    await s.completeBackup('b1', artifacts, async () => {
+      expect(ends).toContain('backups/b1/b1-signature.json');
+      m.log.push('log');
+    });
+    expect(ends.indexOf('backups/b1/b1-signature.json')).toBeLessThan(ends.indexOf('backups/b1/b1-resource-list.json.gz'));
+    expect(digests).toEqual([{ manifestSha256: expect.stringMatching(/^[0-9a-f]{64}$/) as unknown, resourceListSha256: expect.stringMatching(/^[0-9a-f]{64}$/) as unknown }]);
+    expect(m.log.slice(-2)).toEqual(['log', 'put backups/b1/stowage-backup.json']);
+
+    const refused = (): SignatureFile => {
+      throw new Error('key "k1" is an Ed25519 public key');
+    };
+    const err = await s.completeBackup('b2', { ...artifacts, backup: backupObj('b2'), sign: refused }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ step: 'signature', message: 'signing the backup failed: key "k1" is an Ed25519 public key' });
+    expect(await s.getBackupMetadata('b2')).toBeUndefined();
+    // The artifacts' failure is the one reported when both fail.
+    const gone = createBackupStore({ objectStore: m.store, bucket: 'gone' });
+    await expect(gone.completeBackup('b3', { ...artifacts, backup: backupObj('b3'), sign: refused })).rejects.toMatchObject({ step: 'artifacts' });
   });
 
   it('completeRestore writes the results and the resource list', async () => {

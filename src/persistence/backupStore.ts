@@ -38,7 +38,7 @@ export interface BackupArtifacts {
   backup: Backup;
   /**
    * Signs the backup (a signing location's): given the SHA-256 of the manifest's and the resource
-   * list's JSON as stored, the signature file, written after them and before stowage-backup.json.
+   * list's JSON as stored, the signature file, written beside them and before stowage-backup.json.
    */
   sign?: (digests: ArtifactDigests) => SignatureFile;
 }
@@ -208,19 +208,26 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
     putBackupMetadata: async (b, obj) => os.putObject(bucket, keys(b).metadata, bytesOf(await marker(key, b, obj))),
     async completeBackup(b, a, beforeMarker) {
       // The three are independent, so they upload at once (the manifest alone is ~6 MB gzipped at 50k items).
-      await allOrFirstError('artifacts', "uploading the backup's artifacts failed", [
+      const artifacts = allOrFirstError('artifacts', "uploading the backup's artifacts failed", [
         store.putResourceList(b, a.resourceList),
         store.putResults(b, a.results),
         ...(a.manifest !== undefined ? [store.putManifest(b, a.manifest)] : []),
       ]);
-      if (a.sign !== undefined) {
+      // The signature is made from the manifest and resource list in memory, not from their uploads,
+      // so it uploads beside them: signing adds no round trip of its own before the marker.
+      const signature = (async (): Promise<void> => {
+        if (a.sign === undefined) return;
         try {
           if (a.manifest === undefined) throw new Error('a signed backup needs its manifest');
           await store.putSignature(b, a.sign({ manifestSha256: jsonSha256(a.manifest), resourceListSha256: jsonSha256(a.resourceList) }));
         } catch (err) {
           throw new ArtifactWriteError('signature', `signing the backup failed: ${errorMessage(err)}`, { cause: err });
         }
-      }
+      })();
+      // Both settle before anything is reported, so nothing is still being written when the caller goes on.
+      const [stored, signed] = await Promise.allSettled([artifacts, signature]);
+      if (stored.status === 'rejected') throw stored.reason;
+      if (signed.status === 'rejected') throw signed.reason;
       if (beforeMarker !== undefined) {
         try {
           await beforeMarker();

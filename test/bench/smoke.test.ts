@@ -52,7 +52,7 @@ describe('benchmark harness (smoke run, N=200)', () => {
     expect(deployedServerFlags(1024, ['--max-old-space-size=1536', '--trace-gc'])).toEqual(['--max-semi-space-size=4', '--max-old-space-size=1536', '--trace-gc']);
 
     expect(report.params).toMatchObject({ objects: OBJECTS, namespaces: NAMESPACES, clientQps: 100, clientBurst: 200, pageSize: 500, restoreConcurrency: 16, backupRounds: 2 });
-    for (const x of [report.backupFloor, report.backupEngine, report.backup, report.backupWithPlugin, report.backupEncrypted, report.backupTeam]) {
+    for (const x of [report.backupFloor, report.backupEngine, report.backup, report.backupWithPlugin, report.backupEncrypted, report.backupUnsigned, report.backupTeam]) {
       expect(x.rounds).toHaveLength(2);
       expect(x.seconds).toBeCloseTo(((x.rounds[0] ?? 0) + (x.rounds[1] ?? 0)) / 2, 6);
     }
@@ -107,6 +107,12 @@ describe('benchmark harness (smoke run, N=200)', () => {
     expect(report.restoreEncrypted.seededObjectsAfter).toBe(OBJECTS);
     expect(report.restoreEncrypted.failed).toBe(0);
     expect(report.ratios.encryptedBackup).toBeCloseTo(report.backupEncrypted.seconds / report.backup.seconds, 6);
+    // The unsigned row: the same backup to a location with spec.signing.disabled, which stores no signature.
+    expectServerFigures(report.backupUnsigned, 'unsigned backup');
+    expect(report.backupUnsigned.items).toBe(f.items);
+    expect(report.backup.signed).toBe(true);
+    expect(report.backupUnsigned.signed).toBe(false);
+    expect(report.ratios.signing).toBeCloseTo(report.backup.seconds / report.backupUnsigned.seconds, 6);
     // The team user's backup: every seeded object (their namespaces' admin role and the CRD's reader
     // role let them list it all); the CRD itself is cluster-scoped, which they may not read.
     expectServerFigures(report.backupTeam, 'backup by a team user');
@@ -114,14 +120,15 @@ describe('benchmark harness (smoke run, N=200)', () => {
     expect(report.backupTeam.items).toBeLessThanOrEqual(f.items);
     expect(report.ratios.teamBackup).toBeCloseTo(report.backupTeam.seconds / f.seconds, 6);
     expect(report.ratios.encryptedRestore).toBeCloseTo(report.restoreEncrypted.seconds / report.restore.seconds, 6);
-    expect(report.goals.map((g) => g.met === null)).toEqual([false, false, false, false, false, true, true]);
+    expect(report.goals.map((g) => g.met === null)).toEqual([false, false, false, false, false, false, true, true]);
+    expect(report.goals[5]).toMatchObject({ goal: 'signed backup ≤ 1.1× the unsigned one', met: report.ratios.signing <= 1.1 });
     expect(report.goals[0]?.met).toBe(report.ratios.backup <= 1.3);
 
     // The JSON round-trips and the markdown shows every phase with its ratio.
     const again = JSON.parse(JSON.stringify(report)) as BenchReport;
     expect(again).toEqual(report);
     const md = toMarkdown(report);
-    for (const row of ['Seed', 'Backup floor', 'Backup engine alone', 'Stowage backup', 'Stowage backup + plugin action', 'Stowage backup, client-side encrypted', 'Stowage backup by a team user', 'Restore floor', 'Stowage restore', 'Stowage restore of the encrypted backup']) expect(md).toContain(`| ${row}`);
+    for (const row of ['Seed', 'Backup floor', 'Backup engine alone', 'Stowage backup', 'Stowage backup + plugin action', 'Stowage backup, client-side encrypted', 'Stowage backup, unsigned (`spec.signing.disabled: true`)', 'Stowage backup by a team user', 'Restore floor', 'Stowage restore', 'Stowage restore of the encrypted backup']) expect(md).toContain(`| ${row}`);
     expect(md).toContain(`**${(Math.round(report.ratios.restore * 100) / 100).toString()}×**`);
     expect(md).toContain("Server heap as in the deployed container: sized by Node for its 1024 MiB memory limit, with the deployment's NODE_OPTIONS (--max-old-space-size=512 --max-semi-space-size=16).");
     expect(lines.some((l) => l.includes('Stowage restore:'))).toBe(true);
