@@ -4,7 +4,7 @@ import type { KubeObject } from '../plugin/api/items.js';
 import { ArchiveError } from './errors.js';
 import { jsonSyntaxProblem } from '../util/errors.js';
 import { BUILTIN_KINDS } from './kinds.js';
-import { groupOfApiVersion, splitGroupResource, versionOfApiVersion, type ParsedItemPath } from './paths.js';
+import { groupOfApiVersion, itemPath, splitGroupResource, versionOfApiVersion, type ParsedItemPath } from './paths.js';
 
 /** A Kubernetes object read from an archive: the object plugins are handed, nothing archive-specific. */
 export type ArchiveObject = KubeObject;
@@ -27,6 +27,17 @@ export interface ItemIdentity {
   /** SHA-256 (hex) of the entry's bytes. */
   sha256: string;
   bytes: number;
+}
+
+/**
+ * An item's identity without its path and digest, which an index need not keep: the path follows
+ * from the rest (itemPathOf), and the digest only pairs an object's copies while the archive is read.
+ */
+export type ItemKey = Omit<ItemIdentity, 'path' | 'sha256'>;
+
+/** The tar path of the copy an ItemKey names (the classic one when it has no version directory). */
+export function itemPathOf(it: Pick<ItemIdentity, 'groupResource' | 'namespace' | 'name' | 'versionDir'>): string {
+  return itemPath(it.groupResource, it.namespace, it.name, it.versionDir);
 }
 
 /** An item read whole: its identity and the parsed object. */
@@ -108,28 +119,29 @@ export function crdKindOf(groupResource: string, obj: ArchiveObject): readonly [
  * archive order: the first one for a resource counts); an unknown resource must at least hold a single kind.
  */
 export function checkKinds(
-  items: Iterable<Pick<ItemIdentity, 'path' | 'groupResource' | 'kind'>>,
+  items: Iterable<Pick<ItemIdentity, 'groupResource' | 'namespace' | 'name' | 'versionDir' | 'kind'>>,
   crdKinds: Iterable<readonly [string, string]>,
   knownKinds?: ReadonlyMap<string, string>,
 ): void {
   const table = new Map<string, string>(knownKinds ?? []);
   for (const [gr, kind] of BUILTIN_KINDS) table.set(gr, kind);
   for (const [gr, kind] of crdKinds) if (!table.has(gr)) table.set(gr, kind);
-  const seen = new Map<string, { path: string; kind: string }>();
+  const seen = new Map<string, Parameters<typeof itemPathOf>[0] & { kind: string }>();
   for (const it of items) {
     const expected = table.get(it.groupResource);
     if (expected !== undefined) {
       if (it.kind !== expected) {
-        throw new ArchiveError('path-mismatch',
-          `entry ${it.path}: the object is a ${it.kind} but ${it.groupResource} holds ${expected} objects`, it.path);
+        const path = itemPathOf(it);
+        throw new ArchiveError('path-mismatch', `entry ${path}: the object is a ${it.kind} but ${it.groupResource} holds ${expected} objects`, path);
       }
       continue;
     }
     const first = seen.get(it.groupResource);
     if (first === undefined) seen.set(it.groupResource, it);
     else if (first.kind !== it.kind) {
+      const path = itemPathOf(it);
       throw new ArchiveError('path-mismatch',
-        `entry ${it.path}: the object is a ${it.kind} but ${first.path} under the same resource is a ${first.kind}`, it.path);
+        `entry ${path}: the object is a ${it.kind} but ${itemPathOf(first)} under the same resource is a ${first.kind}`, path);
     }
   }
 }

@@ -9,7 +9,7 @@ import * as tar from 'tar-stream';
 import { ArchiveError, isArchiveError } from './errors.js';
 import { isSupportedFormatVersion, METADATA_VERSION_PATH } from './format.js';
 import {
-  checkItemAgainstPath, checkKinds, crdKindOf, headOf, parseItemJson, type ArchiveItem, type ArchiveObject, type ItemIdentity,
+  checkItemAgainstPath, checkKinds, crdKindOf, headOf, itemPathOf, parseItemJson, type ArchiveItem, type ArchiveObject, type ItemIdentity, type ItemKey,
 } from './items.js';
 import { parseItemPath, type ParsedItemPath } from './paths.js';
 
@@ -100,7 +100,7 @@ export interface ArchiveSummary {
   oversized: OversizedEntry[];
 }
 
-export interface ScannedArchive<T extends ItemIdentity> extends ArchiveSummary {
+export interface ScannedArchive<T extends ItemKey> extends ArchiveSummary {
   /** One entry per object: the preferred-version copy when there is one, else the classic copy. */
   items: T[];
   /** Copies at other (non-preferred) API versions. */
@@ -119,22 +119,25 @@ export interface ItemCopy {
 
 /**
  * What to keep of each copy: called once per object (its first copy; the bytes of later copies are
- * identical) and once per alternate-version copy. The reader later updates `path` and `versionDir`
- * of the kept value when a preferred-version copy follows the classic one.
+ * identical) and once per alternate-version copy. The reader later updates `versionDir` of the kept
+ * value when a preferred-version copy follows the classic one. Its path and digest need not be kept.
  */
-export type KeepItem<T extends ItemIdentity> = (copy: ItemCopy) => T | Promise<T>;
+export type KeepItem<T extends ItemKey> = (copy: ItemCopy) => T | Promise<T>;
 
 /** Reads and validates a gzipped tarball, keeping every parsed object; rejects with an ArchiveError naming the reason and entry. */
-export function readArchive(source: AsyncIterable<Uint8Array>, opts: ReadOptions = {}): Promise<ArchiveContents> {
+export async function readArchive(source: AsyncIterable<Uint8Array>, opts: ReadOptions = {}): Promise<ArchiveContents> {
   // A literal, not `{ ...id, object }`: V8 gave each spread copy a hidden class of its own.
-  return scanArchive(source, opts, ({ id, object }) => ({
+  const contents = await scanArchive<ArchiveItem>(source, opts, ({ id, object }) => ({
     path: id.path, groupResource: id.groupResource, namespace: id.namespace, name: id.name, versionDir: id.versionDir,
     apiVersion: id.apiVersion, kind: id.kind, sha256: id.sha256, bytes: id.bytes, object,
   }));
+  // The preferred-version copy's path, when one followed the classic copy.
+  for (const it of contents.items) it.path = itemPathOf(it);
+  return contents;
 }
 
 /** Reads and validates a gzipped tarball, keeping what `keep` makes of each item. */
-export async function scanArchive<T extends ItemIdentity>(
+export async function scanArchive<T extends ItemKey>(
   source: AsyncIterable<Uint8Array>,
   opts: ReadOptions,
   keep: KeepItem<T>,
@@ -232,9 +235,11 @@ const PREFERRED_COPY = 2;
 interface Slot<T> {
   value: T;
   copies: number;
+  /** SHA-256 of the copy read first, until the other one is compared with it ('' after: a third copy is refused before its bytes matter). */
+  sha256: string;
 }
 
-interface ReadState<T extends ItemIdentity> {
+interface ReadState<T extends ItemKey> {
   keep: KeepItem<T>;
   count: number;
   version: string | undefined;
@@ -258,7 +263,7 @@ interface ReadState<T extends ItemIdentity> {
   names: Map<string, string>;
 }
 
-function newState<T extends ItemIdentity>(keep: KeepItem<T>, opts: ReadOptions): ReadState<T> {
+function newState<T extends ItemKey>(keep: KeepItem<T>, opts: ReadOptions): ReadState<T> {
   return {
     keep,
     count: 0,
@@ -279,7 +284,7 @@ function newState<T extends ItemIdentity>(keep: KeepItem<T>, opts: ReadOptions):
   };
 }
 
-async function readEntry<T extends ItemIdentity>(entry: TarEntry, limits: ReadLimits, st: ReadState<T>): Promise<void> {
+async function readEntry<T extends ItemKey>(entry: TarEntry, limits: ReadLimits, st: ReadState<T>): Promise<void> {
   const h = entry.header;
   st.count++;
   if (st.count > limits.maxEntries) {
@@ -302,7 +307,7 @@ async function readEntry<T extends ItemIdentity>(entry: TarEntry, limits: ReadLi
   // The classic and preferred-version copies of an object are found in its slot; any other entry by its path.
   const at = parsed === null ? undefined : slotOf(st, parsed);
   const duplicate = st.oversizedPaths.has(path) || (at === undefined ? st.otherPaths.has(path)
-    : at.slot !== undefined && (at.slot.copies & at.copy) !== 0 && (at.copy === CLASSIC_COPY || at.slot.value.path === path));
+    : at.slot !== undefined && (at.slot.copies & at.copy) !== 0 && (at.copy === CLASSIC_COPY || itemPathOf(at.slot.value) === path));
   if (duplicate) throw new ArchiveError('duplicate-entry', `entry ${path} appears twice in the tarball`, path);
   if (oversized && parsed !== null) {
     await skipOversized(entry, path, parsed, size, limits.maxEntryBytes, st);
@@ -342,7 +347,7 @@ function checkEntryType(h: TarEntry['header'], path: string): void {
 }
 
 /** Records a file entry's digest (the result's `entries`, the caller's onEntry). */
-async function noteEntry<T extends ItemIdentity>(st: ReadState<T>, path: string, sha256: string): Promise<void> {
+async function noteEntry<T extends ItemKey>(st: ReadState<T>, path: string, sha256: string): Promise<void> {
   if (st.keepEntries) st.entries[path] = sha256;
   if (st.onEntry !== undefined) {
     try {
@@ -357,7 +362,7 @@ async function noteEntry<T extends ItemIdentity>(st: ReadState<T>, path: string,
  * Streams an item entry over the cap past the reader, hashing it (the manifest names its digest)
  * without holding it, and lists it as oversized. The total-size and ratio caps still meter its bytes.
  */
-async function skipOversized<T extends ItemIdentity>(
+async function skipOversized<T extends ItemKey>(
   entry: TarEntry, path: string, p: ParsedItemPath, size: number, cap: number, st: ReadState<T>,
 ): Promise<void> {
   st.oversizedPaths.add(path);
@@ -378,14 +383,14 @@ interface SlotRef<T> {
 }
 
 /** The slot of a classic or preferred-version copy; undefined for an alternate-version copy, which has none. */
-function slotOf<T extends ItemIdentity>(st: ReadState<T>, p: ParsedItemPath): SlotRef<T> | undefined {
+function slotOf<T extends ItemKey>(st: ReadState<T>, p: ParsedItemPath): SlotRef<T> | undefined {
   if (p.version !== undefined && !p.preferred) return undefined;
   // join() makes one flat string, not a rope: one per object while the archive is read.
   const key = [p.groupResource, p.namespace ?? '', p.name].join('\u0000');
   return { key, copy: p.preferred ? PREFERRED_COPY : CLASSIC_COPY, slot: st.slots.get(key) };
 }
 
-async function addItem<T extends ItemIdentity>(
+async function addItem<T extends ItemKey>(
   st: ReadState<T>, path: string, p: ParsedItemPath, data: Buffer, sha256: string, at: SlotRef<T> | undefined,
 ): Promise<void> {
   const intern = (v: string): string => {
@@ -421,24 +426,24 @@ async function addItem<T extends ItemIdentity>(
   // The classic copy and the preferred-version copy are the same object and must hold the same bytes.
   const { slot, copy } = at;
   if (slot === undefined) {
-    st.slots.set(at.key, { value: await kept(st.crdKinds), copies: copy });
+    st.slots.set(at.key, { value: await kept(st.crdKinds), copies: copy, sha256 });
     return;
   }
   slot.copies |= copy;
   const existing = slot.value;
-  if (existing.sha256 !== sha256) {
-    throw new ArchiveError('conflicting-copies', `entries ${existing.path} and ${path} hold different versions of one object`, path);
+  if (slot.sha256 !== '' && slot.sha256 !== sha256) {
+    throw new ArchiveError('conflicting-copies', `entries ${itemPathOf(existing)} and ${path} hold different versions of one object`, path);
   }
   if (existing.versionDir !== undefined && p.preferred) {
-    throw new ArchiveError('conflicting-copies', `entries ${existing.path} and ${path} are both preferred-version copies of one object`, path);
+    throw new ArchiveError('conflicting-copies', `entries ${itemPathOf(existing)} and ${path} are both preferred-version copies of one object`, path);
   }
+
   // Same bytes, so the same object: its name and namespace already agree with this path (same slot), only the version may not.
   checkItemAgainstPath(path, p, { apiVersion: existing.apiVersion, kind: existing.kind, name: existing.name, namespace: existing.namespace ?? '' });
-  if (st.keepEntries) st.entries[path] = existing.sha256; // one string for both copies
-  if (p.preferred) {
-    existing.path = path;
-    existing.versionDir = internOpt(p.versionDir);
-  }
+  if (st.keepEntries) st.entries[path] = slot.sha256 === '' ? sha256 : slot.sha256; // one string for both copies
+  if (p.preferred) existing.versionDir = internOpt(p.versionDir);
+  // Both copies read: the digest has done its work (~80 bytes an object while the archive is read).
+  slot.sha256 = '';
 }
 
 /**

@@ -7,8 +7,7 @@ import { mkdir, open, rm, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { errorMessage } from '../util/errors.js';
-import { parseItemJson, type ArchiveObject, type ItemIdentity } from './items.js';
-import { itemPath } from './paths.js';
+import { itemPathOf, parseItemJson, type ArchiveObject, type ItemIdentity, type ItemKey } from './items.js';
 import { scanArchive, type ArchiveSummary, type ReadOptions } from './reader.js';
 
 /** An append-only temporary file. Secret data lands in it: mode 0600 in a 0700 directory, and unlinked at once. */
@@ -110,10 +109,10 @@ export async function createSpillFile(dir: string): Promise<SpillFile> {
 
 /**
  * An item spilled to disk: its identity, where its bytes are, and what the caller picked from the
- * object. Its path and SHA-256 are not kept (spilledPath rebuilds the path): at 50,000 items the two
- * strings were ~9 MB of a restore's index.
+ * object. Its path and SHA-256 are not kept (spilledPath rebuilds the path; the reader pairs copies by
+ * digest and then drops it): at 50,000 items the two strings were ~9 MB of a restore's index.
  */
-export interface SpilledItem<P> extends Omit<ItemIdentity, 'path' | 'sha256'> {
+export interface SpilledItem<P> extends ItemKey {
   /** Offset of the item's bytes (`bytes` long) in the spill file. */
   offset: number;
   /** CRC-32 of the bytes as a signed 32-bit integer (stored inline by V8), checked when they are read back. */
@@ -134,7 +133,7 @@ export interface SpillOptions<P> extends ReadOptions {
 
 /** The tar path the item was read from. */
 export function spilledPath(item: Pick<ItemIdentity, 'groupResource' | 'namespace' | 'name' | 'versionDir'>): string {
-  return itemPath(item.groupResource, item.namespace, item.name, item.versionDir);
+  return itemPathOf(item);
 }
 
 const checksum = (data: Uint8Array): number => crc32(data) | 0;
@@ -148,27 +147,20 @@ export async function spillArchive<P>(
   spill: SpillFile,
   opts: SpillOptions<P>,
 ): Promise<SpilledArchive<P>> {
-  // While reading, the reader needs each copy's path and digest (to pair copies); the index drops them after.
-  type Reading = ItemIdentity & { offset: number; crc32: number; picked: P };
-  const scanned = await scanArchive<Reading>(source, opts, async ({ id, object, data }) => {
+  const scanned = await scanArchive<SpilledItem<P>>(source, opts, async ({ id, object, data }) => {
     const picked = opts.pick(object, id);
     const offset = await spill.append(data);
-    // A literal, not `{ ...id, ... }`: V8 gave each spread copy a hidden class of its own, 14 MB of
-    // maps and descriptors at 50,000 items while the archive was read.
+    // A literal with every key in one order, not `{ ...id, ... }`: V8 gave each spread copy a hidden
+    // class of its own, 14 MB of maps and descriptors at 50,000 items while the archive was read.
+    // The index entry is made once, as it stays: no path or digest to copy it without later.
     return {
-      path: id.path, groupResource: id.groupResource, namespace: id.namespace, name: id.name, versionDir: id.versionDir,
-      apiVersion: id.apiVersion, kind: id.kind, sha256: id.sha256, bytes: id.bytes, offset, crc32: checksum(data), picked,
+      groupResource: id.groupResource, namespace: id.namespace, name: id.name, versionDir: id.versionDir,
+      apiVersion: id.apiVersion, kind: id.kind, bytes: id.bytes, offset, crc32: checksum(data), picked,
     };
   });
   // Every byte on disk before the caller goes on: a full disk fails the read, not items later on.
   await spill.flush();
-  // A literal, not a spread, so every entry shares one hidden class (see itemIdentity).
-  const compact = (r: Reading): SpilledItem<P> => ({
-    groupResource: r.groupResource, namespace: r.namespace, name: r.name, versionDir: r.versionDir,
-    apiVersion: r.apiVersion, kind: r.kind, bytes: r.bytes, offset: r.offset, crc32: r.crc32, picked: r.picked,
-  });
-  const { items, alternateVersions, ...summary } = scanned;
-  return { ...summary, items: items.map(compact), alternateVersions: alternateVersions.map(compact) };
+  return scanned;
 }
 
 /** Reads a spilled item back, checking its bytes are still the ones read from the archive. */

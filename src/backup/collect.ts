@@ -221,7 +221,7 @@ function takenByList(req: BackupRequest, res: ApiResource, name: string): boolea
 /** Items already handled (another selector, an action). */
 function alreadySeen(ctx: CollectContext, res: ApiResource, o: ListedObject): boolean {
   const ns = res.namespaced ? (o.metadata?.namespace ?? '') : '';
-  return ctx.req.seen.has(itemKey({ groupResource: res.groupResource, namespace: ns, name: o.metadata?.name ?? '' }));
+  return ctx.req.seen.has({ groupResource: res.groupResource, namespace: ns, name: o.metadata?.name ?? '' });
 }
 
 /** Items named in orderedResources first, in that order; the rest after, in list order. */
@@ -241,6 +241,8 @@ export async function backupItem(ctx: CollectContext, res: ApiResource, obj: Lis
 /** An item on its way through the actions. */
 interface Pending {
   ref: ItemRef;
+  /** Its resource-list entry (request.ts ItemTable). */
+  entry: string;
   what: string;
   item: KubeObject;
   additional: AdditionalItem[];
@@ -350,8 +352,8 @@ async function writeItem(ctx: CollectContext, res: ApiResource, p: Pending): Pro
     throw new FatalBackupError(`writing the tarball failed: ${errorMessage(err)}`, { cause: err });
   }
   recordOf(ctx.req, res).written++;
-  if (otherVersionsOf(ctx.req, res).length > 0) writtenNamesOf(ctx.req, res).add(p.ref.namespace === '' ? p.ref.name : `${p.ref.namespace}/${p.ref.name}`);
-  ctx.req.backedUp.push(p.ref);
+  if (otherVersionsOf(ctx.req, res).length > 0) writtenNamesOf(ctx.req, res).add(p.entry);
+  ctx.req.seen.wrote(p.ref.groupResource, p.entry);
   if (p.ref.namespace !== '') ctx.req.namespacesWithItems.add(p.ref.namespace);
   ctx.req.progress.itemsBackedUp++;
   ctx.onProgress?.({ ...ctx.req.progress });
@@ -410,16 +412,15 @@ function admit(ctx: CollectContext, res: ApiResource, obj: ListedObject): Pendin
     return undefined;
   }
   const ref: ItemRef = { groupResource: res.groupResource, namespace: res.namespaced ? (obj.metadata?.namespace ?? '') : '', name };
-  const key = itemKey(ref);
-  if (req.seen.has(key)) return undefined;
-  req.seen.add(key);
+  const entry = req.seen.add(ref);
+  if (entry === undefined) return undefined;
   const what = describeItem(ref);
   if (obj.metadata?.labels?.[LABEL_EXCLUDE_FROM_BACKUP] === 'true') {
     ctx.log.info(`skipped ${what}: it is labelled ${LABEL_EXCLUDE_FROM_BACKUP}=true`, meta(ref));
     return undefined;
   }
   const item: KubeObject = { ...obj, apiVersion: obj.apiVersion ?? res.apiVersion, kind: obj.kind ?? res.kind, metadata: { ...obj.metadata, name } };
-  return { ref, what, item, additional: [], failed: false };
+  return { ref, entry, what, item, additional: [], failed: false };
 }
 
 /** One action over its items: a batch when the action takes batches (plugins), else item by item. */
@@ -484,7 +485,7 @@ async function backupAdditional(ctx: CollectContext, add: AdditionalItem, parent
   }
   const ref: ItemRef = { groupResource: res.groupResource, namespace: res.namespaced ? id.namespace : '', name: id.name };
   const key = itemKey(ref);
-  if (req.seen.has(key)) return;
+  if (req.seen.has(ref)) return;
   const dep = add.explain?.(add.parent, id);
   const skip = whyNotAdditional(req, res, ref);
   if (skip !== undefined) {

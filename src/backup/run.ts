@@ -6,7 +6,7 @@ import type { Backup } from '../apis/v1/index.js';
 import { createTarballWriter, FORMAT_VERSION, manifestFromDigest, type ArchiveDigest, type BackupManifest } from '../archive/index.js';
 import { isApiUnreachable, isNotFound, type ApiResource, type DynamicClient, type KubeObject as ListedObject } from '../kube/index.js';
 import type { BackupStore } from '../persistence/backupStore.js';
-import { countResults, resourceListOf, type ResourceList, type RunResults } from '../persistence/results.js';
+import { countResults, type ResourceList, type RunResults } from '../persistence/results.js';
 import { connectionOf } from '../hooks/index.js';
 import { compileBackupHooks } from '../selection/hooks.js';
 import { mapLimit } from '../util/concurrency.js';
@@ -386,7 +386,7 @@ function finish(req: BackupRequest, digest: ArchiveDigest | undefined, fatal: st
   const result: BackupResult = {
     phase,
     formatVersion: FORMAT_VERSION,
-    resourceList: resourceListOf(req.backedUp),
+    resourceList: req.seen.resourceList(),
     results: req.results,
     // Like Velero: once done, the total is what was backed up (the running total counted skipped items too).
     progress: { totalItems: req.progress.itemsBackedUp, itemsBackedUp: req.progress.itemsBackedUp },

@@ -21,7 +21,8 @@ import {
 } from '../archive/index.js';
 import { isApiUnreachable, type ApiResource, type DynamicClient } from '../kube/index.js';
 import { addResult, countResults, resourceListOf, type ResourceList, type RunResults } from '../persistence/results.js';
-import { checkAgreement } from '../persistence/verify.js';
+import { pathDigest, type PathDigest } from '../persistence/pathDigest.js';
+import { agreementByDigest, checkAgreement, isCheckedPath } from '../persistence/verify.js';
 import type { KubeObject } from '../plugin/api/index.js';
 import { systemClock, type Clock, type TimerClock } from '../util/clock.js';
 import { mapLimitSettled } from '../util/concurrency.js';
@@ -337,8 +338,8 @@ async function readBackup(
   if (check === undefined && deps.requireManifest === true) {
     throw new RestoreRefusedError('manifest-missing', `backup ${backupName} has no manifest in object storage, though Stowage writes one with every finished backup: it was deleted, so the tarball cannot be checked and is not restored`);
   }
-  // The tarball's file entries (path -> SHA-256) as read: checked against the manifest entry by entry.
-  const paths: Record<string, string> = Object.create(null) as Record<string, string>;
+  // The tarball's item paths, as a digest: once they match the manifest's, the records are compared with it (checkRecords).
+  const paths = pathDigest();
   try {
     let tarball: AsyncIterable<Uint8Array>;
     try {
@@ -358,7 +359,7 @@ async function readBackup(
       limits,
       ...(check === undefined ? {} : {
         onEntry: (path: string, sha256: string) => {
-          paths[path] = sha256;
+          if (isCheckedPath(path)) paths.add(path);
           // Returned: the check reads the manifest as the tarball is read, and the reader waits for it.
           return check.entry(path, sha256);
         },
@@ -371,7 +372,7 @@ async function readBackup(
     // The tarball is the manifest's, entry for entry; the manifest must also agree with the resource
     // list and the completeness record, as `stowage backup verify` checks (a swapped tarball with a
     // manifest forged to match it is caught only here).
-    if (check !== undefined) await checkRecords(deps.source, backupName, { entries: paths });
+    if (check !== undefined) await checkRecords(deps.source, backupName, paths);
     const alt = contents.alternateVersions.length > 0 ? ` (and ${contents.alternateVersions.length} copies at other API versions)` : '';
     const over = contents.oversized[0];
     const n = contents.oversized.length;
@@ -388,7 +389,7 @@ async function readBackup(
  * the same items (persistence/verify.ts, the check `backup verify` makes). A source that cannot
  * read the records (a test's) is not asked; one that can must have the resource list.
  */
-async function checkRecords(source: RestoreSource, backupName: string, manifest: Pick<BackupManifest, 'entries'>): Promise<void> {
+async function checkRecords(source: RestoreSource, backupName: string, manifestPaths: PathDigest): Promise<void> {
   if (source.getResourceList === undefined) return;
   const unreadable = (what: string) => (err: unknown): never => {
     throw new RestoreRefusedError('records-unreadable', `the ${what} of backup ${backupName} cannot be read, so the backup cannot be checked and is not restored: ${errorMessage(err)}`);
@@ -398,10 +399,32 @@ async function checkRecords(source: RestoreSource, backupName: string, manifest:
     throw new RestoreRefusedError('records-missing', `backup ${backupName} has no resource list in object storage, though Stowage writes one with every finished backup: it was deleted, so the backup cannot be checked and is not restored`);
   }
   const results = await source.getResults?.(backupName).catch(unreadable('results'));
-  const problems = checkAgreement(manifest, list, results?.resources);
+  // The tarball, which is the manifest's entry for entry, was read as a digest of its paths; only when
+  // that cannot settle it is the manifest read again, for checkAgreement's findings.
+  const problems = agreementByDigest(manifestPaths, list, results?.resources)
+    ?? checkAgreement({ entries: await manifestEntries(source, backupName).catch(unreadable('manifest')) }, list, results?.resources);
   if (problems.length > 0) {
     throw new RestoreRefusedError('records-disagree', `the backup's manifest, resource list and completeness record disagree (as \`stowage backup verify\` reports), so it is not restored: ${problems.join('; ')}`);
   }
+}
+
+/** The manifest's entries, read again (checkRecords). */
+async function manifestEntries(source: RestoreSource, backupName: string): Promise<Record<string, string>> {
+  if (source.getManifestStream === undefined) {
+    const manifest = await source.getManifest?.(backupName);
+    if (manifest === undefined) throw new Error('it is gone');
+    return manifest.entries;
+  }
+  const bytes = await source.getManifestStream(backupName);
+  if (bytes === undefined) throw new Error('it is gone');
+  const stream = new ManifestStream(bytes);
+  const entries = Object.create(null) as Record<string, string>;
+  try {
+    for (let e = await stream.next(); e !== undefined; e = await stream.next()) entries[e[0]] = e[1];
+  } finally {
+    await stream.close();
+  }
+  return entries;
 }
 
 /** The manifest's check, or undefined when the backup has no manifest (a Velero backup). */
