@@ -13,7 +13,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
-  RESOURCES, newBackup, newRestore, type Backup, type BackupStorageLocation, type Restore,
+  ANNOTATION_SYNCED_FROM, RESOURCES, newBackup, newRestore, type Backup, type BackupStorageLocation, type Restore,
 } from '../../src/apis/v1/index.js';
 import { CRASH_AT_ENV } from '../../src/controller/run/faults.js';
 import { CORE, isNotFound, type DynamicClient } from '../../src/kube/index.js';
@@ -259,6 +259,23 @@ describe('client-side encryption with keys in a Secret', () => {
     await client.patch(RESOURCES.BackupStorageLocation, ns, 'default', { spec: { encryption: { required: true } } }, 'merge');
     await server.waitForOutput(/planted.*is not encrypted, and location "default" requires encryption \(spec\.encryption\.required\)/, 60_000);
     await expect(client.get<Backup>(RESOURCES.Backup, ns, 'planted')).rejects.toSatisfy(isNotFound);
+  });
+
+  it('refuses to restore an unencrypted backup from a location that requires encryption, before its key or anything else is used', { timeout: 240_000 }, async () => {
+    // The planted plain backup, as a Completed Backup resource (marked synced, so no backup runs it): what a
+    // Backup made before the location required encryption looks like.
+    fs.mkdirSync(dir('plain'), { recursive: true });
+    fs.writeFileSync(path.join(dir('plain'), 'stowage-backup.json'), JSON.stringify({ ...newBackup('plain', ns, { includedNamespaces: [source] }), status: { phase: 'Completed' } }));
+    await client.patch(RESOURCES.BackupStorageLocation, ns, 'default', { spec: { encryption: { required: true } } }, 'merge');
+    const made = newBackup('plain', ns, { includedNamespaces: [source], storageLocation: 'default' });
+    made.metadata.annotations = { [ANNOTATION_SYNCED_FROM]: 'default' };
+    await client.create(RESOURCES.Backup, ns, made);
+    await client.patchStatus(RESOURCES.Backup, ns, 'plain', { status: { phase: 'Completed' } });
+    const target = uniqueName('enc-plain');
+    const r = await restore('r-plain', 'plain', target);
+    expect(r.status?.phase).toBe('Failed');
+    expect(r.status?.failureReason).toBe('backup "plain" is not encrypted, and location "default" requires encryption (spec.encryption.required), so it is not restored');
+    expect(await createdIn(target)).toEqual([]);
   });
 });
 

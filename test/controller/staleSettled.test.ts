@@ -50,6 +50,7 @@ describe('a stale backup whose location read fails fast', () => {
     expect(b.status?.completionTimestamp).toBeDefined();
     // It was retried before it was given up on.
     expect(server.output()).toMatch(/backup \S+\/stale was left InProgress by a server that stopped, and location default cannot be read .*; trying again in \d/);
-    expect(server.output()).toMatch(/backup \S+\/stale marked Failed: /);
+    // Logged just after the status patch the wait above saw: waited for, not read at once.
+    await server.waitForOutput(/backup \S+\/stale marked Failed: /, 30_000);
   }, 180_000);
 });
