@@ -37,7 +37,7 @@ import { backupSpecErrors } from '../../selection/specErrors.js';
 import { addBackupSpecFlags, backupSpecFromFlags, checkLabels, hasBackupSpecFlags, type BackupSpecFlags } from './backupFlags.js';
 import { checkName, parseSelector, parseTimeout, refuseSpecErrors } from './flags.js';
 import type { CliContext } from './kubeContext.js';
-import { addGlobalOptions } from './kubeContext.js';
+import { addGlobalOptions, getInNamespace } from './kubeContext.js';
 import {
   formatBytes,
   formatData,
@@ -63,13 +63,8 @@ export function backupNotFound(name: string, namespace: string): CliError {
   return new CliError(`backup "${name}" not found in namespace ${namespace}`);
 }
 
-export async function getBackup(ctx: CliContext, name: string): Promise<Backup> {
-  try {
-    return await ctx.client.get<Backup>(RESOURCES.Backup, ctx.namespace, name);
-  } catch (err) {
-    if (isNotFound(err)) throw backupNotFound(name, ctx.namespace);
-    throw err;
-  }
+export function getBackup(ctx: CliContext, name: string): Promise<Backup> {
+  return getInNamespace<Backup>(ctx, RESOURCES.Backup, name, backupNotFound);
 }
 
 function timeoutOption(what: string, def = DEFAULT_DOWNLOAD_TIMEOUT): Option {
@@ -351,43 +346,45 @@ export async function describeBackupText(ctx: CliContext, b: Backup, opts: { det
     ['CSI volume snapshots', st.csiVolumeSnapshotsAttempted === undefined ? '<none>' : `${st.csiVolumeSnapshotsCompleted ?? 0} of ${st.csiVolumeSnapshotsAttempted} completed`],
   ]);
   s += '\n';
-  const finished = phase === 'Completed' || phase === 'PartiallyFailed' || phase === 'Failed' || phase === 'Canceled';
-  if (opts.details) {
-    if (!finished) s += `Resource List:  <not available: the backup is ${phase}>\n`;
-    else {
-      // A canceled backup kept no tarball: its results (below) say how far it got.
-      if (phase === 'Canceled') s += 'Resource List:  <none: the backup was canceled and keeps no tarball>\n';
-      else {
-        try {
-          s += resourceListSection(await fetchResourceList(ctx, b.metadata.name, opts.timeoutMs));
-        } catch (err) {
-          s += `Resource List:  <not available: ${errorMessage(err)}>\n`;
-        }
-      }
-      // One read of the results file feeds the completeness record, the messages and what was pulled in.
-      let results: StoredResults | undefined;
-      let unavailable: string | undefined;
-      try {
-        results = await fetchResults(ctx, b.metadata.name, opts.timeoutMs);
-      } catch (err) {
-        unavailable = `<not available: ${errorMessage(err)}>`;
-      }
-      if (unavailable !== undefined) s += `\nResources:  ${unavailable}\n`;
-      else s += '\n' + completenessSection(results?.resources);
-      if ((st.warnings ?? 0) > 0 || (st.errors ?? 0) > 0) {
-        if (unavailable !== undefined) s += `\nWarnings and errors:  ${unavailable}\n`;
-        else if (results !== undefined) s += '\n' + messagesSection('Warnings', results.warnings) + '\n' + messagesSection('Errors', results.errors);
-      }
-      // What the backup took beyond its scope, because items in it need them (results.pulledIn).
-      if (unavailable !== undefined) s += `\n${PULLED_IN_TITLE}:  ${unavailable}\n`;
-      else if (results !== undefined) s += '\n' + pulledInSection(results.pulledIn);
-      if (unavailable !== undefined) s += `\n${SNAPSHOTS_TITLE}:  ${unavailable}\n`;
-      else if (results !== undefined) s += '\n' + volumeSnapshotsSection(results.volumeSnapshots);
-    }
-  } else {
-    s += 'Resource List:  <use --details to see it>\n';
-  }
+  s += opts.details ? await detailsSection(ctx, b, phase, opts.timeoutMs) : 'Resource List:  <use --details to see it>\n';
   s += '\n' + (await eventsSection(ctx, 'Backup', b.metadata));
+  return s;
+}
+
+/** With --details: the resource list, and from the results file the completeness record, messages, pulled-in items and snapshots. */
+async function detailsSection(ctx: CliContext, b: Backup, phase: string, timeoutMs: number): Promise<string> {
+  const st = b.status ?? {};
+  const finished = phase === 'Completed' || phase === 'PartiallyFailed' || phase === 'Failed' || phase === 'Canceled';
+  if (!finished) return `Resource List:  <not available: the backup is ${phase}>\n`;
+  let s = '';
+  // A canceled backup kept no tarball: its results (below) say how far it got.
+  if (phase === 'Canceled') s += 'Resource List:  <none: the backup was canceled and keeps no tarball>\n';
+  else {
+    try {
+      s += resourceListSection(await fetchResourceList(ctx, b.metadata.name, timeoutMs));
+    } catch (err) {
+      s += `Resource List:  <not available: ${errorMessage(err)}>\n`;
+    }
+  }
+  // One read of the results file feeds the completeness record, the messages and what was pulled in.
+  let results: StoredResults | undefined;
+  let unavailable: string | undefined;
+  try {
+    results = await fetchResults(ctx, b.metadata.name, timeoutMs);
+  } catch (err) {
+    unavailable = `<not available: ${errorMessage(err)}>`;
+  }
+  if (unavailable !== undefined) s += `\nResources:  ${unavailable}\n`;
+  else s += '\n' + completenessSection(results?.resources);
+  if ((st.warnings ?? 0) > 0 || (st.errors ?? 0) > 0) {
+    if (unavailable !== undefined) s += `\nWarnings and errors:  ${unavailable}\n`;
+    else if (results !== undefined) s += '\n' + messagesSection('Warnings', results.warnings) + '\n' + messagesSection('Errors', results.errors);
+  }
+  // What the backup took beyond its scope, because items in it need them (results.pulledIn).
+  if (unavailable !== undefined) s += `\n${PULLED_IN_TITLE}:  ${unavailable}\n`;
+  else if (results !== undefined) s += '\n' + pulledInSection(results.pulledIn);
+  if (unavailable !== undefined) s += `\n${SNAPSHOTS_TITLE}:  ${unavailable}\n`;
+  else if (results !== undefined) s += '\n' + volumeSnapshotsSection(results.volumeSnapshots);
   return s;
 }
 
