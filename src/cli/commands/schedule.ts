@@ -350,35 +350,6 @@ async function triggerSchedule(cmd: Command, s: Session): Promise<void> {
 
 // ---- registration -------------------------------------------------------------------------------
 
-export function scheduleCommand(): Command {
-  const schedule = new Command('schedule').description('Back up on a cron schedule, and keep the backups a retention policy says');
-  const get = getSubcommand({ listed: 'schedules', plural: 'schedules', selectorHelp: 'only schedules with these labels', run: getSchedules });
-  const describe = describeSubcommand({
-    description: 'Show schedules: the next backup, the last one, and which backups retention keeps and why', plural: 'schedules', run: describeSchedules,
-  });
-  const pause = pausing('pause', 'Pause schedules: no backups until unpaused', true);
-  const unpause = pausing('unpause', 'Unpause schedules', false);
-  const del = addSelectionFlags(
-    addGlobalOptions(
-      new Command('delete')
-        .description('Delete schedules (their backups stay)')
-        .argument('[names...]', 'schedules to delete (or --selector, or --all)')
-        .option('--confirm', 'do not ask for confirmation'),
-    ),
-    'schedules',
-  ).action(action(async (cmd, s) => deleteSchedules(cmd, s)));
-
-  const trigger = addGlobalOptions(
-    new Command('trigger')
-      .description('Back up now from the schedule\'s template (named and labelled as its scheduled backups; also while paused)')
-      .argument('<name>', 'the schedule')
-      .option('-w, --wait', 'wait for the backup to finish, showing its progress'),
-  ).action(action(async (cmd, s) => triggerSchedule(cmd, s)));
-
-  for (const c of [createSubcommand(), get, describe, pause, unpause, del, trigger]) schedule.addCommand(c);
-  return schedule;
-}
-
 /** `pause` and `unpause`: the named or selected schedules. */
 function pausing(name: 'pause' | 'unpause', description: string, paused: boolean): Command {
   return addSelectionFlags(
@@ -416,4 +387,33 @@ Examples:
     )
     .action(action(async (cmd, s) => createSchedule(cmd, s)));
   return create;
+}
+
+export function scheduleCommand(): Command {
+  const schedule = new Command('schedule').description('Back up on a cron schedule, and keep the backups a retention policy says');
+  const get = getSubcommand({ listed: 'schedules', plural: 'schedules', selectorHelp: 'only schedules with these labels', run: getSchedules });
+  const describe = describeSubcommand({
+    description: 'Show schedules: the next backup, the last one, and which backups retention keeps and why', plural: 'schedules', run: describeSchedules,
+  });
+  const pause = pausing('pause', 'Pause schedules: no backups until unpaused', true);
+  const unpause = pausing('unpause', 'Unpause schedules', false);
+  const del = addSelectionFlags(
+    addGlobalOptions(
+      new Command('delete')
+        .description('Delete schedules (their backups stay)')
+        .argument('[names...]', 'schedules to delete (or --selector, or --all)')
+        .option('--confirm', 'do not ask for confirmation'),
+    ),
+    'schedules',
+  ).action(action(async (cmd, s) => deleteSchedules(cmd, s)));
+
+  const trigger = addGlobalOptions(
+    new Command('trigger')
+      .description('Back up now from the schedule\'s template (named and labelled as its scheduled backups; also while paused)')
+      .argument('<name>', 'the schedule')
+      .option('-w, --wait', 'wait for the backup to finish, showing its progress'),
+  ).action(action(async (cmd, s) => triggerSchedule(cmd, s)));
+
+  for (const c of [createSubcommand(), get, describe, pause, unpause, del, trigger]) schedule.addCommand(c);
+  return schedule;
 }
