@@ -22,7 +22,7 @@ import {
 import { parseManifest, type BackupManifest } from '../../archive/index.js';
 import type { PulledInRecord, VolumeSnapshotRecord } from '../../persistence/results.js';
 import { isVeleroImport, VELERO_DELETE_NOTE } from '../../persistence/veleroBackup.js';
-import { isAlreadyExists, isNotFound } from '../../kube/index.js';
+import { isAlreadyExists, isNotFound, type ResourceRef } from '../../kube/index.js';
 import { sleep } from '../../util/backoff.js';
 import { errorMessage } from '../../util/errors.js';
 import type { ResourceRecord } from '../../persistence/results.js';
@@ -48,6 +48,7 @@ import {
   outputOption,
   parseOutputFormat,
   timeLeft,
+  type OutputFormat,
 } from './output.js';
 import { printRunLog } from './runLog.js';
 import { backupOfSchedule, getSchedule } from './scheduleTemplate.js';
@@ -172,6 +173,24 @@ export async function fetchNamed<T extends { metadata: { name: string } }>(
   return { items, missing };
 }
 
+/** What `get` shows: its -o format, the names asked for, and the objects found (all by -l, or the named ones) and not found. */
+export async function fetchForGet<T extends { metadata: { name: string } }>(
+  cmd: Command, s: Session, res: ResourceRef, get: (ctx: CliContext, name: string) => Promise<T>,
+): Promise<{ format: OutputFormat; names: string[]; ctx: CliContext; items: T[]; missing: CliError[] }> {
+  const o = cmd.opts<{ output: string; selector?: string }>();
+  const format = parseOutputFormat(o.output);
+  const names = cmd.processedArgs[0] as string[];
+  if (o.selector !== undefined) parseSelector('selector', o.selector);
+  const ctx = s.client();
+  const { items, missing } = await fetchNamed<T>(
+    ctx,
+    names,
+    async () => (await ctx.client.listAll<T>(res, { namespace: ctx.namespace, labelSelector: o.selector })).items,
+    (n) => get(ctx, n),
+  );
+  return { format, names, ctx, items, missing };
+}
+
 /** Prints objects as kubectl does: one object as itself, several (or a listing) as a List. */
 export function printObjects(items: readonly object[], listKind: string, format: 'json' | 'yaml', single: boolean): void {
   const value = single && items.length === 1 ? items[0] : { apiVersion: 'stowage.dev/v1', kind: listKind, items };
@@ -201,17 +220,7 @@ export function backupRows(items: readonly Backup[], now = Date.now()): string[]
 export const BACKUP_COLUMNS = ['NAME', 'STATUS', 'ERRORS', 'WARNINGS', 'CREATED', 'EXPIRES', 'STORAGE LOCATION', 'SELECTOR'];
 
 async function getBackups(cmd: Command, s: Session): Promise<void> {
-  const o = cmd.opts<{ output: string; selector?: string }>();
-  const format = parseOutputFormat(o.output);
-  const names = cmd.processedArgs[0] as string[];
-  if (o.selector !== undefined) parseSelector('selector', o.selector);
-  const ctx = s.client();
-  const { items, missing } = await fetchNamed<Backup>(
-    ctx,
-    names,
-    async () => (await ctx.client.listAll<Backup>(RESOURCES.Backup, { namespace: ctx.namespace, labelSelector: o.selector })).items,
-    (n) => getBackup(ctx, n),
-  );
+  const { format, names, ctx, items, missing } = await fetchForGet(cmd, s, RESOURCES.Backup, getBackup);
   if (format === 'table') {
     if (items.length > 0) process.stdout.write(formatTable(BACKUP_COLUMNS, backupRows(items)));
     else if (missing.length === 0) process.stderr.write(`No backups found in namespace ${ctx.namespace}.\n`);

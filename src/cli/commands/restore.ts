@@ -19,14 +19,14 @@ import { errorMessage } from '../../util/errors.js';
 import { SPEC_LIST_CAPS } from '../../selection/filters.js';
 import { labelKeyProblem, labelValueProblem } from '../../selection/labels.js';
 import { action, type Session } from './action.js';
-import { failMissing, fetchNamed, getBackup, logsSubcommand, printObjects } from './backup.js';
+import { failMissing, fetchForGet, fetchNamed, getBackup, logsSubcommand, printObjects } from './backup.js';
 import { cancelCommand } from './cancel.js';
 import { describeRunHeader } from './common.js';
 import { eventsSection, filtersSection, messagesSection, metadataSection, progressText, selectorText, type ScopedMessages } from './describe.js';
 import { download, HttpStatusError, readJson } from './download.js';
 import { CliError, UsageError } from './errors.js';
 import { restoreSpecErrors } from '../../selection/specErrors.js';
-import { addFilterFlags, checkName, commaList, filterSpec, refuseSpecErrors, keyValueList, parseSelector, parseTimeout, timestampSuffix, type FilterFlags } from './flags.js';
+import { addFilterFlags, checkName, commaList, filterSpec, refuseSpecErrors, keyValueList, parseTimeout, timestampSuffix, type FilterFlags } from './flags.js';
 import { addGlobalOptions, getInNamespace, type CliContext } from './kubeContext.js';
 import { formatFields, formatTable, formatTimestamp, mapOrNone, out, outputOption, parseOutputFormat } from './output.js';
 import { describeSubcommand, getSubcommand } from './subcommands.js';
@@ -182,17 +182,7 @@ export function restoreRows(items: readonly Restore[]): string[][] {
 }
 
 async function getRestores(cmd: Command, s: Session): Promise<void> {
-  const o = cmd.opts<{ output: string; selector?: string }>();
-  const format = parseOutputFormat(o.output);
-  const names = cmd.processedArgs[0] as string[];
-  if (o.selector !== undefined) parseSelector('selector', o.selector);
-  const ctx = s.client();
-  const { items, missing } = await fetchNamed<Restore>(
-    ctx,
-    names,
-    async () => (await ctx.client.listAll<Restore>(RESOURCES.Restore, { namespace: ctx.namespace, labelSelector: o.selector })).items,
-    (n) => getRestore(ctx, n),
-  );
+  const { format, names, ctx, items, missing } = await fetchForGet(cmd, s, RESOURCES.Restore, getRestore);
   if (format === 'table') {
     if (items.length > 0) process.stdout.write(formatTable(RESTORE_COLUMNS, restoreRows(items)));
     else if (missing.length === 0) process.stderr.write(`No restores found in namespace ${ctx.namespace}.\n`);

@@ -19,11 +19,11 @@ import { isAlreadyExists, isNotFound } from '../../kube/index.js';
 import { validateCron } from '../../schedule/cron.js';
 import { describeKeepPolicy, hasKeepPolicy, type RetentionPlan } from '../../schedule/retention.js';
 import { action, type Session } from './action.js';
-import { failMissing, fetchNamed, printObjects, submitBackup } from './backup.js';
+import { failMissing, fetchForGet, fetchNamed, printObjects, submitBackup } from './backup.js';
 import { addBackupSpecFlags, backupSpecFromFlags, checkLabels, type BackupSpecFlags } from './backupFlags.js';
 import { eventsSection, filtersSection, metadataSection, selectorText } from './describe.js';
 import { CliError, UsageError } from './errors.js';
-import { checkName, parseBool, parseSelector } from './flags.js';
+import { checkName, parseBool } from './flags.js';
 import { addGlobalOptions, type CliContext } from './kubeContext.js';
 import { age, formatData, formatFields, formatTable, formatTimestamp, out, parseOutputFormat } from './output.js';
 import {
@@ -163,17 +163,7 @@ function policyText(s: Schedule): string {
 export const SCHEDULE_COLUMNS = ['NAME', 'STATUS', 'CREATED', 'SCHEDULE', 'BACKUP TTL', 'LAST BACKUP', 'NEXT BACKUP', 'SELECTOR', 'PAUSED'];
 
 async function getSchedules(cmd: Command, s: Session): Promise<void> {
-  const o = cmd.opts<{ output: string; selector?: string }>();
-  const format = parseOutputFormat(o.output);
-  const names = cmd.processedArgs[0] as string[];
-  if (o.selector !== undefined) parseSelector('selector', o.selector);
-  const ctx = s.client();
-  const { items, missing } = await fetchNamed<Schedule>(
-    ctx,
-    names,
-    async () => (await ctx.client.listAll<Schedule>(SCHEDULES, { namespace: ctx.namespace, labelSelector: o.selector })).items,
-    (n) => getSchedule(ctx, n),
-  );
+  const { format, names, ctx, items, missing } = await fetchForGet(cmd, s, SCHEDULES, getSchedule);
   if (format !== 'table') {
     printObjects(items, 'ScheduleList', format, names.length === 1);
   } else if (items.length > 0) {
