@@ -22,7 +22,7 @@ import {
 import { parseManifest, type BackupManifest } from '../../archive/index.js';
 import type { PulledInRecord, VolumeSnapshotRecord } from '../../persistence/results.js';
 import { isVeleroImport, VELERO_DELETE_NOTE } from '../../persistence/veleroBackup.js';
-import { isAlreadyExists, isNotFound } from '../../kube/index.js';
+import { isAlreadyExists, isNotFound, type ResourceRef } from '../../kube/index.js';
 import { sleep } from '../../util/backoff.js';
 import { errorMessage } from '../../util/errors.js';
 import type { ResourceRecord } from '../../persistence/results.js';
@@ -37,7 +37,7 @@ import { backupSpecErrors } from '../../selection/specErrors.js';
 import { addBackupSpecFlags, backupSpecFromFlags, checkLabels, hasBackupSpecFlags, type BackupSpecFlags } from './backupFlags.js';
 import { checkName, parseSelector, parseTimeout, refuseSpecErrors } from './flags.js';
 import type { CliContext } from './kubeContext.js';
-import { addGlobalOptions } from './kubeContext.js';
+import { addGlobalOptions, getInNamespace } from './kubeContext.js';
 import {
   formatBytes,
   formatData,
@@ -48,6 +48,7 @@ import {
   outputOption,
   parseOutputFormat,
   timeLeft,
+  type OutputFormat,
 } from './output.js';
 import { printRunLog } from './runLog.js';
 import { backupOfSchedule, getSchedule } from './scheduleTemplate.js';
@@ -63,13 +64,8 @@ export function backupNotFound(name: string, namespace: string): CliError {
   return new CliError(`backup "${name}" not found in namespace ${namespace}`);
 }
 
-export async function getBackup(ctx: CliContext, name: string): Promise<Backup> {
-  try {
-    return await ctx.client.get<Backup>(RESOURCES.Backup, ctx.namespace, name);
-  } catch (err) {
-    if (isNotFound(err)) throw backupNotFound(name, ctx.namespace);
-    throw err;
-  }
+export function getBackup(ctx: CliContext, name: string): Promise<Backup> {
+  return getInNamespace<Backup>(ctx, RESOURCES.Backup, name, backupNotFound);
 }
 
 function timeoutOption(what: string, def = DEFAULT_DOWNLOAD_TIMEOUT): Option {
@@ -177,6 +173,24 @@ export async function fetchNamed<T extends { metadata: { name: string } }>(
   return { items, missing };
 }
 
+/** What `get` shows: its -o format, the names asked for, and the objects found (all by -l, or the named ones) and not found. */
+export async function fetchForGet<T extends { metadata: { name: string } }>(
+  cmd: Command, s: Session, res: ResourceRef, get: (ctx: CliContext, name: string) => Promise<T>,
+): Promise<{ format: OutputFormat; names: string[]; ctx: CliContext; items: T[]; missing: CliError[] }> {
+  const o = cmd.opts<{ output: string; selector?: string }>();
+  const format = parseOutputFormat(o.output);
+  const names = cmd.processedArgs[0] as string[];
+  if (o.selector !== undefined) parseSelector('selector', o.selector);
+  const ctx = s.client();
+  const { items, missing } = await fetchNamed<T>(
+    ctx,
+    names,
+    async () => (await ctx.client.listAll<T>(res, { namespace: ctx.namespace, labelSelector: o.selector })).items,
+    (n) => get(ctx, n),
+  );
+  return { format, names, ctx, items, missing };
+}
+
 /** Prints objects as kubectl does: one object as itself, several (or a listing) as a List. */
 export function printObjects(items: readonly object[], listKind: string, format: 'json' | 'yaml', single: boolean): void {
   const value = single && items.length === 1 ? items[0] : { apiVersion: 'stowage.dev/v1', kind: listKind, items };
@@ -206,17 +220,7 @@ export function backupRows(items: readonly Backup[], now = Date.now()): string[]
 export const BACKUP_COLUMNS = ['NAME', 'STATUS', 'ERRORS', 'WARNINGS', 'CREATED', 'EXPIRES', 'STORAGE LOCATION', 'SELECTOR'];
 
 async function getBackups(cmd: Command, s: Session): Promise<void> {
-  const o = cmd.opts<{ output: string; selector?: string }>();
-  const format = parseOutputFormat(o.output);
-  const names = cmd.processedArgs[0] as string[];
-  if (o.selector !== undefined) parseSelector('selector', o.selector);
-  const ctx = s.client();
-  const { items, missing } = await fetchNamed<Backup>(
-    ctx,
-    names,
-    async () => (await ctx.client.listAll<Backup>(RESOURCES.Backup, { namespace: ctx.namespace, labelSelector: o.selector })).items,
-    (n) => getBackup(ctx, n),
-  );
+  const { format, names, ctx, items, missing } = await fetchForGet(cmd, s, RESOURCES.Backup, getBackup);
   if (format === 'table') {
     if (items.length > 0) process.stdout.write(formatTable(BACKUP_COLUMNS, backupRows(items)));
     else if (missing.length === 0) process.stderr.write(`No backups found in namespace ${ctx.namespace}.\n`);
@@ -351,43 +355,45 @@ export async function describeBackupText(ctx: CliContext, b: Backup, opts: { det
     ['CSI volume snapshots', st.csiVolumeSnapshotsAttempted === undefined ? '<none>' : `${st.csiVolumeSnapshotsCompleted ?? 0} of ${st.csiVolumeSnapshotsAttempted} completed`],
   ]);
   s += '\n';
-  const finished = phase === 'Completed' || phase === 'PartiallyFailed' || phase === 'Failed' || phase === 'Canceled';
-  if (opts.details) {
-    if (!finished) s += `Resource List:  <not available: the backup is ${phase}>\n`;
-    else {
-      // A canceled backup kept no tarball: its results (below) say how far it got.
-      if (phase === 'Canceled') s += 'Resource List:  <none: the backup was canceled and keeps no tarball>\n';
-      else {
-        try {
-          s += resourceListSection(await fetchResourceList(ctx, b.metadata.name, opts.timeoutMs));
-        } catch (err) {
-          s += `Resource List:  <not available: ${errorMessage(err)}>\n`;
-        }
-      }
-      // One read of the results file feeds the completeness record, the messages and what was pulled in.
-      let results: StoredResults | undefined;
-      let unavailable: string | undefined;
-      try {
-        results = await fetchResults(ctx, b.metadata.name, opts.timeoutMs);
-      } catch (err) {
-        unavailable = `<not available: ${errorMessage(err)}>`;
-      }
-      if (unavailable !== undefined) s += `\nResources:  ${unavailable}\n`;
-      else s += '\n' + completenessSection(results?.resources);
-      if ((st.warnings ?? 0) > 0 || (st.errors ?? 0) > 0) {
-        if (unavailable !== undefined) s += `\nWarnings and errors:  ${unavailable}\n`;
-        else if (results !== undefined) s += '\n' + messagesSection('Warnings', results.warnings) + '\n' + messagesSection('Errors', results.errors);
-      }
-      // What the backup took beyond its scope, because items in it need them (results.pulledIn).
-      if (unavailable !== undefined) s += `\n${PULLED_IN_TITLE}:  ${unavailable}\n`;
-      else if (results !== undefined) s += '\n' + pulledInSection(results.pulledIn);
-      if (unavailable !== undefined) s += `\n${SNAPSHOTS_TITLE}:  ${unavailable}\n`;
-      else if (results !== undefined) s += '\n' + volumeSnapshotsSection(results.volumeSnapshots);
-    }
-  } else {
-    s += 'Resource List:  <use --details to see it>\n';
-  }
+  s += opts.details ? await detailsSection(ctx, b, phase, opts.timeoutMs) : 'Resource List:  <use --details to see it>\n';
   s += '\n' + (await eventsSection(ctx, 'Backup', b.metadata));
+  return s;
+}
+
+/** With --details: the resource list, and from the results file the completeness record, messages, pulled-in items and snapshots. */
+async function detailsSection(ctx: CliContext, b: Backup, phase: string, timeoutMs: number): Promise<string> {
+  const st = b.status ?? {};
+  const finished = phase === 'Completed' || phase === 'PartiallyFailed' || phase === 'Failed' || phase === 'Canceled';
+  if (!finished) return `Resource List:  <not available: the backup is ${phase}>\n`;
+  let s = '';
+  // A canceled backup kept no tarball: its results (below) say how far it got.
+  if (phase === 'Canceled') s += 'Resource List:  <none: the backup was canceled and keeps no tarball>\n';
+  else {
+    try {
+      s += resourceListSection(await fetchResourceList(ctx, b.metadata.name, timeoutMs));
+    } catch (err) {
+      s += `Resource List:  <not available: ${errorMessage(err)}>\n`;
+    }
+  }
+  // One read of the results file feeds the completeness record, the messages and what was pulled in.
+  let results: StoredResults | undefined;
+  let unavailable: string | undefined;
+  try {
+    results = await fetchResults(ctx, b.metadata.name, timeoutMs);
+  } catch (err) {
+    unavailable = `<not available: ${errorMessage(err)}>`;
+  }
+  if (unavailable !== undefined) s += `\nResources:  ${unavailable}\n`;
+  else s += '\n' + completenessSection(results?.resources);
+  if ((st.warnings ?? 0) > 0 || (st.errors ?? 0) > 0) {
+    if (unavailable !== undefined) s += `\nWarnings and errors:  ${unavailable}\n`;
+    else if (results !== undefined) s += '\n' + messagesSection('Warnings', results.warnings) + '\n' + messagesSection('Errors', results.errors);
+  }
+  // What the backup took beyond its scope, because items in it need them (results.pulledIn).
+  if (unavailable !== undefined) s += `\n${PULLED_IN_TITLE}:  ${unavailable}\n`;
+  else if (results !== undefined) s += '\n' + pulledInSection(results.pulledIn);
+  if (unavailable !== undefined) s += `\n${SNAPSHOTS_TITLE}:  ${unavailable}\n`;
+  else if (results !== undefined) s += '\n' + volumeSnapshotsSection(results.volumeSnapshots);
   return s;
 }
 

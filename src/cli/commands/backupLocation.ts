@@ -23,7 +23,7 @@ import { CliError, UsageError } from './errors.js';
 import { checkName, keyValueList, parseTimeout } from './flags.js';
 import { checkConfirmable, confirmOrStop, namesText } from './selection.js';
 import type { CliContext } from './kubeContext.js';
-import { addGlobalOptions } from './kubeContext.js';
+import { addGlobalOptions, getInNamespace } from './kubeContext.js';
 import {
   applyLocationChanges,
   hasChanges,
@@ -42,13 +42,8 @@ export function locationNotFound(name: string, namespace: string): CliError {
   return new CliError(`backup storage location "${name}" not found in namespace ${namespace}`);
 }
 
-async function getLocation(ctx: CliContext, name: string): Promise<BackupStorageLocation> {
-  try {
-    return await ctx.client.get<BackupStorageLocation>(BSL, ctx.namespace, name);
-  } catch (err) {
-    if (isNotFound(err)) throw locationNotFound(name, ctx.namespace);
-    throw err;
-  }
+function getLocation(ctx: CliContext, name: string): Promise<BackupStorageLocation> {
+  return getInNamespace<BackupStorageLocation>(ctx, BSL, name, locationNotFound);
 }
 
 async function listLocations(ctx: CliContext, selector?: string): Promise<BackupStorageLocation[]> {

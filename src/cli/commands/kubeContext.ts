@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Option, type Command } from 'commander';
 import { DEFAULT_NAMESPACE } from '../../apis/v1/index.js';
-import { createDynamicClient, loadKubeConfig, type DynamicClient } from '../../kube/index.js';
+import { createDynamicClient, isNotFound, loadKubeConfig, type DynamicClient, type ResourceRef } from '../../kube/index.js';
 import { CliError, UsageError, type ErrorContext } from './errors.js';
 
 export interface GlobalOptions {
@@ -55,6 +55,16 @@ export interface CliContext {
   /** What the error line says about the connection. */
   errorContext: ErrorContext;
   close(): void;
+}
+
+/** GETs an object of the server's namespace; a missing one throws the kind's own `notFound` error. */
+export async function getInNamespace<T>(ctx: CliContext, res: ResourceRef, name: string, notFound: (name: string, namespace: string) => CliError): Promise<T> {
+  try {
+    return await ctx.client.get<T>(res, ctx.namespace, name);
+  } catch (err) {
+    if (isNotFound(err)) throw notFound(name, ctx.namespace);
+    throw err;
+  }
 }
 
 /** Human description of where the kubeconfig comes from, used in error lines. */

@@ -13,37 +13,32 @@ import {
   type Restore,
   type RestoreSpec,
   type RestoreStatus,
-  type Schedule,
 } from '../../apis/v1/index.js';
-import { isAlreadyExists, isNotFound } from '../../kube/index.js';
+import { isAlreadyExists } from '../../kube/index.js';
 import { errorMessage } from '../../util/errors.js';
 import { SPEC_LIST_CAPS } from '../../selection/filters.js';
 import { labelKeyProblem, labelValueProblem } from '../../selection/labels.js';
 import { action, type Session } from './action.js';
-import { failMissing, fetchNamed, getBackup, logsSubcommand, printObjects } from './backup.js';
+import { failMissing, fetchForGet, fetchNamed, getBackup, logsSubcommand, printObjects } from './backup.js';
 import { cancelCommand } from './cancel.js';
 import { describeRunHeader } from './common.js';
 import { eventsSection, filtersSection, messagesSection, metadataSection, progressText, selectorText, type ScopedMessages } from './describe.js';
 import { download, HttpStatusError, readJson } from './download.js';
 import { CliError, UsageError } from './errors.js';
 import { restoreSpecErrors } from '../../selection/specErrors.js';
-import { addFilterFlags, checkName, commaList, filterSpec, refuseSpecErrors, keyValueList, parseSelector, parseTimeout, timestampSuffix, type FilterFlags } from './flags.js';
-import { addGlobalOptions, type CliContext } from './kubeContext.js';
+import { addFilterFlags, checkName, commaList, filterSpec, refuseSpecErrors, keyValueList, parseTimeout, timestampSuffix, type FilterFlags } from './flags.js';
+import { addGlobalOptions, getInNamespace, type CliContext } from './kubeContext.js';
 import { formatFields, formatTable, formatTimestamp, mapOrNone, out, outputOption, parseOutputFormat } from './output.js';
 import { describeSubcommand, getSubcommand } from './subcommands.js';
+import { getSchedule } from './scheduleTemplate.js';
 import { waitForRun } from './wait.js';
 
 export function restoreNotFound(name: string, namespace: string): CliError {
   return new CliError(`restore "${name}" not found in namespace ${namespace}`);
 }
 
-export async function getRestore(ctx: CliContext, name: string): Promise<Restore> {
-  try {
-    return await ctx.client.get<Restore>(RESOURCES.Restore, ctx.namespace, name);
-  } catch (err) {
-    if (isNotFound(err)) throw restoreNotFound(name, ctx.namespace);
-    throw err;
-  }
+export function getRestore(ctx: CliContext, name: string): Promise<Restore> {
+  return getInNamespace<Restore>(ctx, RESOURCES.Restore, name, restoreNotFound);
 }
 
 // ---- create -------------------------------------------------------------------------------------
@@ -103,27 +98,7 @@ async function createRestore(cmd: Command, s: Session): Promise<void> {
   const given = cmd.processedArgs[0] as string | undefined;
   if (given !== undefined) checkName('restore', given);
   const ctx = s.client();
-  let source: string;
-  if (spec.backupName !== undefined) {
-    const b: Backup = await getBackup(ctx, spec.backupName);
-    const phase = b.status?.phase ?? 'New';
-    if (phase === 'Canceled') {
-      throw new CliError(`backup "${spec.backupName}" was canceled before it finished: it holds no complete tarball and can never be restored; restore a Completed or PartiallyFailed backup`);
-    }
-    if (phase !== 'Completed' && phase !== 'PartiallyFailed') {
-      throw new CliError(`backup "${spec.backupName}" is ${phase}; only a Completed or PartiallyFailed backup can be restored`);
-    }
-    source = spec.backupName;
-  } else {
-    const schedule = spec.scheduleName ?? '';
-    try {
-      await ctx.client.get<Schedule>(RESOURCES.Schedule, ctx.namespace, schedule);
-    } catch (err) {
-      if (isNotFound(err)) throw new CliError(`schedule "${schedule}" not found in namespace ${ctx.namespace}`);
-      throw err;
-    }
-    source = schedule;
-  }
+  const source = await restoreSource(ctx, spec);
   const name = checkName('restore', given ?? `${source}-${timestampSuffix()}`);
   const restore = newRestore(name, ctx.namespace, spec, f.labels);
   try {
@@ -137,19 +112,42 @@ async function createRestore(cmd: Command, s: Session): Promise<void> {
     out(`Run \`stowage restore describe ${name}\` or \`stowage restore logs ${name}\` for more details.`);
     return;
   }
+  await waitForRestore(ctx, name, spec.dryRun === true);
+}
+
+/** What the restore is named after: its backup, which must have finished with a tarball, or its schedule, which must exist. */
+async function restoreSource(ctx: CliContext, spec: RestoreSpec): Promise<string> {
+  if (spec.backupName === undefined) {
+    const schedule = spec.scheduleName ?? '';
+    await getSchedule(ctx, schedule);
+    return schedule;
+  }
+  const b: Backup = await getBackup(ctx, spec.backupName);
+  const phase = b.status?.phase ?? 'New';
+  if (phase === 'Canceled') {
+    throw new CliError(`backup "${spec.backupName}" was canceled before it finished: it holds no complete tarball and can never be restored; restore a Completed or PartiallyFailed backup`);
+  }
+  if (phase !== 'Completed' && phase !== 'PartiallyFailed') {
+    throw new CliError(`backup "${spec.backupName}" is ${phase}; only a Completed or PartiallyFailed backup can be restored`);
+  }
+  return spec.backupName;
+}
+
+/** --wait: follows the restore to the end and fails unless it Completed. */
+async function waitForRestore(ctx: CliContext, name: string, dryRun: boolean): Promise<void> {
   out('Waiting for the restore to complete. Ctrl-C stops waiting; the restore goes on in the server.');
   const final = await waitForRun<Restore>({
     ctx,
     res: RESOURCES.Restore,
     kind: 'restore',
     name,
-    noun: spec.dryRun === true ? 'items checked' : 'items restored',
+    noun: dryRun ? 'items checked' : 'items restored',
     snapshot: (r) => ({ phase: r.status?.phase ?? 'New', done: r.status?.progress?.itemsRestored ?? 0, total: r.status?.progress?.totalItems ?? 0 }),
     isTerminal: (r) => isRestoreTerminal(r.status?.phase),
   });
   const phase = final.status?.phase ?? 'New';
   const sum = final.status?.summary;
-  const counts = sum === undefined ? '' : ` (${summaryCounts(sum, spec.dryRun === true)})`;
+  const counts = sum === undefined ? '' : ` (${summaryCounts(sum, dryRun)})`;
   out(`Restore completed with status: ${phase}${counts}. Run \`stowage restore describe ${name}\` or \`stowage restore logs ${name}\` for more details.`);
   if (phase !== 'Completed') {
     const reason = final.status?.failureReason ?? final.status?.validationErrors?.join('; ');
@@ -184,17 +182,7 @@ export function restoreRows(items: readonly Restore[]): string[][] {
 }
 
 async function getRestores(cmd: Command, s: Session): Promise<void> {
-  const o = cmd.opts<{ output: string; selector?: string }>();
-  const format = parseOutputFormat(o.output);
-  const names = cmd.processedArgs[0] as string[];
-  if (o.selector !== undefined) parseSelector('selector', o.selector);
-  const ctx = s.client();
-  const { items, missing } = await fetchNamed<Restore>(
-    ctx,
-    names,
-    async () => (await ctx.client.listAll<Restore>(RESOURCES.Restore, { namespace: ctx.namespace, labelSelector: o.selector })).items,
-    (n) => getRestore(ctx, n),
-  );
+  const { format, names, ctx, items, missing } = await fetchForGet(cmd, s, RESOURCES.Restore, getRestore);
   if (format === 'table') {
     if (items.length > 0) process.stdout.write(formatTable(RESTORE_COLUMNS, restoreRows(items)));
     else if (missing.length === 0) process.stderr.write(`No restores found in namespace ${ctx.namespace}.\n`);

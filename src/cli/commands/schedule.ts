@@ -19,11 +19,11 @@ import { isAlreadyExists, isNotFound } from '../../kube/index.js';
 import { validateCron } from '../../schedule/cron.js';
 import { describeKeepPolicy, hasKeepPolicy, type RetentionPlan } from '../../schedule/retention.js';
 import { action, type Session } from './action.js';
-import { failMissing, fetchNamed, printObjects, submitBackup } from './backup.js';
+import { failMissing, fetchForGet, fetchNamed, printObjects, submitBackup } from './backup.js';
 import { addBackupSpecFlags, backupSpecFromFlags, checkLabels, type BackupSpecFlags } from './backupFlags.js';
 import { eventsSection, filtersSection, metadataSection, selectorText } from './describe.js';
 import { CliError, UsageError } from './errors.js';
-import { checkName, parseBool, parseSelector } from './flags.js';
+import { checkName, parseBool } from './flags.js';
 import { addGlobalOptions, type CliContext } from './kubeContext.js';
 import { age, formatData, formatFields, formatTable, formatTimestamp, out, parseOutputFormat } from './output.js';
 import {
@@ -163,17 +163,7 @@ function policyText(s: Schedule): string {
 export const SCHEDULE_COLUMNS = ['NAME', 'STATUS', 'CREATED', 'SCHEDULE', 'BACKUP TTL', 'LAST BACKUP', 'NEXT BACKUP', 'SELECTOR', 'PAUSED'];
 
 async function getSchedules(cmd: Command, s: Session): Promise<void> {
-  const o = cmd.opts<{ output: string; selector?: string }>();
-  const format = parseOutputFormat(o.output);
-  const names = cmd.processedArgs[0] as string[];
-  if (o.selector !== undefined) parseSelector('selector', o.selector);
-  const ctx = s.client();
-  const { items, missing } = await fetchNamed<Schedule>(
-    ctx,
-    names,
-    async () => (await ctx.client.listAll<Schedule>(SCHEDULES, { namespace: ctx.namespace, labelSelector: o.selector })).items,
-    (n) => getSchedule(ctx, n),
-  );
+  const { format, names, ctx, items, missing } = await fetchForGet(cmd, s, SCHEDULES, getSchedule);
   if (format !== 'table') {
     printObjects(items, 'ScheduleList', format, names.length === 1);
   } else if (items.length > 0) {
@@ -350,35 +340,6 @@ async function triggerSchedule(cmd: Command, s: Session): Promise<void> {
 
 // ---- registration -------------------------------------------------------------------------------
 
-export function scheduleCommand(): Command {
-  const schedule = new Command('schedule').description('Back up on a cron schedule, and keep the backups a retention policy says');
-  const get = getSubcommand({ listed: 'schedules', plural: 'schedules', selectorHelp: 'only schedules with these labels', run: getSchedules });
-  const describe = describeSubcommand({
-    description: 'Show schedules: the next backup, the last one, and which backups retention keeps and why', plural: 'schedules', run: describeSchedules,
-  });
-  const pause = pausing('pause', 'Pause schedules: no backups until unpaused', true);
-  const unpause = pausing('unpause', 'Unpause schedules', false);
-  const del = addSelectionFlags(
-    addGlobalOptions(
-      new Command('delete')
-        .description('Delete schedules (their backups stay)')
-        .argument('[names...]', 'schedules to delete (or --selector, or --all)')
-        .option('--confirm', 'do not ask for confirmation'),
-    ),
-    'schedules',
-  ).action(action(async (cmd, s) => deleteSchedules(cmd, s)));
-
-  const trigger = addGlobalOptions(
-    new Command('trigger')
-      .description('Back up now from the schedule\'s template (named and labelled as its scheduled backups; also while paused)')
-      .argument('<name>', 'the schedule')
-      .option('-w, --wait', 'wait for the backup to finish, showing its progress'),
-  ).action(action(async (cmd, s) => triggerSchedule(cmd, s)));
-
-  for (const c of [createSubcommand(), get, describe, pause, unpause, del, trigger]) schedule.addCommand(c);
-  return schedule;
-}
-
 /** `pause` and `unpause`: the named or selected schedules. */
 function pausing(name: 'pause' | 'unpause', description: string, paused: boolean): Command {
   return addSelectionFlags(
@@ -416,4 +377,33 @@ Examples:
     )
     .action(action(async (cmd, s) => createSchedule(cmd, s)));
   return create;
+}
+
+export function scheduleCommand(): Command {
+  const schedule = new Command('schedule').description('Back up on a cron schedule, and keep the backups a retention policy says');
+  const get = getSubcommand({ listed: 'schedules', plural: 'schedules', selectorHelp: 'only schedules with these labels', run: getSchedules });
+  const describe = describeSubcommand({
+    description: 'Show schedules: the next backup, the last one, and which backups retention keeps and why', plural: 'schedules', run: describeSchedules,
+  });
+  const pause = pausing('pause', 'Pause schedules: no backups until unpaused', true);
+  const unpause = pausing('unpause', 'Unpause schedules', false);
+  const del = addSelectionFlags(
+    addGlobalOptions(
+      new Command('delete')
+        .description('Delete schedules (their backups stay)')
+        .argument('[names...]', 'schedules to delete (or --selector, or --all)')
+        .option('--confirm', 'do not ask for confirmation'),
+    ),
+    'schedules',
+  ).action(action(async (cmd, s) => deleteSchedules(cmd, s)));
+
+  const trigger = addGlobalOptions(
+    new Command('trigger')
+      .description('Back up now from the schedule\'s template (named and labelled as its scheduled backups; also while paused)')
+      .argument('<name>', 'the schedule')
+      .option('-w, --wait', 'wait for the backup to finish, showing its progress'),
+  ).action(action(async (cmd, s) => triggerSchedule(cmd, s)));
+
+  for (const c of [createSubcommand(), get, describe, pause, unpause, del, trigger]) schedule.addCommand(c);
+  return schedule;
 }

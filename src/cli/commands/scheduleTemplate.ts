@@ -3,22 +3,16 @@
 // backups (newScheduledBackup), so retention, `restore --from-schedule` and the controller's
 // "still running" check count it as one of the schedule's backups.
 import { LABEL_SCHEDULE_NAME, RESOURCES, labelValue, newScheduledBackup, type Backup, type Schedule } from '../../apis/v1/index.js';
-import { isNotFound } from '../../kube/index.js';
 import { scheduledBackupName } from '../../schedule/cron.js';
 import { CliError } from './errors.js';
-import type { CliContext } from './kubeContext.js';
+import { getInNamespace, type CliContext } from './kubeContext.js';
 
 export function scheduleNotFound(name: string, namespace: string): CliError {
   return new CliError(`schedule "${name}" not found in namespace ${namespace}`);
 }
 
-export async function getSchedule(ctx: CliContext, name: string): Promise<Schedule> {
-  try {
-    return await ctx.client.get<Schedule>(RESOURCES.Schedule, ctx.namespace, name);
-  } catch (err) {
-    if (isNotFound(err)) throw scheduleNotFound(name, ctx.namespace);
-    throw err;
-  }
+export function getSchedule(ctx: CliContext, name: string): Promise<Schedule> {
+  return getInNamespace<Schedule>(ctx, RESOURCES.Schedule, name, scheduleNotFound);
 }
 
 /**
