@@ -1,12 +1,11 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import zlib from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSecretSet } from './format.js';
 import { createRunLogger, runLogFileName, runLogJournal, type RunLog } from './runLog.js';
-import { createServerLogger } from './server.js';
+import { jsonLines, jsonServerLogger } from './capture.testkit.js';
 
 type Rec = Record<string, unknown>;
 
@@ -24,19 +23,8 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function server(level = 'debug') {
-  const stream = new PassThrough();
-  stream.on('data', (d: Buffer) => (serverText += d.toString('utf8')));
-  return createServerLogger({ level, format: 'json', stream });
-}
-
-async function serverLines(): Promise<Rec[]> {
-  await new Promise((r) => setImmediate(r));
-  return serverText
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as Rec);
-}
+const server = (level = 'debug') => jsonServerLogger((t) => (serverText += t), level);
+const serverLines = (): Promise<Rec[]> => jsonLines(() => serverText);
 
 function run(opts: Partial<Parameters<typeof createRunLogger>[0]> = {}): RunLog {
   const r = createRunLogger({ server: server(), kind: 'backup', namespace: 'stowage', name: 'b1', dir, ...opts });

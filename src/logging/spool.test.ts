@@ -1,9 +1,8 @@
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createServerLogger } from './server.js';
+import { jsonLines, jsonServerLogger } from './capture.testkit.js';
 import { LogSpool, type SpoolTarget } from './spool.js';
 
 type Rec = Record<string, unknown>;
@@ -19,19 +18,8 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-function logger() {
-  const stream = new PassThrough();
-  stream.on('data', (d: Buffer) => (serverText += d.toString('utf8')));
-  return createServerLogger({ level: 'debug', format: 'json', stream });
-}
-
-async function serverLines(): Promise<Rec[]> {
-  await new Promise((r) => setImmediate(r));
-  return serverText
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as Rec);
-}
+const logger = () => jsonServerLogger((t) => (serverText += t));
+const serverLines = (): Promise<Rec[]> => jsonLines(() => serverText);
 
 function runLog(name: string, content: string): string {
   const file = path.join(root, name);
