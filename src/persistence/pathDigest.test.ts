@@ -29,11 +29,10 @@ describe('pathDigest', () => {
 });
 
 describe('agreementByDigest', () => {
-  const records: ResourceRecord[] = [
-    { groupResource: 'configmaps', apiVersion: 'v1', listed: 2, written: 2 },
-    { groupResource: 'widgets.example.com', apiVersion: 'example.com/v1', listed: 1, written: 1, otherVersions: ['example.com/v1alpha1'] },
-    { groupResource: 'namespaces', apiVersion: 'v1', listed: 1, written: 1 },
-    { groupResource: 'secrets', apiVersion: 'v1', listed: 0, written: 0, error: 'listing secrets failed: forbidden' },
+  const rec = (groupResource: string, apiVersion: string, n: number, more: Partial<ResourceRecord> = {}): ResourceRecord => ({ groupResource, apiVersion, listed: n, written: n, ...more });
+  const records = [
+    rec('configmaps', 'v1', 2), rec('widgets.example.com', 'example.com/v1', 1, { otherVersions: ['example.com/v1alpha1'] }),
+    rec('namespaces', 'v1', 1), rec('secrets', 'v1', 0, { error: 'listing secrets failed: forbidden' }),
   ];
   const list: ResourceList = { configmaps: ['ns/a', 'ns/b'], 'widgets.example.com': ['ns/w1'], namespaces: ['ns'] };
   const good = [
