@@ -15,11 +15,17 @@ import { uniqueName, waitUntil } from '../support/kube.js';
 import { startInProcessServer, type InProcessServer } from '../support/inProcessServer.js';
 import { installServerIdentity } from '../deploy/manifests.js';
 import { ensureNamespace, filesystemLocation, testClient, waitFinished } from '../support/server.js';
-import { inCluster, kubectl, kubectlOk, log, podReady, timed } from './context.js';
+import { idleContainer, inCluster, kubectl, kubectlOk, log, podReady, timed } from './context.js';
 
 const ADMIN: Requester = { username: 'admin', uid: 'admin', groups: ['system:masters', 'system:authenticated'] };
 /** May restore pods (read, create, watch) into her namespaces, but not exec into them. */
 const DANA: Requester = { username: 'dana', uid: 'dana-uid', groups: ['team-d', 'system:authenticated'] };
+
+/** stuck: a pod whose container runs but is never ready (its probe always fails), for waitTimeout. */
+const NEVER_READY = {
+  apiVersion: 'v1', kind: 'Pod', metadata: { name: 'stuck', labels: { app: 'stuck' } },
+  spec: { terminationGracePeriodSeconds: 1, containers: [{ ...idleContainer('app'), readinessProbe: { exec: { command: ['false'] }, periodSeconds: 1 } }] },
+};
 
 const stamp = (manifest: string, who: Requester): Record<string, unknown> => {
   const o = YAML.parse(manifest) as { metadata: { annotations?: Record<string, string> } };
@@ -119,19 +125,7 @@ spec:
     volumeMounts: [{name: work, mountPath: /work}]
     readinessProbe: {exec: {command: [cat, /tmp/ready]}, periodSeconds: 1}
 ---
-apiVersion: v1
-kind: Pod
-metadata:
-  name: stuck
-  labels: {app: stuck}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: app
-    image: ${BUSYBOX_IMAGE}
-    imagePullPolicy: Never
-    command: [sh, -c, 'exec sleep 100000']
-    readinessProbe: {exec: {command: ['false']}, periodSeconds: 1}
+${JSON.stringify(NEVER_READY)}
 `);
       await podReady(src, 'app in (web,db)', 2);
       const location = filesystemLocation('default');
