@@ -8,11 +8,10 @@ import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import {
-  CSI_DRIVER, CSI_KNOB_CLASSES, CSI_KNOBS, CSI_SNAPSHOT_CLASS, CSI_STORAGE_CLASS, CSI_STORAGE_CLASS_B, VELERO_SNAPSHOT_CLASS_LABEL, type CsiStack,
+  CSI_DRIVER, CSI_KNOB_CLASSES, CSI_KNOBS, CSI_SNAPSHOT_CLASS, CSI_STORAGE_CLASS, CSI_STORAGE_CLASS_B, VELERO_SNAPSHOT_CLASS_LABEL,
 } from '../../scripts/node/csi.js';
-import { BUSYBOX_IMAGE } from '../../scripts/node/node.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { inCluster, kubectl, kubectlOk, podReady, timed } from './context.js';
+import { claimBound, csiStack, idleContainer, inCluster, kubectl, kubectlOk, podReady, timed } from './context.js';
 
 const GROUP = 'snapshot.storage.k8s.io';
 /** The snapshot-controller's finalizer on bound contents; a content made to be deleted must carry it (scripts/csi/README.md). */
@@ -33,12 +32,6 @@ interface VolumeSnapshotContent {
   metadata: { name: string; deletionTimestamp?: string };
   spec: { deletionPolicy: string; driver: string };
   status?: { readyToUse?: boolean; snapshotHandle?: string; restoreSize?: number; creationTime?: number; error?: { message?: string } };
-}
-
-function csi(): CsiStack {
-  const stack = inCluster().cluster.csi;
-  if (stack === undefined) throw new Error('the real cluster was started without its CSI stack (startRealCluster({ csi: true }))');
-  return stack;
 }
 
 function custom(): k8s.CustomObjectsApi {
@@ -67,7 +60,7 @@ async function readySnapshot(namespace: string, name: string): Promise<{ vs: Vol
     const vsc = await readVsc(content);
     return vsc?.status?.snapshotHandle === undefined ? undefined : { vs, vsc };
   }, 120_000, 250).catch((err: unknown) => {
-    throw new Error(`${(err as Error).message}\n${csi().logs()}`);
+    throw new Error(`${(err as Error).message}\n${csiStack().logs()}`);
   });
 }
 
@@ -94,25 +87,15 @@ function pod(namespace: string, name: string, claim: string, readOnly = false): 
     apiVersion: 'v1', kind: 'Pod', metadata: { namespace, name, labels: { app: name } },
     spec: {
       terminationGracePeriodSeconds: 5,
-      containers: [{
-        name: 'c', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never',
-        command: ['sh', '-c', 'trap "exit 0" TERM; while :; do sleep 1; done'],
-        volumeMounts: [{ name: 'data', mountPath: '/data' }],
-      }],
+      containers: [idleContainer('c', [{ name: 'data', mountPath: '/data' }])],
       volumes: [{ name: 'data', persistentVolumeClaim: { claimName: claim, readOnly } }],
     },
   });
 }
 
 async function boundPv(namespace: string, claim: string): Promise<k8s.V1PersistentVolume> {
-  const { core } = inCluster();
-  const volumeName = await waitUntil(`PVC ${namespace}/${claim} Bound`, async () => {
-    const c = await core.readNamespacedPersistentVolumeClaim({ namespace, name: claim });
-    return c.status?.phase === 'Bound' ? c.spec?.volumeName : undefined;
-  }, 120_000, 250).catch((err: unknown) => {
-    throw new Error(`${(err as Error).message}\n${csi().logs()}`);
-  });
-  return core.readPersistentVolume({ name: volumeName ?? '' });
+  const bound = await claimBound(namespace, claim);
+  return inCluster().core.readPersistentVolume({ name: bound.spec?.volumeName ?? '' });
 }
 
 export function csiStackSuite(): void {
@@ -138,7 +121,7 @@ export function csiStackSuite(): void {
       kubectlOk(['exec', '-i', '-n', srcNs, 'writer', '--', 'sh', '-c', 'mkdir -p /data/sub && cat > /data/sub/blob && chown 1234:2345 /data/sub/blob && echo hello > /data/hello && sync'], blob);
       expect(kubectlOk(['exec', '-n', srcNs, 'writer', '--', 'sha256sum', '/data/sub/blob']).split(' ')[0]).toBe(blobSha);
       // The pod's /data is the driver's directory for this volume on the host.
-      expect(fs.readFileSync(path.join(csi().volumeDir(pv.spec?.csi?.volumeHandle ?? ''), 'sub', 'blob'), 'utf8')).toBe(blob);
+      expect(fs.readFileSync(path.join(csiStack().volumeDir(pv.spec?.csi?.volumeHandle ?? ''), 'sub', 'blob'), 'utf8')).toBe(blob);
     }, 300_000);
 
     it('a VolumeSnapshot of it with the Velero-labelled class becomes readyToUse, with a handle, size and time', async () => {
@@ -155,7 +138,7 @@ export function csiStackSuite(): void {
       expect(vsc.status?.restoreSize).toBe(1024 * 1024);
       expect(vs.status?.restoreSize).toBe('1Mi');
       expect(Math.abs(Date.parse(vs.status?.creationTime ?? '') - Date.now())).toBeLessThan(5 * 60_000);
-      expect(csi().snapshotExists(handle)).toBe(true);
+      expect(csiStack().snapshotExists(handle)).toBe(true);
     }, 300_000);
 
     it('a static content (the handle, Retain) and a VolumeSnapshot bound to it give a PVC of the other class in another namespace whose pod reads the exact bytes', async () => {
@@ -238,10 +221,10 @@ export function csiStackSuite(): void {
       kubectlOk(['apply', '-f', '-'], volumeSnapshot(srcNs, 'doomed', { pvc: 'data', className: CSI_SNAPSHOT_CLASS }));
       const { vsc } = await readySnapshot(srcNs, 'doomed');
       const doomed = vsc.status?.snapshotHandle ?? '';
-      expect(csi().snapshotExists(doomed)).toBe(true);
+      expect(csiStack().snapshotExists(doomed)).toBe(true);
       kubectlOk(['delete', 'volumesnapshot', '-n', srcNs, 'doomed', '--wait=false']);
       await waitUntil(`VolumeSnapshotContent ${vsc.metadata.name} gone`, async () => (await readVsc(vsc.metadata.name)) === undefined ? true : undefined, 120_000, 250);
-      expect(csi().snapshotExists(doomed)).toBe(false);
+      expect(csiStack().snapshotExists(doomed)).toBe(false);
     }, 300_000);
 
     it('deleting a static Delete-policy VolumeSnapshotContent (as a backup deletion does) removes the data only with the protection finalizer; a marker makes it fail until removed', async () => {
@@ -262,11 +245,11 @@ export function csiStackSuite(): void {
       await staticContent(bare, []);
       kubectlOk(['delete', 'volumesnapshotcontent', bare, '--wait=false']);
       await gone(bare);
-      expect(csi().snapshotExists(handle)).toBe(true);
+      expect(csiStack().snapshotExists(handle)).toBe(true);
 
       const content = uniqueName('csi-delete');
       await staticContent(content, [VSC_PROTECTION_FINALIZER]);
-      csi().makeUndeletable(handle, 'stowage.test driver: held by a test');
+      csiStack().makeUndeletable(handle, 'stowage.test driver: held by a test');
       kubectlOk(['delete', 'volumesnapshotcontent', content, '--wait=false']);
       // The csi-snapshotter reports a failed DeleteSnapshot as an event on the content, which stays.
       await waitUntil(`a SnapshotDeleteError event on ${content}`, async () => {
@@ -274,11 +257,11 @@ export function csiStackSuite(): void {
         return list.items.length > 0 ? true : undefined;
       }, 120_000, 250);
       expect((await readVsc(content))?.metadata.deletionTimestamp).toBeDefined();
-      expect(csi().snapshotExists(handle)).toBe(true);
+      expect(csiStack().snapshotExists(handle)).toBe(true);
 
-      csi().makeDeletable(handle);
+      csiStack().makeDeletable(handle);
       await gone(content);
-      expect(csi().snapshotExists(handle)).toBe(false);
+      expect(csiStack().snapshotExists(handle)).toBe(false);
     }, 300_000);
 
     it('the undeletable class: deleting its snapshot leaves the content and the data, with a SnapshotDeleteError event', async () => {
@@ -291,7 +274,7 @@ export function csiStackSuite(): void {
         return list.items.length > 0 ? true : undefined;
       }, 120_000, 250);
       expect((await readVsc(vsc.metadata.name))?.metadata.deletionTimestamp).toBeDefined();
-      expect(csi().snapshotExists(vsc.status?.snapshotHandle ?? '')).toBe(true);
+      expect(csiStack().snapshotExists(vsc.status?.snapshotHandle ?? '')).toBe(true);
       // Its VolumeSnapshot and content stay (terminating) until the cluster goes: the snapshot cannot be deleted.
       kubectlOk(['delete', 'namespace', srcNs, '--wait=false']);
     }, 300_000);

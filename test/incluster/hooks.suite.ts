@@ -5,16 +5,16 @@
 // test/incluster/node.test.ts (backupHooksSuite), which starts the cluster.
 import fs from 'node:fs';
 import type * as k8s from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { RESOURCES, type Backup, type BackupSpec } from '../../src/apis/v1/index.js';
 import type { DynamicClient } from '../../src/kube/index.js';
 import { BUSYBOX_IMAGE } from '../../scripts/node/node.js';
-import { ensureBuilt, runCli, show } from '../cli/helpers.js';
+import { runCli, show } from '../cli/helpers.js';
 import { startInProcessServer, type InProcessServer } from '../support/inProcessServer.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
 import { filesystemLocation, testClient, waitFinished } from '../support/server.js';
-import { inCluster, kubectl, kubectlOk, log, podReady, timed } from './context.js';
+import { idleContainer, inCluster, kubectl, kubectlAsync, kubectlOk, log, podReady, suiteStowage } from './context.js';
 
 const ROLE_BINDINGS = { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'rolebindings', namespaced: true } as const;
 const ROLES = { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'roles', namespaced: true } as const;
@@ -25,7 +25,7 @@ async function startPod(ns: string, name: string, annotations: Record<string, st
     metadata: { name, annotations, labels: { ...labels, pod: name } },
     spec: {
       terminationGracePeriodSeconds: 0,
-      containers: containers.map((c) => ({ name: c, image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done'] })),
+      containers: containers.map((c) => idleContainer(c)),
     },
   };
   await inCluster().core.createNamespacedPod({ namespace: ns, body });
@@ -51,11 +51,8 @@ function tookPods(server: InProcessServer, srv: string, backup: string, ns: stri
 
 export function backupHooksSuite(): void {
   describe('backup hooks in real containers', () => {
-    const srv = uniqueName('hooks-srv');
-    const loc = filesystemLocation();
-    let server: InProcessServer;
-    let admin: DynamicClient;
-    let kubeconfig: string;
+    const stowage = suiteStowage('hooks-srv');
+    const srv = stowage.namespace;
     const namespaces: string[] = [];
     const appNs = (prefix: string): string => {
       const n = uniqueName(prefix);
@@ -64,30 +61,19 @@ export function backupHooksSuite(): void {
       return n;
     };
 
-    const backup = async (name: string, spec: BackupSpec, as = admin): Promise<Backup> => {
+    const backup = async (name: string, spec: BackupSpec, as?: DynamicClient): Promise<Backup> => {
       const body = { apiVersion: 'stowage.dev/v1', kind: 'Backup', metadata: { name }, spec };
       // A requester's fresh RoleBinding reaches the API server's RBAC cache within moments: retried until it has.
-      await waitUntil(`Backup ${name} created`, async () => as.create(RESOURCES.Backup, srv, body).then(() => true, (err: unknown) => {
-        if (as === admin) throw err;
+      await waitUntil(`Backup ${name} created`, async () => (as ?? stowage.client).create(RESOURCES.Backup, srv, body).then(() => true, (err: unknown) => {
+        if (as === undefined) throw err;
         return undefined;
       }), 30_000, 250);
-      return waitFinished<Backup>(admin, RESOURCES.Backup, srv, name, 180_000);
+      return waitFinished<Backup>(stowage.client, RESOURCES.Backup, srv, name, 180_000);
     };
 
-    beforeAll(async () => {
-      kubeconfig = inCluster().cluster.cp.kubeconfigPath;
-      admin = testClient(kubeconfig);
-      await timed('hooks: build dist for the server and the CLI', () => ensureBuilt());
-      server = await timed('hooks: in-process server (requester mode) on the real cluster', () =>
-        startInProcessServer({ kubeconfigPath: kubeconfig, namespace: srv, location: { name: loc.name, spec: loc.spec } }));
-    }, 600_000);
-
-    afterAll(async () => {
-      await server?.stop();
+    afterAll(() => {
       for (const n of namespaces) kubectl(['delete', 'namespace', n, '--wait=false']);
-      kubectl(['delete', 'namespace', srv, '--wait=false']);
-      fs.rmSync(loc.root, { recursive: true, force: true });
-    }, 120_000);
+    });
 
     it('a pre hook (pod annotations) writes a marker file and a post hook (spec.hooks) removes it: both run in order, with their output in the log, and describe counts them', async () => {
       const ns = appNs('hooks-marker');
@@ -110,7 +96,7 @@ export function backupHooksSuite(): void {
       log(`hooks: marker backup ${b.status?.phase} in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
       expect(b.status?.phase, JSON.stringify(b.status)).toBe('Completed');
       expect(b.status?.hookStatus).toEqual({ hooksAttempted: 2, hooksFailed: 0 });
-      const lines = runLines(server, srv, 'marker');
+      const lines = runLines(stowage.server, srv, 'marker');
       const pre = lines.findIndex((l) => l.includes(`pre hook "pre.hook.backup.velero.io" (from the pod's annotations) in pod ${ns}/db, container app: succeeded in`));
       const post = lines.findIndex((l) => l.includes(`post hook "thaw" (spec.hooks) in pod ${ns}/db, container app: succeeded in`));
       expect(pre, lines.join('\n')).toBeGreaterThanOrEqual(0);
@@ -118,9 +104,9 @@ export function backupHooksSuite(): void {
       expect(lines[pre]).toMatch(/stdout: "frozen-at-\d+\\n"/);
       expect(lines[post]).toContain('stdout: "thawed\\n"');
       // The pod itself was taken after its post hook (Velero's order), and the marker is gone.
-      expect(tookPods(server, srv, 'marker', ns), runLines(server, srv, 'marker').join('\n')).toBe(true);
+      expect(tookPods(stowage.server, srv, 'marker', ns), runLines(stowage.server, srv, 'marker').join('\n')).toBe(true);
       expect(kubectl(['-n', ns, 'exec', 'db', '--', 'test', '-e', '/tmp/marker']).status).toBe(1);
-      const described = await runCli(['backup', 'describe', 'marker'], { kubeconfig, namespace: srv });
+      const described = await runCli(['backup', 'describe', 'marker'], { kubeconfig: inCluster().cluster.cp.kubeconfigPath, namespace: srv });
       expect(described.code, show(described)).toBe(0);
       expect(described.stdout).toMatch(/Hooks attempted:\s+2\n/);
       expect(described.stdout).toMatch(/Hooks failed:\s+0\n/);
@@ -146,7 +132,7 @@ export function backupHooksSuite(): void {
       expect(b.status?.phase).toBe('PartiallyFailed');
       expect(b.status?.hookStatus).toEqual({ hooksAttempted: 3, hooksFailed: 2 });
       expect(b.status?.warnings).toBeGreaterThanOrEqual(1);
-      const lines = runLines(server, srv, 'fail');
+      const lines = runLines(stowage.server, srv, 'fail');
       expect(lineWith(lines, `pre hook "checks" (spec.hooks) in pod ${ns}/app, container side: failed in`)).toMatch(
         /^\S+ warn .*: exit code 3; stderr: "soft\\n"; going on \(onError Continue\)/,
       );
@@ -154,7 +140,38 @@ export function backupHooksSuite(): void {
         /^\S+ error .*: exit code 4; stdout: "hard-failure-output\\n"; the pod is not backed up and its remaining pre hooks are not run \(onError Fail\)/,
       );
       expect(lines.some((l) => l.includes(`post hook "checks" (spec.hooks) in pod ${ns}/app, container app: succeeded in`) && l.includes('thawed-anyway'))).toBe(true);
-      expect(tookPods(server, srv, 'fail', ns)).toBe(false);
+      expect(tookPods(stowage.server, srv, 'fail', ns)).toBe(false);
+    }, 300_000);
+
+    it('a backup canceled while a pre hook runs: the hook\'s exec is ended, the pod\'s post hook still runs (what it thaws does not stay frozen), and the run ends Canceled naming who canceled', async () => {
+      const ns = appNs('hooks-cancel');
+      await startPod(ns, 'db', {
+        // Holds the run for 5 minutes unless it is canceled; /tmp/frozen says it has started.
+        'pre.hook.backup.velero.io/command': '["/bin/sh", "-c", "touch /tmp/frozen; echo frozen; sleep 300"]',
+        'pre.hook.backup.velero.io/timeout': '5m',
+        'post.hook.backup.velero.io/command': '["/bin/sh", "-c", "rm /tmp/frozen && echo thawed"]',
+      });
+      await stowage.client.create(RESOURCES.Backup, srv, { apiVersion: 'stowage.dev/v1', kind: 'Backup', metadata: { name: 'canceled' }, spec: { includedNamespaces: [ns] } });
+      await waitUntil('the pre hook running in pod db', () => kubectlAsync(['-n', ns, 'exec', 'db', '--', 'test', '-e', '/tmp/frozen']).then(() => true, () => undefined), 120_000, 250);
+      const t0 = Date.now();
+      const canceled = await runCli(['backup', 'cancel', 'canceled', '--wait'], { kubeconfig: inCluster().cluster.cp.kubeconfigPath, namespace: srv, timeoutMs: 120_000 });
+      expect(canceled.code, show(canceled)).toBe(0);
+      const b = await waitFinished<Backup>(stowage.client, RESOURCES.Backup, srv, 'canceled', 120_000);
+      log(`hooks: backup canceled during its pre hook: Canceled ${((Date.now() - t0) / 1000).toFixed(1)}s after the cancel`);
+      expect(b.status?.phase, JSON.stringify(b.status)).toBe('Canceled');
+      const by = b.metadata.annotations?.['stowage.dev/canceled-by'] ?? '';
+      expect(by).not.toBe('');
+      expect(b.status?.failureReason).toBe(`canceled by ${by}`);
+      const lines = runLines(stowage.server, srv, 'canceled');
+      const pre = lines.findIndex((l) => l.includes(`pre hook "pre.hook.backup.velero.io" (from the pod's annotations) in pod ${ns}/db, container app: failed in`));
+      const post = lines.findIndex((l) => l.includes(`post hook "post.hook.backup.velero.io" (from the pod's annotations) in pod ${ns}/db, container app: succeeded in`));
+      expect(pre, lines.join('\n')).toBeGreaterThanOrEqual(0);
+      expect(lines[pre]).toContain('the run was ended while the hook ran; the exec\'s connection was closed; stdout: "frozen\\n"');
+      expect(post, lines.join('\n')).toBeGreaterThan(pre);
+      expect(lines[post]).toContain('stdout: "thawed\\n"');
+      // The post hook ran in the container: the pre hook's marker is gone. The pod itself was not taken.
+      expect((await kubectlAsync(['-n', ns, 'exec', 'db', '--', 'sh', '-c', 'test -e /tmp/frozen && echo frozen || echo thawed'])).trim()).toBe('thawed');
+      expect(tookPods(stowage.server, srv, 'canceled', ns)).toBe(false);
     }, 300_000);
 
     it('a hook that overruns its timeout is ended and fails; a container the pod lacks is named; an unreadable annotation fails the pod, named', async () => {
@@ -175,7 +192,7 @@ export function backupHooksSuite(): void {
       log(`hooks: timeout backup ${b.status?.phase} in ${took.toFixed(1)}s`);
       expect(b.status?.phase).toBe('PartiallyFailed');
       expect(b.status?.hookStatus).toEqual({ hooksAttempted: 3, hooksFailed: 3 });
-      const lines = runLines(server, srv, 'timeout');
+      const lines = runLines(stowage.server, srv, 'timeout');
       expect(lineWith(lines, `the hooks of pod ${ns}/typo cannot be run`)).toMatch(
         /^\S+ error +the hooks of pod \S+ cannot be run: annotation pre\.hook\.backup\.velero\.io\/on-error: "fail" is not an onError mode \(use Fail or Continue\); the pod is not backed up/,
       );
@@ -187,7 +204,7 @@ export function backupHooksSuite(): void {
       // Well inside the 60 s the command would have taken.
       expect(took).toBeLessThan(45);
       // Only the pod whose hooks were skipped is backed up.
-      expect(runLines(server, srv, 'timeout').filter((l) => l.includes(`pods in namespace "${ns}"`))).toEqual([expect.stringContaining(`backed up 1 pods in namespace "${ns}"`)]);
+      expect(runLines(stowage.server, srv, 'timeout').filter((l) => l.includes(`pods in namespace "${ns}"`))).toEqual([expect.stringContaining(`backed up 1 pods in namespace "${ns}"`)]);
       // Closing the exec's connection does not stop the command in the container (the runtime keeps it).
       const ps = kubectlOk(['-n', ns, 'exec', 'slow', '--', 'ps', '-o', 'pid,args']);
       log(`hooks: processes in pod slow after its hook timed out:\n${ps}`);
@@ -200,8 +217,8 @@ export function backupHooksSuite(): void {
       const alice = inCluster().cluster.cp.teamUsers.find((u) => u.name === 'alice');
       if (alice === undefined) throw new Error('the control plane has no team user alice');
       // alice may create Backups in the server's namespace, and view (no pods/exec) the app's.
-      await admin.create(ROLES, srv, { metadata: { name: 'backup-creator' }, rules: [{ apiGroups: ['stowage.dev'], resources: ['backups'], verbs: ['create', 'get'] }] });
-      const bind = (namespace: string, kind: 'Role' | 'ClusterRole', name: string): Promise<unknown> => admin.create(ROLE_BINDINGS, namespace, {
+      await stowage.client.create(ROLES, srv, { metadata: { name: 'backup-creator' }, rules: [{ apiGroups: ['stowage.dev'], resources: ['backups'], verbs: ['create', 'get'] }] });
+      const bind = (namespace: string, kind: 'Role' | 'ClusterRole', name: string): Promise<unknown> => stowage.client.create(ROLE_BINDINGS, namespace, {
         metadata: { name: `alice-${name}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind, name },
         subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
       });
@@ -212,9 +229,9 @@ export function backupHooksSuite(): void {
       expect(b.metadata.annotations?.['stowage.dev/requester']).toContain('"username":"alice"');
       expect(b.status?.phase).toBe('PartiallyFailed');
       expect(b.status?.hookStatus).toEqual({ hooksAttempted: 1, hooksFailed: 1 });
-      const line = lineWith(runLines(server, srv, 'rights'), `pre hook "pre.hook.backup.velero.io" (from the pod's annotations) in pod ${ns}/app, container app: failed`);
+      const line = lineWith(runLines(stowage.server, srv, 'rights'), `pre hook "pre.hook.backup.velero.io" (from the pod's annotations) in pod ${ns}/app, container app: failed`);
       expect(line).toContain(`alice may not exec into pod ${ns}/app: lacks create pods/exec in namespace ${ns} (the API server said: pods "app" is forbidden: User "alice" cannot`);
-      expect(tookPods(server, srv, 'rights', ns)).toBe(false);
+      expect(tookPods(stowage.server, srv, 'rights', ns)).toBe(false);
     }, 300_000);
 
     it('in trust mode cluster-admin a hook runs with the server\'s own rights: the generated RBAC (hook-exec) lets it exec', async () => {
@@ -223,10 +240,10 @@ export function backupHooksSuite(): void {
       const caNs = uniqueName('hooks-ca-srv');
       namespaces.push(caNs);
       const caLoc = filesystemLocation();
-      const ca = await startInProcessServer({ kubeconfigPath: kubeconfig, namespace: caNs, trustMode: 'cluster-admin', location: { name: caLoc.name, spec: caLoc.spec } });
+      const ca = await startInProcessServer({ kubeconfigPath: inCluster().cluster.cp.kubeconfigPath, namespace: caNs, trustMode: 'cluster-admin', location: { name: caLoc.name, spec: caLoc.spec } });
       try {
-        await admin.create(RESOURCES.Backup, caNs, { apiVersion: 'stowage.dev/v1', kind: 'Backup', metadata: { name: 'as-server' }, spec: { includedNamespaces: [ns] } });
-        const b = await waitFinished<Backup>(admin, RESOURCES.Backup, caNs, 'as-server', 180_000);
+        await stowage.client.create(RESOURCES.Backup, caNs, { apiVersion: 'stowage.dev/v1', kind: 'Backup', metadata: { name: 'as-server' }, spec: { includedNamespaces: [ns] } });
+        const b = await waitFinished<Backup>(stowage.client, RESOURCES.Backup, caNs, 'as-server', 180_000);
         expect(b.status?.phase, JSON.stringify(b.status)).toBe('Completed');
         expect(b.status?.hookStatus).toEqual({ hooksAttempted: 1, hooksFailed: 0 });
         const lines = runLines(ca, caNs, 'as-server');
@@ -244,7 +261,7 @@ export function backupHooksSuite(): void {
       // As Velero's documentation writes one (velero.io/v1 Schedule, spec.template.hooks).
       // Created through the API, not kubectl: a synchronous kubectl would block this process, which
       // serves the admission webhook the API server calls for the create.
-      await admin.create(RESOURCES.Schedule, srv, parseYaml(`
+      await stowage.client.create(RESOURCES.Schedule, srv, parseYaml(`
 apiVersion: stowage.dev/v1
 kind: Schedule
 metadata:
@@ -281,17 +298,17 @@ spec:
             - echo post-sync
 `) as object);
       const name = await waitUntil('the schedule\'s first backup', async () => {
-        const list = await admin.list<Backup>(RESOURCES.Backup, { namespace: srv, labelSelector: 'stowage.dev/schedule-name=nightly' });
+        const list = await stowage.client.list<Backup>(RESOURCES.Backup, { namespace: srv, labelSelector: 'stowage.dev/schedule-name=nightly' });
         return list.items[0]?.metadata.name;
       }, 60_000, 250);
-      const b = await waitFinished<Backup>(admin, RESOURCES.Backup, srv, name, 180_000);
+      const b = await waitFinished<Backup>(stowage.client, RESOURCES.Backup, srv, name, 180_000);
       expect(b.spec.hooks?.resources?.[0]?.name).toBe('sync-web');
       expect(b.status?.phase).toBe('Completed');
       expect(b.status?.hookStatus).toEqual({ hooksAttempted: 2, hooksFailed: 0 });
-      const lines = runLines(server, srv, name);
+      const lines = runLines(stowage.server, srv, name);
       expect(lines.some((l) => l.includes(`pre hook "sync-web" (spec.hooks) in pod ${ns}/web, container app: succeeded`) && l.includes('pre-sync'))).toBe(true);
       expect(lines.some((l) => l.includes(`post hook "sync-web" (spec.hooks) in pod ${ns}/web, container app: succeeded`) && l.includes('post-sync'))).toBe(true);
-      await admin.delete(RESOURCES.Schedule, srv, 'nightly');
+      await stowage.client.delete(RESOURCES.Schedule, srv, 'nightly');
     }, 300_000);
   });
 }

@@ -264,6 +264,24 @@ function bucketKeys(prefix: string): string[] {
   return out;
 }
 
+/** `kubectl apply` of a Backup of namespace `of` in the release's namespace, as a user writes one. */
+function applyBackup(name: string, of: string): void {
+  kubectlOk(['apply', '-f', '-'], `
+apiVersion: stowage.dev/v1
+kind: Backup
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  includedNamespaces: [${of}]
+`);
+}
+
+/** Waits until backup `name` is InProgress with the hold plugin holding ConfigMap `held`/hold: mid-flight, for as long as the test likes. */
+async function heldByPlugin(name: string, held: string): Promise<void> {
+  await waitUntil(`backup ${name} held by the plugin`, async () => (
+    (await getRun(ns, name))?.status?.phase === 'InProgress' && runLines(ns, name).some((l) => l.includes(`holding ConfigMap ${held}/hold`)) ? true : undefined
+  ), 120_000, 500);
+}
+
 describe('the chart installed with helm', () => {
   it('installs with default values into a fresh namespace; a Backup applied with kubectl completes and kubectl logs shows its lines', async () => {
     ns = uniqueName('stowage');
@@ -288,13 +306,7 @@ describe('the chart installed with helm', () => {
     kubectlOk(['-n', app, 'create', 'configmap', 'settings', '--from-literal=color=blue']);
 
     // Created through the API server, which calls the webhook through its Service.
-    kubectlOk(['apply', '-f', '-'], `
-apiVersion: stowage.dev/v1
-kind: Backup
-metadata: {name: b1, namespace: ${ns}}
-spec:
-  includedNamespaces: [${app}]
-`);
+    applyBackup('b1', app);
     const done = await backupEnds(ns, 'b1');
     expect(done.status?.phase, `${done.status?.failureReason ?? ''} ${(done.status?.validationErrors ?? []).join('; ')}`).toBe('Completed');
     // The webhook (reached through its Service) stamped who created it.
@@ -322,13 +334,7 @@ spec:
     }, 300_000, 500);
     expect(rolled.length).toBeGreaterThan(0);
     expect((await getRun(ns, 'b1'))?.status?.phase).toBe('Completed');
-    kubectlOk(['apply', '-f', '-'], `
-apiVersion: stowage.dev/v1
-kind: Backup
-metadata: {name: b2, namespace: ${ns}}
-spec:
-  includedNamespaces: [${app}]
-`);
+    applyBackup('b2', app);
     expect((await backupEnds(ns, 'b2')).status?.phase).toBe('Completed');
     await waitUntil('b2\'s lines in the new pod\'s log', async () => (runLines(ns, 'b2').length > 1 ? true : undefined), 60_000, 500);
   }, 900_000);
@@ -356,13 +362,7 @@ spec:
       expect(startup).toMatch(/plugins registered.*BackupItemAction test\.stowage\.dev\/hold/);
     }
 
-    kubectlOk(['apply', '-f', '-'], `
-apiVersion: stowage.dev/v1
-kind: Backup
-metadata: {name: b3, namespace: ${ns}}
-spec:
-  includedNamespaces: [${app}]
-`);
+    applyBackup('b3', app);
     const b3 = await backupEnds(ns, 'b3');
     expect(b3.status?.phase, b3.status?.failureReason).toBe('Completed');
     // The plugin's own log line, routed into the run's log and from there into the server pod's.
@@ -401,17 +401,9 @@ spec:
     expect([a, b]).toContain(leader);
     const follower = leader === a ? b ?? '' : a ?? '';
 
-    kubectlOk(['apply', '-f', '-'], `
-apiVersion: stowage.dev/v1
-kind: Backup
-metadata: {name: cut, namespace: ${ns}}
-spec:
-  includedNamespaces: [${held}]
-`);
+    applyBackup('cut', held);
     // Mid-flight: the hold plugin has the ConfigMap, and will not give it back.
-    await waitUntil('the backup held by the plugin', async () => (
-      (await getRun(ns, 'cut'))?.status?.phase === 'InProgress' && runLines(ns, 'cut').some((l) => l.includes(`holding ConfigMap ${held}/hold`)) ? true : undefined
-    ), 120_000, 500);
+    await heldByPlugin('cut', held);
 
     const starting = new RegExp(`starting backup ${ns}/cut\\b`);
     expect(kubectlOk(['-n', ns, 'logs', leader])).toMatch(starting);
@@ -456,13 +448,7 @@ spec:
     expect((await getRun(ns, 'cut'))?.status?.phase).toBe('Failed');
 
     // Every run is recorded once, with the phase it ended in, and the new leader runs the next one.
-    kubectlOk(['apply', '-f', '-'], `
-apiVersion: stowage.dev/v1
-kind: Backup
-metadata: {name: b4, namespace: ${ns}}
-spec:
-  includedNamespaces: [${app}]
-`);
+    applyBackup('b4', app);
     expect((await backupEnds(ns, 'b4')).status?.phase).toBe('Completed');
     const b4 = runLines(ns, 'b4');
     expect(b4.length).toBeGreaterThan(1);
@@ -476,16 +462,8 @@ spec:
     expect(heldNs).not.toBe('');
     await serverPods(ns);
     const leader = await leaderPod(ns);
-    kubectlOk(['apply', '-f', '-'], `
-apiVersion: stowage.dev/v1
-kind: Backup
-metadata: {name: killed, namespace: ${ns}}
-spec:
-  includedNamespaces: [${heldNs}]
-`);
-    await waitUntil('the backup held by the plugin', async () => (
-      (await getRun(ns, 'killed'))?.status?.phase === 'InProgress' && runLines(ns, 'killed').some((l) => l.includes(`holding ConfigMap ${heldNs}/hold`)) ? true : undefined
-    ), 120_000, 500);
+    applyBackup('killed', heldNs);
+    await heldByPlugin('killed', heldNs);
     const oldLog = followLog(ns, leader);
     const deleted = Date.now();
     // The kubelet SIGKILLs the server 1 s after SIGTERM, well inside its 10 s grace for runs: the run

@@ -1,24 +1,31 @@
 // Restore hooks (issue 36) in real containers on the real node: Stowage runs in process against the
 // node's cluster (trust mode requester, the admission webhook served from the test process), backs
-// up one namespace with two bare pods, and restores it under namespace mappings with Velero's hooks:
+// up one namespace with three bare pods, and restores it under namespace mappings with Velero's hooks:
 // init containers from a pod's annotations and from spec.hooks (a Velero Restore manifest as
 // written), exec hooks that wait for the container to be ready, failing hooks with onError Fail and
-// Continue and one that overruns its execTimeout, a requester who may not exec, and a dry run.
+// Continue and one that overruns its execTimeout, a waitTimeout on a pod never ready, a requester
+// who may not exec, and a dry run.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { RESOURCES, newBackup, type Backup, type Restore } from '../../src/apis/v1/index.js';
 import { REQUESTER_ANNOTATION, formatRequester, type Requester } from '../../src/auth/index.js';
 import { loadKubeConfig, type DynamicClient } from '../../src/kube/index.js';
 import { BUSYBOX_IMAGE } from '../../scripts/node/node.js';
-import { uniqueName } from '../support/kube.js';
+import { uniqueName, waitUntil } from '../support/kube.js';
 import { startInProcessServer, type InProcessServer } from '../support/inProcessServer.js';
 import { installServerIdentity } from '../deploy/manifests.js';
 import { ensureNamespace, filesystemLocation, testClient, waitFinished } from '../support/server.js';
-import { inCluster, kubectl, kubectlOk, log, podReady, timed } from './context.js';
+import { idleContainer, inCluster, kubectl, kubectlOk, log, podReady, timed } from './context.js';
 
 const ADMIN: Requester = { username: 'admin', uid: 'admin', groups: ['system:masters', 'system:authenticated'] };
 /** May restore pods (read, create, watch) into her namespaces, but not exec into them. */
 const DANA: Requester = { username: 'dana', uid: 'dana-uid', groups: ['team-d', 'system:authenticated'] };
+
+/** stuck: a pod whose container runs but is never ready (its probe always fails), for waitTimeout. */
+const NEVER_READY = {
+  apiVersion: 'v1', kind: 'Pod', metadata: { name: 'stuck', labels: { app: 'stuck' } },
+  spec: { terminationGracePeriodSeconds: 1, containers: [{ ...idleContainer('app'), readinessProbe: { exec: { command: ['false'] }, periodSeconds: 1 } }] },
+};
 
 const stamp = (manifest: string, who: Requester): Record<string, unknown> => {
   const o = YAML.parse(manifest) as { metadata: { annotations?: Record<string, string> } };
@@ -45,8 +52,30 @@ export function restoreHooksSuite(): void {
       await client.create(RESOURCES.Restore, stowageNs, obj);
       return waitFinished<Restore>(client, RESOURCES.Restore, stowageNs, (obj.metadata as { name: string }).name, 300_000);
     };
+    /**
+     * A Restore (in `namespace`) of backup b's pods labelled app=`app` into `dst`; `hooks`, when given,
+     * is the YAML list under spec.hooks.resources (indented four spaces).
+     */
+    const podsRestore = (name: string, app: string, dst: string, hooks?: string, namespace = stowageNs): string => `
+apiVersion: stowage.dev/v1
+kind: Restore
+metadata: {name: ${name}, namespace: ${namespace}}
+spec:
+  backupName: b
+  includedResources: [pods]
+  labelSelector: {matchLabels: {app: ${app}}}
+  namespaceMapping: {${src}: ${dst}}
+${hooks === undefined ? '' : `  hooks:\n    resources:\n${hooks}`}`;
     /** The restore's lines of the server log (its run log is mirrored there). */
     const runLines = (name: string): string[] => (server?.output() ?? '').split('\n').filter((l) => l.includes(`restore=${stowageNs}/${name}`));
+    /** podsRestore as `who` into `dst` (a new namespace unless given), timed as `what`; the restore, its target and its log lines. */
+    const restorePods = async (
+      what: string, name: string, app: string, hooks?: string, opts: { who?: Requester; dst?: string } = {},
+    ): Promise<{ r: Restore; dst: string; lines: string }> => {
+      const dst = opts.dst ?? target(name);
+      const r = await timed(`restore hooks: ${what}`, () => restore(podsRestore(name, app, dst, hooks), opts.who));
+      return { r, dst, lines: runLines(name).join('\n') };
+    };
 
     beforeAll(async () => {
       const { cluster } = inCluster();
@@ -95,6 +124,8 @@ spec:
     command: [sh, -c, 'echo "db saw: $(cat /work/marker 2>/dev/null || echo no marker)"; sleep 3; touch /tmp/ready; exec sleep 100000']
     volumeMounts: [{name: work, mountPath: /work}]
     readinessProbe: {exec: {command: [cat, /tmp/ready]}, periodSeconds: 1}
+---
+${JSON.stringify(NEVER_READY)}
 `);
       await podReady(src, 'app in (web,db)', 2);
       const location = filesystemLocation('default');
@@ -124,17 +155,7 @@ rules:
     }, 120_000);
 
     it('an init container from the pod\'s annotations runs before the app container, and the exec hook waits for readiness, under a namespace mapping', async () => {
-      const dst = target('ann');
-      const r = await timed('restore hooks: annotations (init + exec waiting for ready)', () => restore(`
-apiVersion: stowage.dev/v1
-kind: Restore
-metadata: {name: ann, namespace: ${stowageNs}}
-spec:
-  backupName: b
-  includedResources: [pods]
-  labelSelector: {matchLabels: {app: web}}
-  namespaceMapping: {${src}: ${dst}}
-`));
+      const { r, dst, lines } = await restorePods('annotations (init + exec waiting for ready)', 'ann', 'web');
       expect(r.status?.phase, JSON.stringify(r.status)).toBe('Completed');
       expect(r.status?.hookStatus).toEqual({ hooksAttempted: 2, hooksFailed: 0 });
       const pod = (await inCluster().core.readNamespacedPod({ namespace: dst, name: 'web' }));
@@ -148,9 +169,8 @@ spec:
       expect(kubectlOk(['logs', '-n', dst, 'web', '-c', 'app'])).toContain('app started');
       // The hook ran after readiness (its test -f would have failed before), in the restored pod.
       expect(kubectlOk(['exec', '-n', dst, 'web', '-c', 'app', '--', 'cat', '/tmp/hooked'])).toBe('hooked\n');
-      const lines = runLines('ann');
-      expect(lines.some((l) => l.includes(`init hook from the pod's annotations in init container restore-init of pod ${dst}/web: exited 0 (ok)`))).toBe(true);
-      expect(lines.some((l) => new RegExp(`exec hook from the pod's annotations in container app of pod ${dst}/web: .* exited 0 \\(ok\\) in [0-9.]+s, after waiting [0-9.]+s for the container; stdout: exec hook saw the app ready`).test(l)), lines.join('\n')).toBe(true);
+      expect(lines).toContain(`init hook from the pod's annotations in init container restore-init of pod ${dst}/web: exited 0 (ok)`);
+      expect(lines).toMatch(new RegExp(`exec hook from the pod's annotations in container app of pod ${dst}/web: .* exited 0 \\(ok\\) in [0-9.]+s, after waiting [0-9.]+s for the container; stdout: exec hook saw the app ready`));
     }, 600_000);
 
     it('a Velero Restore manifest with spec.hooks, applied unchanged: its init container seeds a shared volume the app reads, its exec hook runs; hooks match the target namespace', async () => {
@@ -207,18 +227,7 @@ spec:
     }, 600_000);
 
     it('failing exec hooks: Continue is a warning, Fail an error (PartiallyFailed) that stops the pod\'s later hooks, and an overrun execTimeout fails; each names hook, container, exit code and output', async () => {
-      const dst = target('fail');
-      const r = await timed('restore hooks: failing hooks', () => restore(`
-apiVersion: stowage.dev/v1
-kind: Restore
-metadata: {name: failing, namespace: ${stowageNs}}
-spec:
-  backupName: b
-  includedResources: [pods]
-  labelSelector: {matchLabels: {app: db}}
-  namespaceMapping: {${src}: ${dst}}
-  hooks:
-    resources:
+      const { r, dst, lines } = await restorePods('failing hooks', 'failing', 'db', `
     - name: missing
       postHooks:
       - exec: {container: nosuch, command: ['true']}
@@ -232,11 +241,10 @@ spec:
       postHooks:
       - exec: {command: [sh, -c, 'echo hard failure; exit 7'], onError: Fail}
       - exec: {command: ['true']}
-`));
+`);
       expect(r.status?.phase, JSON.stringify(r.status)).toBe('PartiallyFailed');
       expect(r.status?.hookStatus).toEqual({ hooksAttempted: 5, hooksFailed: 5 });
       const pod = `pod ${dst}/db`;
-      const lines = runLines('failing').join('\n');
       expect(lines).toContain(`exec hook "missing" in container nosuch of ${pod} failed: ${pod} has no container nosuch (it has db)`);
       expect(lines).toContain(`exec hook "slow" in container db of ${pod} failed: ["sh","-c","echo starting; sleep 60"] ran past its execTimeout of 2.0s and was ended; stdout: starting`);
       const ran = 'in [0-9.]+s, after waiting [0-9.]+s for the container';
@@ -249,57 +257,56 @@ spec:
     }, 600_000);
 
     it('an init container that fails is an error naming its exit code and output, and the pod\'s exec hooks are reported not run at once', async () => {
-      const dst = target('initfail');
-      const r = await timed('restore hooks: failing init container', () => restore(`
-apiVersion: stowage.dev/v1
-kind: Restore
-metadata: {name: initfail, namespace: ${stowageNs}}
-spec:
-  backupName: b
-  includedResources: [pods]
-  labelSelector: {matchLabels: {app: db}}
-  namespaceMapping: {${src}: ${dst}}
-  hooks:
-    resources:
+      const { r, dst, lines } = await restorePods('failing init container', 'initfail', 'db', `
     - name: broken
       postHooks:
       - init:
           initContainers:
           - {name: broken, image: ${BUSYBOX_IMAGE}, imagePullPolicy: Never, terminationMessagePolicy: FallbackToLogsOnError, command: [sh, -c, 'echo setup broke >&2; exit 4']}
       - exec: {command: ['true'], waitTimeout: 10m}
-`));
+`);
       expect(r.status?.phase, JSON.stringify(r.status)).toBe('PartiallyFailed');
       expect(r.status?.hookStatus).toEqual({ hooksAttempted: 2, hooksFailed: 2 });
-      const lines = runLines('initfail').join('\n');
       const init = `init hook "broken" in init container broken of pod ${dst}/db`;
       expect(lines).toMatch(new RegExp(`${init} failed: exited 4 \\(Error\\) [0-9.]+s after the pod was created: setup broke`));
       expect(lines).toContain(`exec hook "broken" in container db of pod ${dst}/db not run: ${init} failed, so the pod's containers do not start`);
     }, 600_000);
 
+    it('waitTimeout bounds the wait for a container that never becomes ready: the hook fails once it has passed, naming it, and does not run', async () => {
+      const t0 = Date.now();
+      const { r, dst, lines } = await restorePods('waitTimeout 3s on a pod never ready', 'notready', 'stuck', `
+    - name: when-ready
+      postHooks:
+      - exec: {command: [sh, -c, 'touch /tmp/hooked'], waitForReady: true, waitTimeout: 3s, onError: Fail}
+`);
+      const took = (Date.now() - t0) / 1000;
+      log(`restore hooks: waitTimeout 3s: the restore ended ${r.status?.phase} ${took.toFixed(1)}s after it was created`);
+      expect(r.status?.phase, JSON.stringify(r.status)).toBe('PartiallyFailed');
+      expect(r.status?.hookStatus).toEqual({ hooksAttempted: 1, hooksFailed: 1 });
+      expect(lines).toContain(`exec hook "when-ready" in container app of pod ${dst}/stuck failed: container app was not ready 3.0s after the pod was created (waitTimeout)`);
+      // It waited that long (not the 10m default), and the command never ran in the running container.
+      expect(took).toBeGreaterThanOrEqual(3);
+      const running = await waitUntil('the restored pod stuck running', async () => {
+        const st = (await inCluster().core.readNamespacedPod({ namespace: dst, name: 'stuck' })).status?.containerStatuses?.[0];
+        return st?.state?.running !== undefined ? st : undefined;
+      }, 120_000, 250);
+      expect(running.ready).toBe(false);
+      expect(kubectlOk(['exec', '-n', dst, 'stuck', '-c', 'app', '--', 'sh', '-c', 'test -e /tmp/hooked && echo hooked || echo not hooked']).trim()).toBe('not hooked');
+    }, 300_000);
+
     it('a requester who may not exec into the pod cannot hook it: the refusal names the pod and the right', async () => {
       const dst = target('noexec');
       kubectlOk(['create', 'namespace', dst]);
       for (const ns of [src, dst]) kubectlOk(['create', 'rolebinding', '-n', ns, 'dana-pods', `--clusterrole=${stowageNs}-pods-no-exec`, '--group=team-d']);
-      const r = await timed('restore hooks: requester without pods/exec', () => restore(`
-apiVersion: stowage.dev/v1
-kind: Restore
-metadata: {name: noexec, namespace: ${stowageNs}}
-spec:
-  backupName: b
-  includedResources: [pods]
-  labelSelector: {matchLabels: {app: db}}
-  namespaceMapping: {${src}: ${dst}}
-  hooks:
-    resources:
+      const { r, lines } = await restorePods('requester without pods/exec', 'noexec', 'db', `
     - name: check
       postHooks:
       - exec: {command: ['true'], onError: Fail}
-`, DANA));
+`, { who: DANA, dst });
       expect(r.status?.phase, JSON.stringify(r.status)).toBe('PartiallyFailed');
       expect(r.status?.hookStatus).toEqual({ hooksAttempted: 1, hooksFailed: 1 });
       // The pod itself was hers to create.
       await podReady(dst, 'app=db', 1);
-      const lines = runLines('noexec').join('\n');
       expect(lines).toContain(`exec hook "check" in container db of pod ${dst}/db failed: dana may not exec into pod ${dst}/db: lacks create pods/exec in namespace ${dst}`);
     }, 600_000);
 
@@ -350,19 +357,11 @@ spec:
           await client.create(RESOURCES.Backup, ns, newBackup('b', ns, { includedNamespaces: [src], includedResources: ['pods'], labelSelector: { matchLabels: { app: 'db' } } }));
           expect((await waitFinished<Backup>(client, RESOURCES.Backup, ns, 'b', 120_000)).status?.phase).toBe('Completed');
           const dst = target(tag);
-          await client.create(RESOURCES.Restore, ns, YAML.parse(`
-apiVersion: stowage.dev/v1
-kind: Restore
-metadata: {name: r, namespace: ${ns}}
-spec:
-  backupName: b
-  namespaceMapping: {${src}: ${dst}}
-  hooks:
-    resources:
+          await client.create(RESOURCES.Restore, ns, YAML.parse(podsRestore('r', 'db', dst, `
     - name: check
       postHooks:
       - exec: {command: [sh, -c, 'echo as the server'], onError: Fail, waitForReady: true}
-`) as Record<string, unknown>);
+`, ns)) as Record<string, unknown>);
           const r = await waitFinished<Restore>(client, RESOURCES.Restore, ns, 'r', 300_000);
           return { r, dst, lines: s.output().split('\n').filter((l) => l.includes(`restore=${ns}/r`)).join('\n') };
         } finally {
