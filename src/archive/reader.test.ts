@@ -414,7 +414,10 @@ describe('spillArchive refuses exactly what readArchive refuses', () => {
         const gz = gzipSync(await rawTar(entries));
         const err = await spillArchive(chunked(gz), spill, { ...opts, pick: () => undefined }).then(() => undefined, (e: unknown) => e);
         expect(err).toBeInstanceOf(ArchiveError);
-        expect({ reason: (err as ArchiveError).reason, message: (err as ArchiveError).message }).toEqual({ reason: whole.reason, message: whole.message });
+        // How many compressed bytes the inflater had taken when a ratio is judged depends on zlib's
+        // thread-pool timing (2181 against 2182 under load), so the counts in a message are not compared.
+        const counts = (m: string) => m.replace(/\d+/g, 'N');
+        expect({ reason: (err as ArchiveError).reason, message: counts((err as ArchiveError).message) }).toEqual({ reason: whole.reason, message: counts(whole.message) });
       } finally {
         await spill.close();
         await rm(dir, { recursive: true, force: true });
