@@ -224,10 +224,7 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
           throw new ArtifactWriteError('signature', `signing the backup failed: ${errorMessage(err)}`, { cause: err });
         }
       })();
-      // Both settle before anything is reported, so nothing is still being written when the caller goes on.
-      const [stored, signed] = await Promise.allSettled([artifacts, signature]);
-      if (stored.status === 'rejected') throw stored.reason;
-      if (signed.status === 'rejected') throw signed.reason;
+      await settleAll([artifacts, signature]);
       if (beforeMarker !== undefined) {
         try {
           await beforeMarker();
@@ -314,8 +311,16 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
  * Waits for every upload (none is still being written when the caller goes on), then rejects with
  * the first failure.
  */
+/** Waits for every one to settle, then throws the first one's error: nothing is still being written when a caller hears of it. */
+async function settleAll(work: Promise<void>[]): Promise<void> {
+  const failed = (await Promise.allSettled(work)).find((u): u is PromiseRejectedResult => u.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+}
+
 async function allOrFirstError(step: 'artifacts', what: string, uploads: Promise<void>[]): Promise<void> {
-  const settled = await Promise.allSettled(uploads);
-  const failed = settled.find((u): u is PromiseRejectedResult => u.status === 'rejected');
-  if (failed !== undefined) throw new ArtifactWriteError(step, `${what}: ${errorMessage(failed.reason)}`, { cause: failed.reason });
+  try {
+    await settleAll(uploads);
+  } catch (err) {
+    throw new ArtifactWriteError(step, `${what}: ${errorMessage(err)}`, { cause: err });
+  }
 }

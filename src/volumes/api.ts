@@ -85,3 +85,23 @@ export function creationTimeText(v: unknown): string | undefined {
   if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) return undefined;
   return new Date(Math.floor(v / 1e6)).toISOString();
 }
+
+/** A VolumeSnapshotContent made statically from a snapshot's handle (Retain: deleting it leaves the snapshot). */
+export function staticContent(c: {
+  name: string; labels: Record<string, string>; annotations?: Record<string, string>;
+  driver: string | undefined; snapshotHandle: string | undefined; volumeSnapshotClassName: string | undefined;
+  volumeSnapshot: { namespace: string; name: string };
+}): KubeObject {
+  return {
+    apiVersion: SNAPSHOT_API_VERSION,
+    kind: 'VolumeSnapshotContent',
+    metadata: { name: c.name, labels: c.labels, ...(c.annotations !== undefined ? { annotations: c.annotations } : {}) },
+    spec: {
+      deletionPolicy: 'Retain',
+      driver: c.driver,
+      source: { snapshotHandle: c.snapshotHandle },
+      volumeSnapshotClassName: c.volumeSnapshotClassName,
+      volumeSnapshotRef: { apiVersion: SNAPSHOT_API_VERSION, kind: 'VolumeSnapshot', ...c.volumeSnapshot },
+    },
+  };
+}

@@ -11,7 +11,7 @@ import { field, stringField } from '../kube/references.js';
 import type { TimerClock } from '../util/clock.js';
 import { errorMessage } from '../util/errors.js';
 import {
-  ANNOTATION_VOLUME_SNAPSHOT, LABEL_SNAPSHOT_RESTORE_UID, SNAPSHOT_API_VERSION, SNAPSHOT_GROUP, statusError,
+  ANNOTATION_VOLUME_SNAPSHOT, LABEL_SNAPSHOT_RESTORE_UID, SNAPSHOT_API_VERSION, SNAPSHOT_GROUP, staticContent, statusError,
   VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, type SnapshotOfClaim,
 } from './api.js';
 import { snapshotName } from './take.js';
@@ -70,18 +70,10 @@ function withoutSnapshotNote<T extends KubeObject>(pvc: T): T {
 export async function restoreSnapshot(deps: ClaimRestoreDeps, snap: SnapshotOfClaim, namespace: string, claim: string): Promise<{ volumeSnapshot: string } | { error: string }> {
   const names = restoredSnapshotNames(deps.restore.uid, namespace, claim);
   const labels = { [LABEL_SNAPSHOT_RESTORE_UID]: deps.restore.uid };
-  const content = {
-    apiVersion: SNAPSHOT_API_VERSION,
-    kind: 'VolumeSnapshotContent',
-    metadata: { name: names.content, labels },
-    spec: {
-      deletionPolicy: 'Retain',
-      driver: snap.driver,
-      source: { snapshotHandle: snap.snapshotHandle },
-      volumeSnapshotClassName: snap.volumeSnapshotClass,
-      volumeSnapshotRef: { apiVersion: SNAPSHOT_API_VERSION, kind: 'VolumeSnapshot', namespace, name: names.volumeSnapshot },
-    },
-  };
+  const content = staticContent({
+    name: names.content, labels, driver: snap.driver, snapshotHandle: snap.snapshotHandle,
+    volumeSnapshotClassName: snap.volumeSnapshotClass, volumeSnapshot: { namespace, name: names.volumeSnapshot },
+  });
   const vs = {
     apiVersion: SNAPSHOT_API_VERSION,
     kind: 'VolumeSnapshot',

@@ -15,7 +15,7 @@ import type { TimerClock } from '../util/clock.js';
 import { errorMessage } from '../util/errors.js';
 import { formatDuration } from '../util/duration.js';
 import {
-  ANNOTATION_SNAPSHOT_BACKUP, ANNOTATION_VOLUME_SNAPSHOT, creationTimeText, LABEL_SNAPSHOT_BACKUP_UID, SNAPSHOT_API_VERSION, sizeText, statusError,
+  ANNOTATION_SNAPSHOT_BACKUP, ANNOTATION_VOLUME_SNAPSHOT, creationTimeText, LABEL_SNAPSHOT_BACKUP_UID, SNAPSHOT_API_VERSION, sizeText, staticContent, statusError,
   VOLUME_SNAPSHOT_CLASSES, VOLUME_SNAPSHOT_CONTENTS, VOLUME_SNAPSHOTS, type SnapshotOfClaim, type VolumeSnapshotRecord,
 } from './api.js';
 import { chooseSnapshotClass } from './classes.js';
@@ -176,18 +176,15 @@ async function contentOutlives(deps: SnapshotDeps, content: KubeObject, ns: stri
       (o) => o === undefined || o.metadata?.deletionTimestamp === undefined ? { done: o } : undefined,
       { ...wait, what: `VolumeSnapshotContent ${name} to be deleted` });
     if (now !== undefined) return undefined;
-    await deps.serverClient.create(VOLUME_SNAPSHOT_CONTENTS, undefined, {
-      apiVersion: SNAPSHOT_API_VERSION,
-      kind: 'VolumeSnapshotContent',
-      metadata: { name, labels: { [LABEL_SNAPSHOT_BACKUP_UID]: deps.backup.uid }, annotations: { [ANNOTATION_SNAPSHOT_BACKUP]: `${deps.backup.namespace}/${deps.backup.name}` } },
-      spec: {
-        deletionPolicy: 'Retain',
-        driver: stringField(content, 'spec', 'driver'),
-        source: { snapshotHandle: stringField(content, 'status', 'snapshotHandle') },
-        volumeSnapshotClassName: stringField(content, 'spec', 'volumeSnapshotClassName'),
-        volumeSnapshotRef: { apiVersion: SNAPSHOT_API_VERSION, kind: 'VolumeSnapshot', namespace: ns, name: vsName },
-      },
-    });
+    await deps.serverClient.create(VOLUME_SNAPSHOT_CONTENTS, undefined, staticContent({
+      name,
+      labels: { [LABEL_SNAPSHOT_BACKUP_UID]: deps.backup.uid },
+      annotations: { [ANNOTATION_SNAPSHOT_BACKUP]: `${deps.backup.namespace}/${deps.backup.name}` },
+      driver: stringField(content, 'spec', 'driver'),
+      snapshotHandle: stringField(content, 'status', 'snapshotHandle'),
+      volumeSnapshotClassName: stringField(content, 'spec', 'volumeSnapshotClassName'),
+      volumeSnapshot: { namespace: ns, name: vsName },
+    }));
     return undefined;
   } catch (err) {
     if (deps.signal?.aborted === true) throw err;
