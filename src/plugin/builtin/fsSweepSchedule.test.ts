@@ -1,13 +1,17 @@
-// The scheduled sweep (a file of its own: the schedule is module state, and vitest gives each test
-// file fresh modules). Only setInterval is faked; file times and I/O are real.
+// The scheduled sweep. The schedule is module state, and unit test files share a worker's modules
+// (isolate: false), so the store and its sweep are imported afresh after vi.resetModules: another
+// file's store may have started the real interval already. Only setInterval is faked; file times
+// and I/O are real.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { setLogSink } from '../sdk/logger.js';
-import { FilesystemObjectStore } from './filesystem.js';
-import { STALE_TEMP_AGE_MS, SWEEP_INTERVAL_MS } from './fsSweep.js';
 import { TEMP_PREFIX } from './keys.js';
+
+vi.resetModules();
+const { setLogSink } = await import('../sdk/logger.js');
+const { FilesystemObjectStore } = await import('./filesystem.js');
+const { STALE_TEMP_AGE_MS, SWEEP_INTERVAL_MS } = await import('./fsSweep.js');
 
 let root: string;
 const logged: string[] = [];
