@@ -18,7 +18,8 @@ import { startS3Server, storedParts } from '../../scripts/cluster/s3.js';
 import { s3Operation, startRecordingProxy } from '../support/recordingProxy.js';
 import { ensureBuilt, runCli, show } from '../cli/helpers.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { createS3CredentialsSecret, ensureNamespace, s3LocationSpec, startServer, testClient } from '../support/server.js';
+import { startInProcessServer } from '../support/inProcessServer.js';
+import { createS3CredentialsSecret, ensureNamespace, s3LocationSpec, testClient } from '../support/server.js';
 
 /** Incompressible ConfigMaps, each in the tarball twice: ~20 MiB, so the tarball is a multipart upload. */
 const CONFIGMAPS = 14;
@@ -52,7 +53,8 @@ describe('cancel during an S3 outage', () => {
     }
 
     // Small pages at a low rate: the tarball's parts go up over several seconds.
-    const server = await startServer({
+    // In process: nothing here kills the server (the plugin, which rides out the outage, is its process).
+    const server = await startInProcessServer({
       kubeconfigPath: kubeconfig, namespace: ns,
       args: ['--client-page-size', '2', '--client-qps', '2', '--client-burst', '1', '--object-store-outage-timeout', `${OUTAGE_WINDOW_MS / 1000}s`],
       location: { name: 'default', spec: s3LocationSpec({ ...s3, endpoint: proxy.endpoint }, { bucket: 'vault', prefix: 'p', secret: 'cloud-credentials', validationFrequency: '1s' }) },
