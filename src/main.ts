@@ -103,7 +103,7 @@ export async function composeServer(config: ServerConfig, deps: ServerDeps): Pro
   // Its own client: admission has 10 s, and must not queue behind a backup's rate-limited LISTs
   // nor wait out an API outage.
   const webhookClient = createDynamicClient(kc, { qps: 20, burst: 40, userAgent: `stowage/${SERVER_VERSION} webhook` }).withOutageTimeout(0);
-  const webhook = await startAdmission(config, webhookClient, logger);
+  const webhook = await startAdmission(config, webhookClient, logger, clock);
   if (typeof webhook === 'number') return failed(webhook);
   const stores = await startStores(config, deps, logger, webhookClient, webhook);
 
@@ -153,7 +153,7 @@ function logTrustMode(config: ServerConfig, logger: winston.Logger): void {
  * picks), before leader election, so creates do not fail while a leader is being chosen.
  * Returns the webhook (undefined in trust mode cluster-admin) or the exit code of a failure.
  */
-async function startAdmission(config: ServerConfig, webhookClient: DynamicClient, logger: winston.Logger): Promise<AdmissionWebhook | undefined | number> {
+async function startAdmission(config: ServerConfig, webhookClient: DynamicClient, logger: winston.Logger, clock: TimerClock): Promise<AdmissionWebhook | undefined | number> {
   if (config.trustMode !== 'requester') return undefined;
   if (config.webhookAddress === '') {
     logger.error('--webhook-address is empty, but trust mode requester needs the admission webhook to record who created each run');
@@ -162,7 +162,7 @@ async function startAdmission(config: ServerConfig, webhookClient: DynamicClient
   try {
     return await startAdmissionWebhook({
       client: webhookClient, namespace: config.namespace, address: config.webhookAddress, url: config.webhookUrl,
-      configurationName: config.webhookConfigurationName, certificateLifetimeMs: config.webhookCertificateLifetime, logger,
+      configurationName: config.webhookConfigurationName, certificateLifetimeMs: config.webhookCertificateLifetime, logger, clock,
     });
   } catch (err) {
     logger.error(`cannot start the admission webhook: ${errorMessage(err)}`);
@@ -194,7 +194,7 @@ async function startStores(
   const metrics = createMetrics();
   let webhookHealth: WebhookHealth | undefined;
   if (webhook !== undefined) {
-    metrics.setWebhookCertificateExpiry(() => webhook.certificateExpiry());
+    metrics.setWebhookCertificateExpiry(() => webhook.certificateExpiry(), () => deps.clock.now().getTime());
     // Checked before the controllers start and while the server runs; runs are held while it fails.
     webhookHealth = startWebhookHealth({
       client: webhookClient, namespace: config.namespace, configurationName: config.webhookConfigurationName, sealKey: webhook.sealKey,

@@ -104,6 +104,12 @@ export interface StartOptions {
   /** Keep workDir after stop() (for debugging). Default false. */
   keepWorkDir?: boolean;
   readyTimeoutMs?: number;
+  /**
+   * etcd without fsync (--unsafe-no-fsync), for a control plane whose data is thrown away at the
+   * end of the test (largeObjects writes 600 MiB): a crash may lose writes, which such a test never
+   * reads again. Default false.
+   */
+  noFsync?: boolean;
 }
 
 export async function freePort(): Promise<number> {
@@ -254,6 +260,7 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
       '--initial-cluster', `default=http://127.0.0.1:${peerPort}`,
       '--log-level', 'warn', '--logger', 'zap',
       '--quota-backend-bytes', String(8 * 1024 ** 3),
+      ...(opts.noFsync === true ? ['--unsafe-no-fsync'] : []),
     ], etcdLog);
     started.push(etcd);
     await waitFor('etcd', etcd, etcdLog, readyTimeout, () =>

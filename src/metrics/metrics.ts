@@ -31,7 +31,7 @@ export interface StowageMetrics {
    * certificate's notAfter, ms since the epoch) at each scrape. A server without the webhook never
    * calls it, so it exports no such series rather than a misleading 0.
    */
-  setWebhookCertificateExpiry(source: () => number): void;
+  setWebhookCertificateExpiry(source: () => number, now?: () => number): void;
   /**
    * Registers stowage_webhook_configuration_ok and sets it: 1 while the admission webhook is in
    * effect for the server's namespace, 0 while runs are held for it. Only servers with the webhook.
@@ -107,14 +107,14 @@ export function createMetrics(opts: CreateMetricsOptions = {}): StowageMetrics {
       labelNames: ['location'] as const,
       registers,
     }),
-    setWebhookCertificateExpiry: (source) => {
+    setWebhookCertificateExpiry: (source, now = Date.now) => {
       // Computed at scrape time, so it counts down between renewal checks.
       new Gauge({
         name: `${p}webhook_certificate_expiry_seconds`,
         help: 'Seconds until the admission webhook certificate this replica serves expires (renewed once a third of its lifetime is left)',
         registers,
         collect() {
-          this.set(Math.round((source() - Date.now()) / 1000));
+          this.set(Math.round((source() - now()) / 1000));
         },
       });
     },

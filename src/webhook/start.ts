@@ -5,6 +5,7 @@
 import type winston from 'winston';
 import { createAccessReviewer } from '../auth/index.js';
 import type { DynamicClient } from '../kube/index.js';
+import { systemClock, type TimerClock } from '../util/clock.js';
 import type { MayImpersonate } from './admission.js';
 import { DEFAULT_LIFETIME_MS, ensureTlsIdentity, servingNames, tlsSecretName } from './certs.js';
 import { startCertificateRenewal } from './renewal.js';
@@ -22,6 +23,8 @@ export interface AdmissionWebhookOptions {
   /** --webhook-certificate-lifetime. */
   certificateLifetimeMs?: number;
   logger: winston.Logger;
+  /** The server's clock: certificates are stamped, renewed and switched on its time. */
+  clock?: TimerClock;
 }
 
 export interface AdmissionWebhook extends WebhookServer {
@@ -41,7 +44,8 @@ export async function startAdmissionWebhook(o: AdmissionWebhookOptions): Promise
   const service = o.url === '' ? serviceOf(cfg) : undefined;
   const names = servingNames({ ...(service !== undefined ? { service } : {}), url: o.url });
   const secretName = tlsSecretName(o.configurationName);
-  const id = await ensureTlsIdentity(o.client, o.namespace, secretName, names, () => new Date(), lifetimeMs);
+  const clock = o.clock ?? systemClock;
+  const id = await ensureTlsIdentity(o.client, o.namespace, secretName, names, () => clock.now(), lifetimeMs);
   o.logger.info(
     id.origin === 'reused' ? `admission webhook certificate: reusing the one in Secret ${o.namespace}/${secretName}`
       : `admission webhook certificate: replaced the one in Secret ${o.namespace}/${secretName} (${id.replacedBecause ?? ''}) with one for ${names.join(', ')}`,
@@ -56,7 +60,7 @@ export async function startAdmissionWebhook(o: AdmissionWebhookOptions): Promise
   o.logger.info(`admission webhook serving on ${server.host}:${server.port}, CA bundle published to MutatingWebhookConfiguration ${o.configurationName}`);
   const renewal = startCertificateRenewal({
     client: o.client, namespace: o.namespace, secretName, names, configurationName: o.configurationName, url: o.url, lifetimeMs,
-    serving: id, serve: (next) => server.setIdentity(next), logger: o.logger,
+    serving: id, serve: (next) => server.setIdentity(next), logger: o.logger, clock,
   });
   return {
     host: server.host,
