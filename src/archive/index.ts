@@ -15,5 +15,8 @@ export {
 } from './reader.js';
 export { createSpillFile, spillArchive, spilledPath, loadSpilled, type SpillFile, type SpilledArchive, type SpilledItem, type SpillOptions } from './spill.js';
 export type { ArchiveItem, ArchiveObject, ItemIdentity } from './items.js';
-export { manifestCheck, manifestFromDigest, parseManifest, verifyManifest, type BackupManifest, type ManifestCheck } from './manifest.js';
+export {
+  manifestCheck, manifestEntries, manifestFromDigest, parseManifest, verifyManifest, type AnyManifest, type BackupManifest, type ManifestCheck, type WrittenManifest,
+} from './manifest.js';
+export { ManifestTable } from './manifestTable.js';
 export { ManifestStream, streamingManifestCheck, type AsyncManifestCheck, type ManifestHead } from './manifestStream.js';

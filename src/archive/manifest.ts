@@ -1,6 +1,7 @@
 // The backup manifest: SHA-256 of every file in the tarball and of the gzipped tarball, written next
 // to the backup so a restore (or `stowage backup verify`) can prove the archive is the one written.
 import type { ArchiveSummary } from './reader.js';
+import { ManifestTable } from './manifestTable.js';
 import type { ArchiveDigest } from './writer.js';
 
 export interface BackupManifest {
@@ -10,8 +11,26 @@ export interface BackupManifest {
   entries: Record<string, string>;
 }
 
+/**
+ * The manifest of a tarball this process wrote: its entries stay in the writer's compact table
+ * until they are serialized (the same JSON as a BackupManifest's).
+ */
+export interface WrittenManifest {
+  formatVersion: string;
+  tarball: { sha256: string; bytes: number };
+  entries: ManifestTable;
+}
+
+/** A manifest read back (entries as an object) or one just written (entries in a table). */
+export type AnyManifest = BackupManifest | WrittenManifest;
+
+/** The manifest's entries as [path, SHA-256] pairs, in the order written. */
+export function manifestEntries(m: Pick<AnyManifest, 'entries'>): Iterable<[string, string]> {
+  return m.entries instanceof ManifestTable ? m.entries : Object.entries(m.entries);
+}
+
 /** The manifest of a written tarball. It shares the digest's table of entries (100k of them in a large backup) rather than copying it. */
-export function manifestFromDigest(d: ArchiveDigest): BackupManifest {
+export function manifestFromDigest(d: ArchiveDigest): WrittenManifest {
   return { formatVersion: d.formatVersion, tarball: { ...d.tarball }, entries: d.entries };
 }
 
@@ -43,11 +62,11 @@ export interface ManifestCheck {
  * Streams the comparison of a tarball with its manifest: the manifest's entries are crossed off as
  * they are read, so memory holds what is left of the manifest, never a second table of the tarball.
  */
-export function manifestCheck(manifest: BackupManifest, max = 10): ManifestCheck {
+export function manifestCheck(manifest: AnyManifest, max = 10): ManifestCheck {
   // Only the table and the tarball's digest are kept: the caller may drop the manifest itself.
   const tarballSha = manifest.tarball.sha256;
   const expected = new Map<string, string>();
-  for (const path in manifest.entries) expected.set(path, manifest.entries[path] as string);
+  for (const [path, sha256] of manifestEntries(manifest)) expected.set(path, sha256);
   const found = manifestFindings(max);
   return {
     entry(path, sha256) {
@@ -98,7 +117,7 @@ export function manifestFindings(max: number): ManifestFindings {
  * Compares what was read with the manifest written at backup time. Returns the differences (at most
  * `max`, then a count), empty when the archive is exactly the one that was written.
  */
-export function verifyManifest(contents: Pick<ArchiveSummary, 'tarball' | 'entries'>, manifest: BackupManifest, max = 10): string[] {
+export function verifyManifest(contents: Pick<ArchiveSummary, 'tarball' | 'entries'>, manifest: AnyManifest, max = 10): string[] {
   const check = manifestCheck(manifest, max);
   for (const path in contents.entries) check.entry(path, contents.entries[path] as string);
   return check.finish(contents.tarball);

@@ -7,6 +7,7 @@ import { createGzip } from 'node:zlib';
 import * as tar from 'tar-stream';
 import { FORMAT_VERSION, METADATA_VERSION_PATH } from './format.js';
 import { canonicalJson } from './json.js';
+import { ManifestTable, withVersionDir } from './manifestTable.js';
 import { itemPath, preferredVersionDir, versionOfApiVersion } from './paths.js';
 
 /** A Kubernetes object as JSON (only `apiVersion` is needed here). */
@@ -26,8 +27,8 @@ export interface ItemId {
 export interface ArchiveDigest {
   formatVersion: string;
   tarball: { sha256: string; bytes: number };
-  /** Path -> SHA-256 (hex) of the file's bytes, for every file (metadata/version and both copies of items). */
-  entries: Record<string, string>;
+  /** Path -> SHA-256 (hex) of the file's bytes, for every file (metadata/version and both copies of items), in the tarball's order. */
+  entries: ManifestTable;
   /** Distinct items written. */
   items: number;
 }
@@ -73,7 +74,7 @@ export function createTarballWriter(opts: TarballWriterOptions = {}): TarballWri
   const pack = tar.pack();
   const gzip = createGzip({ level: opts.gzipLevel ?? 6, chunkSize: GZIP_CHUNK_BYTES });
   const tarballHash = createHash('sha256');
-  const entries: Record<string, string> = Object.create(null) as Record<string, string>;
+  const entries = new ManifestTable();
   let tarballBytes = 0;
   let items = 0;
   let failure: Error | undefined;
@@ -121,18 +122,32 @@ export function createTarballWriter(opts: TarballWriterOptions = {}): TarballWri
   };
   pump().catch((err: unknown) => fail(err instanceof Error ? err : new Error(String(err))));
 
-  /** `sha256` is the digest of `data`: both copies of an item share one string (100k of them in a 50k-item backup). */
-  const writeEntry = (path: string, data: Buffer, sha256: string): Promise<void> => {
-    if (failure) return Promise.reject(failure);
-    if (path in entries) return Promise.reject(new Error(`tarball already holds ${path}`));
-    entries[path] = sha256;
-    return new Promise<void>((resolve, reject) => {
+  /** Queues one file in the pack; resolves once the pack accepted its bytes. */
+  const packEntry = (path: string, data: Buffer): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
       const sink = pack.entry({ name: path, size: data.byteLength, mode: 0o644, mtime, type: 'file' }, data, (err?: Error | null) =>
         err ? reject(failure ?? err) : resolve(),
       );
       // A destroyed pack destroys its entries too; the callback above reports that.
       sink.on('error', () => undefined);
     });
+
+  /**
+   * Writes `data` (whose SHA-256 is `sha256`) at `path`, and with `preferredDir` also at the item's
+   * preferred-version path: both copies are queued at once, so they are adjacent in the tarball as
+   * in the table, and share one digest there.
+   */
+  const writeEntry = async (path: string, data: Buffer, sha256: string, preferredDir?: string): Promise<void> => {
+    if (failure) throw failure;
+    if (entries.holds(path)) throw new Error(`tarball already holds ${path}`);
+    entries.add(path, sha256, preferredDir);
+    const classic = packEntry(path, data);
+    if (preferredDir === undefined) return classic;
+    const preferred = packEntry(withVersionDir(path, preferredDir), data);
+    // Both are awaited; the second's rejection must not go unhandled while the first is awaited.
+    preferred.catch(() => undefined);
+    await classic;
+    await preferred;
   };
 
   // The version file goes first so a reader learns the format before any item.
@@ -172,11 +187,8 @@ export function createTarballWriter(opts: TarballWriterOptions = {}): TarballWri
     async addItem(id, item, { preferred }) {
       const data = Buffer.from(canonicalJson(item));
       const sha256 = sha256Hex(data);
-      await writeEntry(itemPath(id.groupResource, id.namespace, id.name), data, sha256);
-      if (preferred) {
-        const dir = preferredVersionDir(versionOfApiVersion(item.apiVersion));
-        await writeEntry(itemPath(id.groupResource, id.namespace, id.name, dir), data, sha256);
-      }
+      const dir = preferred ? preferredVersionDir(versionOfApiVersion(item.apiVersion)) : undefined;
+      await writeEntry(itemPath(id.groupResource, id.namespace, id.name), data, sha256, dir);
       items++;
       return sha256;
     },

@@ -3,7 +3,7 @@
 // the run's end line (controller/run/lifecycle.ts): the engine does not, as the run can still fail after it.
 import type winston from 'winston';
 import type { Backup } from '../apis/v1/index.js';
-import { createTarballWriter, FORMAT_VERSION, manifestFromDigest, type ArchiveDigest, type BackupManifest } from '../archive/index.js';
+import { createTarballWriter, FORMAT_VERSION, manifestFromDigest, type ArchiveDigest, type WrittenManifest } from '../archive/index.js';
 import { isApiUnreachable, isNotFound, type ApiResource, type DynamicClient, type KubeObject as ListedObject } from '../kube/index.js';
 import type { BackupStore } from '../persistence/backupStore.js';
 import { countResults, type ResourceList, type RunResults } from '../persistence/results.js';
@@ -69,7 +69,7 @@ export interface BackupResult {
   failureReason?: string;
   formatVersion: string;
   /** SHA-256 of every tarball entry and of the tarball; absent when the tarball was not written whole. */
-  manifest?: BackupManifest;
+  manifest?: WrittenManifest;
   resourceList: ResourceList;
   results: RunResults;
   progress: BackupProgress;

@@ -4,7 +4,7 @@
 // key, or not at all (sealing.ts): `withKey` gives the same location under another key.
 import { createReadStream } from 'node:fs';
 import type { Backup, StoredDownloadTargetKind } from '../apis/v1/index.js';
-import { parseManifest, type BackupManifest } from '../archive/index.js';
+import { parseManifest, type AnyManifest, type BackupManifest } from '../archive/index.js';
 import { replayableBody, type ObjectStore } from '../plugin/api/index.js';
 import { errorMessage } from '../util/errors.js';
 import { mapLimit } from '../util/concurrency.js';
@@ -34,7 +34,7 @@ export interface BackupStoreOptions {
 export interface BackupArtifacts {
   resourceList: ResourceList;
   results: RunResults;
-  manifest?: BackupManifest;
+  manifest?: AnyManifest;
   backup: Backup;
   /**
    * Signs the backup (a signing location's): given the SHA-256 of the manifest's and the resource
@@ -81,7 +81,7 @@ export interface BackupStore {
   putLog(backup: string, gzFile: string): Promise<void>;
   putResourceList(backup: string, list: ResourceList): Promise<void>;
   putResults(backup: string, results: RunResults): Promise<void>;
-  putManifest(backup: string, manifest: BackupManifest): Promise<void>;
+  putManifest(backup: string, manifest: AnyManifest): Promise<void>;
   putSignature(backup: string, file: SignatureFile): Promise<void>;
   /** Writes stowage-backup.json. Call it last: it marks the backup whole. */
   putBackupMetadata(backup: string, obj: Backup): Promise<void>;

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { itemPath, ManifestTable, parseManifest } from '../archive/index.js';
 import { gzipJson, jsonPieces, jsonSha256, readGzipJson, sha256Of } from './codec.js';
 
 async function bytes(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
@@ -51,5 +52,24 @@ describe('gzipJson', () => {
       expect(jsonSha256(v)).toBe(crypto.createHash('sha256').update(inflated).digest('hex'));
       expect(await sha256Of((async function* () { yield inflated; })())).toBe(jsonSha256(v));
     }
+  });
+
+  it("writes a written manifest's compact table as the JSON of its entries object, piece by piece", async () => {
+    const entries = new ManifestTable();
+    entries.add('metadata/version', 'e'.repeat(64));
+    for (let i = 0; i < 3000; i++) {
+      const sha = crypto.createHash('sha256').update(String(i)).digest('hex');
+      entries.add(itemPath('configmaps', 'n', `c-é${i}`), sha, i % 3 === 0 ? undefined : 'v1-preferredversion');
+    }
+    const manifest = { formatVersion: '1.1.0', tarball: { sha256: 'a'.repeat(64), bytes: 1 }, entries };
+    const text = JSON.stringify(manifest);
+    expect([...jsonPieces(manifest)].join('')).toBe(text);
+    expect(Math.max(...[...jsonPieces(manifest)].map((p) => p.length))).toBeLessThan(200);
+    const inflated = gunzipSync(await bytes(gzipJson(manifest)));
+    expect(inflated.toString('utf8')).toBe(text);
+    expect(jsonSha256(manifest)).toBe(crypto.createHash('sha256').update(inflated).digest('hex'));
+    const back = parseManifest(JSON.parse(text));
+    expect(Object.keys(back.entries)).toEqual([...entries].map(([p]) => p));
+    expect(Object.keys(back.entries)).toHaveLength(1 + 1000 + 2 * 2000);
   });
 });

@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import { createGunzip, createGzip } from 'node:zlib';
 import { pipeline, Readable } from 'node:stream';
 import { replayableBody } from '../plugin/api/index.js';
+import { isJsonPiecesSource, JSON_PIECES } from '../util/jsonPieces.js';
 
 /** The bytes as a PutObject body the plugin host can replay if the plugin dies mid-upload. */
 export function bytesOf(data: Uint8Array): AsyncIterable<Uint8Array> {
@@ -66,7 +67,7 @@ function isPlainContainer(v: unknown): v is Record<string, unknown> | unknown[] 
 /** JSON.stringify(value) in pieces (the same text once joined), cut between the elements of its outer arrays and objects. */
 export function* jsonPieces(value: unknown, depth = 0): Generator<string> {
   // At the top level, like JSON.stringify, a value JSON cannot hold (undefined, a function) gives nothing.
-  const pieces = splits(value, depth) ? containerPieces(value, depth) : leafText(value);
+  const pieces = isJsonPiecesSource(value) ? value[JSON_PIECES]() : splits(value, depth) ? containerPieces(value, depth) : leafText(value);
   if (pieces !== undefined) yield* pieces;
 }
 
@@ -81,7 +82,8 @@ function leafText(value: unknown): [string] | undefined {
 }
 
 function* containerPieces(value: Record<string, unknown> | unknown[], depth: number): Generator<string> {
-  const member = (v: unknown): Iterable<string> | undefined => (splits(v, depth + 1) ? containerPieces(v, depth + 1) : leafText(v));
+  const member = (v: unknown): Iterable<string> | undefined =>
+    isJsonPiecesSource(v) ? v[JSON_PIECES]() : splits(v, depth + 1) ? containerPieces(v, depth + 1) : leafText(v);
   if (Array.isArray(value)) {
     yield '[';
     for (let i = 0; i < value.length; i++) {

@@ -25,7 +25,7 @@ import { pathDigest, type PathDigest } from '../persistence/pathDigest.js';
 import { agreementByDigest, checkAgreement, isCheckedPath } from '../persistence/verify.js';
 import type { KubeObject } from '../plugin/api/index.js';
 import { systemClock, type Clock, type TimerClock } from '../util/clock.js';
-import { mapLimitSettled } from '../util/concurrency.js';
+import { eachLimit } from '../util/concurrency.js';
 import { errorMessage, sanitizeMessage } from '../util/errors.js';
 import { selectionLogFields } from '../selection/validate.js';
 import { actionMatcher, resolveRestoreItemActions, type ActionMatcher, type ResolvedRestoreItemAction } from './actions/selector.js';
@@ -285,7 +285,8 @@ async function runTiers(
     stats.tiers++;
     deps.log.info(`restoring ${items.length} items of ${tier.groupResources.join(', ')}`);
     try {
-      await mapLimitSettled(items, concurrency, (p) => exec.restoreItem(p), { signal });
+      // The executor records every item's outcome itself, so no per-item result is kept here.
+      await eachLimit(items, concurrency, (p) => exec.restoreItem(p), { signal });
     } catch (err) {
       return `the restore was stopped: ${errorMessage(err)}`;
     }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { sleep } from './backoff.js';
-import { createSemaphore, mapLimit, mapLimitSettled } from './concurrency.js';
+import { createSemaphore, eachLimit, mapLimit, mapLimitSettled } from './concurrency.js';
 
 function tracker() {
   let active = 0;
@@ -77,6 +77,39 @@ describe('mapLimitSettled', () => {
     expect(out[0]).toEqual({ status: 'fulfilled', value: 10 });
     expect(out[1]).toMatchObject({ status: 'rejected', reason: new Error('two') });
     expect(out[2]).toEqual({ status: 'fulfilled', value: 30 });
+  });
+});
+
+describe('eachLimit', () => {
+  it('runs every item, at most `limit` at once, and hands each rejection to onRejected', async () => {
+    let inFlight = 0;
+    let peak = 0;
+    const done: number[] = [];
+    const rejected: [string, number][] = [];
+    await eachLimit([0, 1, 2, 3, 4, 5, 6], 3, async (i) => {
+      inFlight++;
+      peak = Math.max(peak, inFlight);
+      await new Promise((r) => setTimeout(r, (7 - i) % 4));
+      inFlight--;
+      if (i % 3 === 1) throw new Error(`item ${i}`);
+      done.push(i);
+    }, { onRejected: (reason, item) => rejected.push([(reason as Error).message, item]) });
+    expect(peak).toBe(3);
+    expect(done.sort()).toEqual([0, 2, 3, 5, 6]);
+    expect(rejected.sort()).toEqual([['item 1', 1], ['item 4', 4]]);
+  });
+
+  it('stops starting items once aborted and rejects with the reason', async () => {
+    const ac = new AbortController();
+    const started: number[] = [];
+    const p = eachLimit([0, 1, 2, 3, 4], 2, async (i) => {
+      started.push(i);
+      if (i === 1) ac.abort(new Error('stop'));
+      await Promise.resolve();
+    }, { signal: ac.signal });
+    await expect(p).rejects.toThrow('stop');
+    expect(started).toEqual([0, 1]);
+    await expect(eachLimit([1], 0, async () => undefined)).rejects.toThrow('concurrency limit must be an integer >= 1 (got 0)');
   });
 });
 

@@ -103,6 +103,37 @@ export async function mapLimitSettled<T, R>(
   return runLimited(items, limit, fn, opts, false);
 }
 
+/**
+ * Runs `fn` on every item, at most `limit` at a time, and keeps no result: for loops over many items
+ * whose outcomes `fn` records itself (a restore's tier of 50,000 items held a settled result per item
+ * until the tier ended). A rejection does not stop the others; it goes to `onRejected`, if given.
+ */
+export async function eachLimit<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<unknown>,
+  opts: MapLimitOptions & { onRejected?: (reason: unknown, item: T) => void } = {},
+): Promise<void> {
+  const { signal, onRejected } = opts;
+  checkStart(limit, signal);
+  await pool(items.length, limit, (i) => fn(items[i] as T, i).then(() => undefined, (reason: unknown) => onRejected?.(reason, items[i] as T)), () => false, signal);
+  if (signal?.aborted) throw abortReason(signal);
+}
+
+function checkStart(limit: number, signal: AbortSignal | undefined): void {
+  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`concurrency limit must be an integer >= 1 (got ${limit})`);
+  if (signal?.aborted) throw abortReason(signal);
+}
+
+/** Runs `run(i)` for i in [0, n), at most `limit` at once, until `stop()` or the signal says so. `run` never rejects. */
+async function pool(n: number, limit: number, run: (i: number) => Promise<void>, stop: () => boolean, signal: AbortSignal | undefined): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < n && !stop() && !signal?.aborted) await run(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, n) }, worker));
+}
+
 async function runLimited<T, R>(
   items: Iterable<T>,
   limit: number,
@@ -110,25 +141,20 @@ async function runLimited<T, R>(
   opts: MapLimitOptions,
   failFast: boolean,
 ): Promise<PromiseSettledResult<R>[]> {
-  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`concurrency limit must be an integer >= 1 (got ${limit})`);
   const { signal } = opts;
-  if (signal?.aborted) throw abortReason(signal);
+  checkStart(limit, signal);
   const list = [...items];
   const results: PromiseSettledResult<R>[] = new Array<PromiseSettledResult<R>>(list.length);
-  let next = 0;
   let failed = false;
-  const worker = async (): Promise<void> => {
-    while (next < list.length && !(failFast && failed) && !signal?.aborted) {
-      const i = next++;
-      try {
-        results[i] = { status: 'fulfilled', value: await fn(list[i] as T, i) };
-      } catch (reason) {
-        results[i] = { status: 'rejected', reason };
-        failed = true;
-      }
+  const run = async (i: number): Promise<void> => {
+    try {
+      results[i] = { status: 'fulfilled', value: await fn(list[i] as T, i) };
+    } catch (reason) {
+      results[i] = { status: 'rejected', reason };
+      failed = true;
     }
   };
-  await Promise.all(Array.from({ length: Math.min(limit, list.length) }, worker));
+  await pool(list.length, limit, run, () => failFast && failed, signal);
   if (signal?.aborted) throw abortReason(signal);
   if (failFast && failed) {
     // Report the first failure in input order, which is deterministic for callers and tests.
