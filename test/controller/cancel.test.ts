@@ -2,17 +2,19 @@
 // canceled mid-run end Canceled within 2 s of the cancel (the times are printed); the canceled
 // backup keeps no tarball and no stowage-backup.json and cannot be restored; the canceled restore
 // lists exactly the items it created; a backup still New when canceled never starts; the CLI
-// refuses to cancel a finished backup.
+// refuses to cancel a finished backup. The server runs in process (nothing here kills it); CLI
+// calls that do not depend on each other run at once.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { LABEL_RESTORE_NAME, RESOURCES, newBackup, newRestore, type Backup, type Restore } from '../../src/apis/v1/index.js';
-import { CORE, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
+import { CORE, createDynamicClient, loadKubeConfig, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import { mapLimit } from '../../src/util/concurrency.js';
 import { ensureBuilt, runCli, show, type RunOptions } from '../cli/helpers.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
-import { ensureNamespace, filesystemLocation, startServer, testClient, waitFinished, type RunningServer } from '../support/server.js';
+import { startInProcessServer, type InProcessServer } from '../support/inProcessServer.js';
+import { ensureNamespace, filesystemLocation, testClient, waitFinished } from '../support/server.js';
 
 const OBJECTS = 5000;
 // Small pages and a low QPS keep the runs going for several seconds, so the cancel lands mid-run.
@@ -28,7 +30,7 @@ describe('cancel', () => {
   const loc = filesystemLocation();
   let client: DynamicClient;
   let seeder: DynamicClient;
-  let server: RunningServer;
+  let server: InProcessServer;
   let opts: RunOptions;
   // The CLI starts slowly on a loaded machine: generous timeouts.
   const cli = (...args: string[]) => runCli(args, { ...opts, timeoutMs: 240_000 });
@@ -50,13 +52,17 @@ describe('cancel', () => {
   beforeAll(async () => {
     const kubeconfig = inject('cluster').kubeconfigPath;
     client = testClient(kubeconfig);
-    seeder = testClient(kubeconfig).withOutageTimeout(0);
+    // Not rate-limited: the 32 creates in flight are the only bound on seeding.
+    seeder = createDynamicClient(loadKubeConfig(kubeconfig), { qps: 0 }).withOutageTimeout(0);
     await ensureBuilt();
     for (const n of [app, small]) await ensureNamespace(client, n);
     await client.create(CORE.configMaps, small, { metadata: { name: 'one' }, data: { a: '1' } });
-    await mapLimit(Array.from({ length: OBJECTS }, (_, i) => i), 32, (i) =>
-      seeder.create(CORE.configMaps, app, { metadata: { name: `cm-${i}` }, data: { i: String(i), body: 'x'.repeat(256) } }));
-    server = await startServer({ kubeconfigPath: kubeconfig, namespace: ns, location: loc, args: SLOW });
+    // The server starts while the objects are made: it has nothing to do until a test creates a run.
+    [server] = await Promise.all([
+      startInProcessServer({ kubeconfigPath: kubeconfig, namespace: ns, location: loc, args: SLOW }),
+      mapLimit(Array.from({ length: OBJECTS }, (_, i) => i), 32, (i) =>
+        seeder.create(CORE.configMaps, app, { metadata: { name: `cm-${i}` }, data: { i: String(i), body: 'x'.repeat(256) } })),
+    ]);
     opts = { kubeconfig, namespace: ns };
   }, 600_000);
 
@@ -94,11 +100,18 @@ describe('cancel', () => {
     // Nothing partial is kept as a backup: no stowage-backup.json, no tarball; the log and results say what happened.
     const files = fs.readdirSync(backupDir('big')).sort();
     expect(files).toEqual(['big-logs.gz', 'big-results.gz']);
-    const logs = await cli('backup', 'logs', 'big');
+    // What the CLI says of it (none of these changes it).
+    const [logs, d, r, again] = await Promise.all([
+      cli('backup', 'logs', 'big'),
+      cli('backup', 'describe', 'big', '--details'),
+      // A canceled backup is never restored: the CLI refuses.
+      cli('restore', 'create', 'from-canceled', '--from-backup', 'big'),
+      // Canceling it again is a no-op that says so.
+      cli('backup', 'cancel', 'big'),
+    ]);
     expect(logs.code, show(logs)).toBe(0);
     expect(logs.stdout).toContain('(spec.cancel): stopping the backup');
     expect(logs.stdout).toMatch(/backup canceled .*; done before it stopped: \d+ items backed up/);
-    const d = await cli('backup', 'describe', 'big', '--details');
     expect(d.code, show(d)).toBe(0);
     expect(d.stdout).toMatch(/^Phase:\s+Canceled$/m);
     expect(d.stdout).toMatch(/^Canceled:\s+canceled /m);
@@ -113,15 +126,13 @@ describe('cancel', () => {
     expect(fs.existsSync(backupDir('queued'))).toBe(false);
 
     // A canceled backup is never restored: the CLI refuses, and so does the server.
-    const r = await cli('restore', 'create', 'from-canceled', '--from-backup', 'big');
     expect(r.code, show(r)).toBe(1);
     expect(r.stderr).toContain('backup "big" was canceled before it finished: it holds no complete tarball and can never be restored');
     await client.create(RESOURCES.Restore, ns, newRestore('from-canceled', ns, { backupName: 'big' }));
     const refused = await waitFinished<Restore>(client, RESOURCES.Restore, ns, 'from-canceled');
     expect(refused.status?.phase).toBe('FailedValidation');
     expect(refused.status?.validationErrors?.join('\n')).toContain('backup "big" was canceled before it finished');
-    // Canceling it again is a no-op that says so.
-    const again = await cli('backup', 'cancel', 'big');
+    expect((await getBackup('big')).status?.phase).toBe('Canceled');
     expect(again.code, show(again)).toBe(0);
     expect(again.stdout).toContain('Backup "big" is already Canceled.');
   }, 600_000);
@@ -129,6 +140,8 @@ describe('cancel', () => {
   it('stowage backup cancel --wait stops a backup; a finished one is refused', async () => {
     // The CLI takes seconds to start on a loaded machine: it finds the backup New or InProgress.
     await client.create(RESOURCES.Backup, ns, newBackup('waited', ns, { includedNamespaces: [app] }));
+    // Calls that touch neither backup run alongside.
+    const others = Promise.all([cli('restore', 'cancel', 'nope'), cli('backup', 'cancel')]);
     const w = await cli('backup', 'cancel', 'waited', '--wait');
     expect(w.code, show(w)).toBe(0);
     expect(w.stdout).toMatch(/Request to cancel backup "waited" submitted successfully \(it was (New|InProgress)\)\./);
@@ -146,10 +159,9 @@ describe('cancel', () => {
     expect(c.stderr).toBe('error: backup "done" is already Completed: only a New or InProgress backup can be canceled\n');
     expect((await getBackup('done')).spec.cancel).toBeUndefined();
     await expect(client.patch(RESOURCES.Backup, ns, 'done', { spec: { cancel: true } }, 'merge')).rejects.toThrow(/Backup is already Completed/);
-    const missing = await cli('restore', 'cancel', 'nope');
+    const [missing, usage] = await others;
     expect(missing.code, show(missing)).toBe(1);
     expect(missing.stderr).toContain(`restore "nope" not found in namespace ${ns}`);
-    const usage = await cli('backup', 'cancel');
     expect(usage.code, show(usage)).toBe(2);
     expect(usage.stderr).toContain("missing required argument 'name'");
   }, 300_000);
@@ -175,7 +187,7 @@ describe('cancel', () => {
     expect(created).toBeGreaterThan(0);
     expect(created).toBeLessThan(OBJECTS);
     // What describe lists as created is exactly what is in the cluster with this restore's label.
-    const d = await cli('restore', 'describe', 'partial');
+    const [d, logs] = await Promise.all([cli('restore', 'describe', 'partial'), cli('restore', 'logs', 'partial')]);
     expect(d.code, show(d)).toBe(0);
     expect(d.stdout).toMatch(/^Phase:\s+Canceled$/m);
     expect(d.stdout).toContain('The restore was canceled: the items listed below as Created or Updated were written before it stopped');
@@ -184,7 +196,6 @@ describe('cancel', () => {
     const live = (await client.listAll<KubeObject>(CORE.configMaps, { namespace: target, labelSelector: `${LABEL_RESTORE_NAME}=partial` })).items.map((o) => o.metadata?.name ?? '').sort();
     expect(listed.length).toBeGreaterThan(0);
     expect(listed).toEqual(live);
-    const logs = await cli('restore', 'logs', 'partial');
     expect(logs.stdout).toMatch(/restore canceled .*; done before it stopped: created \d+, updated 0, skipped \d+, failed 0/);
   }, 600_000);
 });

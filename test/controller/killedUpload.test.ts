@@ -1,10 +1,12 @@
 // A server SIGKILLed in the middle of an upload leaves the filesystem store's temp file in the
-// bucket; the next server sweeps it when it opens the location.
+// bucket; the next server sweeps it when it opens the location. The first server is a process
+// (the test SIGKILLs it); the next runs in process and moves its clock past the dead leader's lease.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { RESOURCES, newBackup, type Backup, type BackupStorageLocation } from '../../src/apis/v1/index.js';
 import { uniqueName, waitUntil } from '../support/kube.js';
+import { startSuccessor } from '../support/inProcessServer.js';
 import { filesystemLocation, startServer, testClient } from '../support/server.js';
 import { childPids, pidAlive } from '../plugin/support.js';
 
@@ -50,7 +52,8 @@ describe('temp objects of killed uploads', () => {
     await waitUntil('the plugin processes to exit', async () => (plugins.some(pidAlive) ? undefined : true), 10_000, 50);
     expect(left.filter((f) => !fs.existsSync(f)), 'temp files gone after the SIGKILL').toEqual([]);
 
-    const second = await startServer({ kubeconfigPath, namespace: ns });
+    // It leads once the dead leader's lease (15 s unrenewed) is past: startSuccessor moves its clock there.
+    const second = await startSuccessor({ kubeconfigPath, namespace: ns });
     cleanups.push(() => second.stop());
     // Opening the location (its validation, once this server leads) sweeps the file.
     await waitUntil('the location validated by the new server', async () => {
@@ -58,6 +61,6 @@ describe('temp objects of killed uploads', () => {
       return l.status?.phase === 'Available' && tempFiles(bucketDir).length === 0 ? l : undefined;
     }, 60_000, 200);
     expect(left.every((f) => !fs.existsSync(f))).toBe(true);
-    await second.waitForOutput(/removed temp files left by killed uploads/, 10_000);
+    await second.waitForOutput(/removed temp files left by killed uploads/);
   }, 180_000);
 });

@@ -7,10 +7,18 @@ import { isReplayable } from '../api/index.js';
 export class PutBody {
   private readonly replayable: boolean;
   private source: AsyncIterator<Uint8Array> | undefined;
+  /** Chunks read of a one-shot body: all of them while they fit the buffer, then only those the current attempt has yet to take. */
   private recorded: Uint8Array[] = [];
+  /** How many of `recorded` the current attempt has taken. */
+  private taken = 0;
   private recordedBytes = 0;
   private overflowed = false;
+  private ended = false;
   private readBytes = 0;
+  /** The one read of the source in flight, whichever attempt asked for it. */
+  private reading: Promise<void> | undefined;
+  /** Which attempt is current: an abandoned one (its plugin process died) neither reads nor counts. */
+  private attempts = 0;
   /** Bytes handed to the current attempt (what the plugin should report having stored). */
   attemptBytes = 0;
 
@@ -24,9 +32,11 @@ export class PutBody {
   /** The stream for the next attempt: the body itself, or recorded chunks then the rest of the source. */
   attempt(): AsyncIterable<Uint8Array> {
     this.attemptBytes = 0;
-    if (this.replayable) return this.counted(this.body);
+    const n = ++this.attempts;
+    if (this.replayable) return this.counted(this.body, n);
     this.source ??= this.body[Symbol.asyncIterator]();
-    return this.counted(this.replayThenRead());
+    this.taken = 0;
+    return this.counted(this.replayThenRead(n), n);
   }
 
   /** Why another attempt is impossible, or undefined when it is possible. */
@@ -43,44 +53,70 @@ export class PutBody {
     const src = this.source;
     this.source = undefined;
     this.recorded = [];
+    this.taken = 0;
     await src?.return?.();
   }
 
-  private async *counted(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  private async *counted(source: AsyncIterable<Uint8Array>, n: number): AsyncGenerator<Uint8Array> {
     for await (const chunk of source) {
+      // The writer of a dead process may still pull: what it gets is not the current attempt's.
+      if (n !== this.attempts) return;
       this.attemptBytes += chunk.byteLength;
       yield chunk;
     }
   }
 
-  /** Not a generator over `source` directly: ending one attempt early must not close the source. */
-  private replayThenRead(): AsyncIterable<Uint8Array> {
-    const replay = this.recorded.slice();
-    let i = 0;
+  /**
+   * Not a generator over `source` directly: ending one attempt early must not close the source.
+   * A chunk is taken from `recorded` only, never straight from a read: a read an abandoned attempt
+   * started may end after the next attempt began, and its chunk is then that attempt's to send.
+   */
+  private replayThenRead(n: number): AsyncIterable<Uint8Array> {
     return {
       [Symbol.asyncIterator]: () => ({
         next: async (): Promise<IteratorResult<Uint8Array>> => {
-          if (i < replay.length) return { done: false, value: replay[i++] as Uint8Array };
-          const src = this.source;
-          if (src === undefined) return { done: true, value: undefined };
-          const r = await src.next();
-          if (r.done !== true) this.record(r.value);
-          return r;
+          for (;;) {
+            if (n !== this.attempts) return { done: true, value: undefined };
+            if (this.taken < this.recorded.length) {
+              const value = this.recorded[this.taken++] as Uint8Array;
+              if (this.overflowed) this.dropTaken();
+              return { done: false, value };
+            }
+            const src = this.source;
+            if (src === undefined || this.ended) return { done: true, value: undefined };
+            await this.read(src);
+          }
         },
         return: async (): Promise<IteratorResult<Uint8Array>> => ({ done: true, value: undefined }),
       }),
     };
   }
 
+  /** Reads the next chunk into `recorded`; one read at a time, shared by whoever waits for it. */
+  private read(src: AsyncIterator<Uint8Array>): Promise<void> {
+    this.reading ??= src.next().then((r) => {
+      if (r.done === true) this.ended = true;
+      else this.record(r.value);
+    }).finally(() => {
+      this.reading = undefined;
+    });
+    return this.reading;
+  }
+
   private record(chunk: Uint8Array): void {
     this.readBytes += chunk.byteLength;
-    if (this.overflowed) return;
     this.recorded.push(chunk);
+    if (this.overflowed) return;
     this.recordedBytes += chunk.byteLength;
     if (this.recordedBytes > this.bufferLimit) {
+      // No retry is possible any more (blocker): keep only what the current attempt has yet to take.
       this.overflowed = true;
-      this.recorded = [];
-      this.recordedBytes = 0;
+      this.dropTaken();
     }
+  }
+
+  private dropTaken(): void {
+    this.recorded.splice(0, this.taken);
+    this.taken = 0;
   }
 }
