@@ -3,7 +3,7 @@
 // build on the node running npm; the unit tests on that node too; then the integration tests on
 // the image's Node (scripts/node-runtime.mjs; they start the local control plane and S3 server).
 // Extra arguments go to vitest, on the image's Node only: `npm test -- test/cluster.test.ts`.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ensureDeps, root } from './ensure-deps.mjs';
@@ -12,39 +12,16 @@ import { testRuns } from './test-plan.mjs';
 
 process.chdir(root);
 
-/**
- * The checks before the tests, two at a time (2 cores; each is one mostly single-threaded process).
- * Each one's output is printed whole when it ends, so steps do not interleave; the first failure
- * stops the others and the command.
- */
-async function runSteps(steps, width = 2) {
-  const queue = [...steps];
-  const live = new Set();
-  let failed;
-  const one = async ({ label, cmd, args }) => {
-    const t0 = Date.now();
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
-    live.add(child);
-    const out = [];
-    child.stdout.on('data', (c) => out.push(c));
-    child.stderr.on('data', (c) => out.push(c));
-    const code = await new Promise((resolve) => child.on('close', (c, sig) => resolve(c ?? sig)));
-    live.delete(child);
-    const secs = ((Date.now() - t0) / 1000).toFixed(1);
-    process.stderr.write(`\n=== ${label}: ${cmd} ${args.join(' ')}\n${Buffer.concat(out).toString()}`);
-    if (code === 0) process.stderr.write(`=== ${label} ok (${secs}s)\n`);
-    else if (failed !== undefined) process.stderr.write(`=== ${label} stopped: another step failed\n`);
-    else {
-      failed = code;
-      process.stderr.write(`\n=== ${label} FAILED after ${secs}s (exit ${code})\n`);
-      for (const c of live) c.kill();
-    }
-  };
-  const lane = async () => {
-    while (failed === undefined && queue.length > 0) await one(queue.shift());
-  };
-  await Promise.all(Array.from({ length: width }, lane));
-  if (failed !== undefined) process.exit(typeof failed === 'number' ? failed : 1);
+function run(label, cmd, args) {
+  const t0 = Date.now();
+  process.stderr.write(`\n=== ${label}: ${cmd} ${args.join(' ')}\n`);
+  const r = spawnSync(cmd, args, { stdio: 'inherit', env: process.env });
+  const secs = ((Date.now() - t0) / 1000).toFixed(1);
+  if (r.status !== 0) {
+    process.stderr.write(`\n=== ${label} FAILED after ${secs}s (exit ${r.status ?? r.signal})\n`);
+    process.exit(r.status ?? 1);
+  }
+  process.stderr.write(`=== ${label} ok (${secs}s)\n`);
 }
 
 const VITEST = path.join(root, 'node_modules', 'vitest', 'vitest.mjs');
@@ -93,10 +70,10 @@ ensureDeps();
 const extra = process.argv.slice(2);
 const steps = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts;
 if (extra.length === 0) {
-  const npmRun = (label) => ({ label, cmd: 'npm', args: ['run', '--silent', label] });
-  const checks = ['gen:check', 'crds:check', 'rbac:check'].filter((c) => steps[c]);
-  // Longest first, so the two lanes end together.
-  await runSteps(['typecheck', 'lint', 'build', ...checks].map(npmRun));
+  run('lint', 'npm', ['run', '--silent', 'lint']);
+  run('typecheck', 'npm', ['run', '--silent', 'typecheck']);
+  for (const check of ['gen:check', 'crds:check', 'rbac:check']) if (steps[check]) run(check, 'npm', ['run', '--silent', check]);
+  run('build', 'npm', ['run', '--silent', 'build']);
 }
 
 let runtime;
