@@ -2,7 +2,7 @@
 // kube-scheduler) joined to its own node-mode control plane, the image built from the shipped
 // Dockerfile, and the chart installed with helm itself. Nothing comes from a registry. Provisioning
 // failures fail here with the reason; nothing is skipped.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -116,12 +116,24 @@ spec:
     // Through the Service's ClusterIP from the machine: kube-proxy's rules pick a pod.
     const svc = await core.readNamespacedService({ namespace: ns, name: 'web' });
     const seen = new Set<string>();
+    const ip = svc.spec?.clusterIP ?? '';
     await waitUntil('both pods answering through the Service', async () => {
-      const r = await httpGet(`http://${svc.spec?.clusterIP}:8080/`);
+      const r = await httpGet(`http://${ip}:8080/`);
       expect(r.status).toBe(200);
       seen.add(r.body.trim());
       return seen.size === 2 ? true : undefined;
-    }, 120_000, 50);
+    }, 120_000, 50).catch((err: Error) => {
+      // Seen once under load: 404s for 120 s, i.e. the connection left the machine (the sandbox's
+      // proxy answers) instead of meeting kube-proxy's DNAT. Say whether the rule was there.
+      const rules = spawnSync('nft', ['list', 'ruleset'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.includes(ip));
+      let proxyLog: string;
+      try {
+        proxyLog = fs.readFileSync(path.join(node?.workDir ?? '', 'kube-proxy.log'), 'utf8').split('\n').slice(-15).join('\n');
+      } catch (e) {
+        proxyLog = `(unreadable: ${(e as Error).message})`;
+      }
+      throw new Error(`${err.message}\nnft rules naming ${ip}:\n${rules.join('\n') || '(none)'}\nkube-proxy.log (last lines):\n${proxyLog}`);
+    });
     expect([...seen].sort()).toEqual(names);
 
     // The kubelet restarts a container whose process is killed from outside.
