@@ -179,8 +179,9 @@ describe('DeleteBackupRequest controller', () => {
     const d = await requestDeletion('ghost-2');
     const created = Date.parse(d.metadata.creationTimestamp ?? '');
     lc.clock.set(new Date(created + 23 * 3_600_000));
+    const looked = lc.reconciled('delete-backup-request', `${lc.namespace}/${d.metadata.name}`);
     lc.poke('delete-backup-request', `${lc.namespace}/${d.metadata.name}`);
-    await new Promise((r) => setTimeout(r, 1000));
+    await looked;
     await lc.client.get(DBRS, lc.namespace, d.metadata.name);
     lc.clock.set(new Date(created + 24 * 3_600_000 + 1000));
     lc.poke('delete-backup-request', `${lc.namespace}/${d.metadata.name}`);

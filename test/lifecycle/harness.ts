@@ -51,6 +51,11 @@ export interface Lifecycle {
   controller(name: string): Controller;
   /** Re-runs a controller's reconcile for `key` (a cron tick or GC sweep "now", after moving the clock). */
   poke(controllerName: string, key: string): void;
+  /**
+   * Resolves once `count` reconciles of `key` by the controller have run that started after this
+   * call (after a poke or a clock move: "it has looked again", so a check that nothing happened means it).
+   */
+  reconciled(controllerName: string, key: string, count?: number): Promise<void>;
   waitForBackup(name: string, done?: (b: Backup) => boolean, timeoutMs?: number): Promise<Backup>;
   waitForLocation(name: string): Promise<BackupStorageLocation>;
   stop(): Promise<void>;
@@ -108,11 +113,30 @@ export async function startLifecycle(opts: LifecycleOptions): Promise<Lifecycle>
     runs: createRunRegistry(),
   };
 
+  // Reconciles as they end, with when they started, for reconciled().
+  const ends: { controller: string; key: string; startedAt: number }[] = [];
+  const onEnd = new Set<() => void>();
+  const onReconcile = (info: { controller: string; key: string; durationMs: number }): void => {
+    ends.push({ controller: info.controller, key: info.key, startedAt: performance.now() - info.durationMs });
+    for (const f of [...onEnd]) f();
+  };
+  const reconciled = (name: string, key: string, count = 1): Promise<void> => {
+    const from = performance.now();
+    return new Promise((resolve) => {
+      const check = (): void => {
+        if (ends.filter((e) => e.controller === name && e.key === key && e.startedAt >= from).length < count) return;
+        onEnd.delete(check);
+        resolve();
+      };
+      onEnd.add(check);
+    });
+  };
+
   const controllers = new Map<string, Controller>();
   for (const factory of opts.controllers) {
     const def = factory(ctx);
     await def.onStart?.();
-    const c = startController({ name: def.name, reconciler: def.reconciler, informers: def.watches, workers: def.workers ?? 1, logger });
+    const c = startController({ name: def.name, reconciler: def.reconciler, informers: def.watches, workers: def.workers ?? 1, logger, onReconcile });
     controllers.set(def.name, c);
   }
   await Promise.all([...controllers.values()].map((c) => c.ready));
@@ -131,6 +155,7 @@ export async function startLifecycle(opts: LifecycleOptions): Promise<Lifecycle>
     lines,
     controller,
     poke: (name, key) => controller(name).enqueue(key),
+    reconciled,
     waitForBackup: (name, done = finished, timeoutMs = 90_000) =>
       waitUntil(`backup ${name}`, async () => {
         const b = await client.get<Backup>(RESOURCES.Backup, opts.namespace, name);
