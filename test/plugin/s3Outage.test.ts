@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Server, type S3Server } from '../../scripts/cluster/s3.js';
 import type { ObjectStore } from '../../src/plugin/api/index.js';
 import { createPluginPool, type PluginHandle, type PluginPool } from '../../src/plugin/host/index.js';
-import { memoryLogger, removeTempDirs, requireBuilt, RUN, selfCommand, tempDir } from './support.js';
+import { memoryLogger, removeTempDirs, requireBuilt, RUN, selfCommand, tempDir, waitFor } from './support.js';
 
 const SIZE = 64 * 1024 * 1024;
 
@@ -40,9 +40,13 @@ describe('stowage.dev/aws rides out an S3 outage', () => {
     removeTempDirs();
   });
 
-  const outage = async (ms: number): Promise<void> => {
+  const retries = (): number => logs.entries.filter((e) => e.message.includes('object store unreachable; retrying')).length;
+  /** Stops the store until the plugin has met the outage and said it retries (`during` runs meanwhile), then starts it. */
+  const outage = async (during: () => void = () => undefined): Promise<void> => {
+    const before = retries();
     await s3.stop();
-    await new Promise((r) => setTimeout(r, ms));
+    during();
+    await waitFor('the plugin to retry on the outage', () => (retries() > before ? true : undefined), 30_000);
     await s3.start();
   };
 
@@ -57,7 +61,7 @@ describe('stowage.dev/aws rides out an S3 outage', () => {
       got.push(Buffer.from(r.value));
       n += r.value.length;
     }
-    const stopped = outage(3000);
+    const stopped = outage();
     for (;;) {
       const r = await it.next();
       if (r.done === true) break;
@@ -73,10 +77,10 @@ describe('stowage.dev/aws rides out an S3 outage', () => {
   });
 
   it('a listing made while the store is down answers once it is back', async () => {
-    await s3.stop();
-    const listing = store.listObjects('vault', 'site/');
-    await new Promise((r) => setTimeout(r, 2000));
-    await s3.start();
+    let listing: Promise<string[]> | undefined;
+    await outage(() => {
+      listing = store.listObjects('vault', 'site/');
+    });
     expect(await listing).toEqual(['site/big']);
   });
 

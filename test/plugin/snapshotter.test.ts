@@ -13,11 +13,12 @@ describe('VolumeSnapshotter through the plugin host', () => {
   let handle: PluginHandle;
   let snap: VolumeSnapshotter;
   let launcher: string;
+  const logs = memoryLogger();
 
   beforeAll(async () => {
     const p = pluginDir({ tester: 'test-plugin.mjs' });
     launcher = p.path('tester');
-    pool = await createPluginPool({ pluginDirs: [p.dir], logger: memoryLogger().logger });
+    pool = await createPluginPool({ pluginDirs: [p.dir], logger: logs.logger });
     handle = pool.handle(RUN);
     snap = await handle.volumeSnapshotter('test.stowage.dev/snapshots', { zone: 'eu-1' });
   });
@@ -46,7 +47,8 @@ describe('VolumeSnapshotter through the plugin host', () => {
       (result) => ({ result }),
       (error: unknown) => ({ error: error as Error }),
     );
-    await new Promise((r) => setTimeout(r, 300));
+    // Killed once the call is running in the plugin (it says so, then takes 2 s), not before it arrives.
+    await waitFor('the slow call to reach the plugin', () => (logs.entries.some((e) => e.message === 'slow call started' && e.pluginPid === pid) ? true : undefined));
     process.kill(pid as number, 'SIGKILL');
     return pending;
   };
