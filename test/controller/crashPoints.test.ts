@@ -245,7 +245,19 @@ describe.concurrent('a server SIGKILLed mid-restore', () => {
       expect((await waitFinished<Backup>(c, RESOURCES.Backup, ns, 'b', 120_000)).status?.phase).toBe('Completed');
       await c.create(RESOURCES.Restore, ns, newRestore('r', ns, { backupName: 'b', namespaceMapping: { [source]: uniqueName('crash-rdst') } }));
       await waitUntil('the restore to run', async () => ((await c.get<Restore>(RESOURCES.Restore, ns, 'r')).status?.phase === 'InProgress' ? true : undefined), 60_000, 100);
-      await new Promise((r) => setTimeout(r, 1500)); // past the run log's 1 s sync flush
+      // Killed once the run log has a line on disk (it is sync-flushed within 1 s of being written).
+      const logDir = path.join(first.scratchDir, 'run-logs');
+      await waitUntil('a line of the restore log on disk', async () => {
+        for (const f of fs.readdirSync(logDir).filter((n) => n.startsWith('restore-') && n.endsWith('.log.gz'))) {
+          try {
+            const text = zlib.gunzipSync(fs.readFileSync(path.join(logDir, f)), { finishFlush: zlib.constants.Z_SYNC_FLUSH }).toString('utf8');
+            if (text.includes('\n')) return true;
+          } catch {
+            // Not even a gzip header yet.
+          }
+        }
+        return undefined;
+      }, 30_000, 100);
       expect((await c.get<Restore>(RESOURCES.Restore, ns, 'r')).status?.phase).toBe('InProgress');
       await first.stop('SIGKILL');
 

@@ -392,12 +392,15 @@ describe('runRestore against the real cluster', () => {
     await client.patch(CORE.configMaps, target, 'settings', { metadata: { finalizers: ['example.com/hold'] } }, 'merge');
     await client.delete(CORE.namespaces, undefined, target);
     expect((await client.get(CORE.namespaces, undefined, target)).metadata?.deletionTimestamp).toBeDefined();
-    const running = restoreNow(env, backup, spec);
-    await new Promise((r) => setTimeout(r, 1500));
+    let live: readonly string[] = [];
+    const running = restoreNow(env, backup, spec, {}, uniqueName('r'), (lines) => (live = lines));
+    const waiting = `namespace ${target} is being deleted; waiting until it is gone before restoring it`;
+    // Let go only once the restore says it waits, so the wait is what is tested.
+    await waitUntil('the restore to wait for the namespace', async () => (live.some((l) => l.includes(waiting)) ? true : undefined), 60_000, 50);
     await client.patch(CORE.configMaps, target, 'settings', { metadata: { finalizers: null } }, 'merge');
     const { result, lines } = await running;
     expect(result.phase).toBe('Completed');
-    expect(lines.some((l) => l.includes(`namespace ${target} is being deleted; waiting until it is gone before restoring it`))).toBe(true);
+    expect(lines.some((l) => l.includes(waiting))).toBe(true);
     expect(outcome(result, 'namespaces', target)?.action).toBe('created');
     expect(outcome(result, 'configmaps', 'settings')?.action).toBe('created');
     const cm = await client.get(CORE.configMaps, target, 'settings');

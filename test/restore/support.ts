@@ -88,9 +88,12 @@ export async function restoreNow(
   spec: Omit<RestoreSpec, 'backupName'>,
   deps: Partial<Omit<RestoreDeps, 'client' | 'source' | 'log'>> = {},
   name = uniqueName('r'),
+  /** Given the run's log lines as they are written, for a test that waits on one mid-run. */
+  watchLines?: (lines: readonly string[]) => void,
 ): Promise<RestoreRun> {
   const restore = newRestore(name, 'stowage', { backupName: backup.metadata.name, ...spec });
   const { log, lines } = capturingLogger();
+  watchLines?.(lines);
   const progress: { totalItems: number; itemsRestored: number }[] = [];
   const spillDir = await mkdtemp(join(tmpdir(), 'stowage-spill-'));
   try {
