@@ -192,8 +192,7 @@ describe.concurrent('a stale backup whose location cannot be read at the restart
       servers.push(second);
       // The read of stowage-backup.json rides out the outage (inside the store, for up to
       // --object-store-outage-timeout, 2m): meanwhile the backup is neither Failed nor guessed.
-      const leading = Date.now();
-      await waitUntil('the sweep to be waiting for the location', async () => (Date.now() - leading > 5000 ? true : undefined), 10_000, 250);
+      await second.waitForOutput(/object store unreachable; retrying.*stowage-backup\.json/, 60_000);
       expect((await c.get<Backup>(RESOURCES.Backup, ns, 'b')).status?.phase).toBe('InProgress');
 
       await s3.start();
