@@ -163,7 +163,11 @@ describe('runRestore against the real cluster', () => {
     expect(deploy.metadata?.uid).not.toBe(oldDeployUid);
     const ownedBy = async (): Promise<Owned[]> => (await client.list<Owned>(REPLICA_SETS, { namespace: ns })).items;
     await waitUntil('a ReplicaSet owned by the restored Deployment', async () => ((await ownedBy()).some((r) => r.metadata?.ownerReferences?.[0]?.uid === deploy.metadata?.uid) ? true : undefined));
-    await new Promise((r) => setTimeout(r, 3000));
+    // Once the deployment controller has caught up with the restored Deployment, it makes no other.
+    await waitUntil('the deployment controller to observe the restored Deployment', async () => {
+      const d = await client.get<{ metadata?: { generation?: number }; status?: { observedGeneration?: number } }>(DEPLOYMENTS, ns, 'web');
+      return (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1) ? true : undefined;
+    });
     const rss = await ownedBy();
     expect(rss).toHaveLength(1);
     expect(rss[0]?.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Deployment', uid: deploy.metadata?.uid });

@@ -41,7 +41,13 @@ describe('leader election', () => {
     const a = candidate('a', log);
     await waitUntil('a leads', async () => (a.isLeader() ? true : undefined), 10_000, 50);
     const b = candidate('b', log);
-    await new Promise((r) => setTimeout(r, 1500));
+    // While b runs, a renews twice (each renewal a new renewTime): b saw it held and left it.
+    const renewals = new Set<string>();
+    await waitUntil('a to renew twice while b runs', async () => {
+      const l = await client.get<Lease>(LEASES, ns, 'stowage');
+      if (l.spec.holderIdentity === 'a' && l.spec.renewTime !== undefined) renewals.add(l.spec.renewTime);
+      return renewals.size >= 3 ? true : undefined;
+    }, 10_000, 50);
     expect(b.isLeader()).toBe(false);
     const lease = await client.get<Lease>(LEASES, ns, 'stowage');
     expect(lease.spec.holderIdentity).toBe('a');
