@@ -307,16 +307,13 @@ export function createBackupStore(opts: BackupStoreOptions): BackupStore {
   return store;
 }
 
-/**
- * Waits for every upload (none is still being written when the caller goes on), then rejects with
- * the first failure.
- */
 /** Waits for every one to settle, then throws the first one's error: nothing is still being written when a caller hears of it. */
 async function settleAll(work: Promise<void>[]): Promise<void> {
   const failed = (await Promise.allSettled(work)).find((u): u is PromiseRejectedResult => u.status === 'rejected');
   if (failed !== undefined) throw failed.reason;
 }
 
+/** settleAll for the artifact uploads, the failure named as the artifacts step's. */
 async function allOrFirstError(step: 'artifacts', what: string, uploads: Promise<void>[]): Promise<void> {
   try {
     await settleAll(uploads);
