@@ -285,8 +285,12 @@ async function runTiers(
     stats.tiers++;
     deps.log.info(`restoring ${items.length} items of ${tier.groupResources.join(', ')}`);
     try {
-      // The executor records every item's outcome itself, so no per-item result is kept here.
-      await eachLimit(items, concurrency, (p) => exec.restoreItem(p), { signal });
+      // The executor records every item's outcome itself, so no per-item result is kept here; a
+      // rejection it did not record (it catches the item's own errors) is still named, not dropped.
+      await eachLimit(items, concurrency, (p) => exec.restoreItem(p), {
+        signal,
+        onRejected: (err, p) => deps.log.error(`restoring ${p.key} failed outside its own error handling: ${errorMessage(err)}`, { item: p.key }),
+      });
     } catch (err) {
       return `the restore was stopped: ${errorMessage(err)}`;
     }
