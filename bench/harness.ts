@@ -10,11 +10,7 @@ import { startControlPlane, type ControlPlane } from '../scripts/cluster/control
 import { startMinio } from '../scripts/cluster/minio.js';
 import { startS3Server, type S3Server } from '../scripts/cluster/s3.js';
 import { ensureVelero, type VeleroBinaries } from '../scripts/velero/velero.js';
-import { prepareLocalWebhook, removeLocalWebhook, waitForLocalWebhook } from '../scripts/cluster/webhook.js';
-import {
-  RESOURCES, isBackupTerminal, isRestoreTerminal, newBackup, newBackupStorageLocation, newRestore,
-  type Backup, type BackupSpec, type BackupStorageLocation, type Restore,
-} from '../src/apis/v1/index.js';
+import { RESOURCES, type Backup } from '../src/apis/v1/index.js';
 import { DEFAULT_CONFIG } from '../src/config/index.js';
 import { CORE, createDynamicClient, ensureCrds, loadKubeConfig, type DynamicClient, type KubeObject } from '../src/kube/index.js';
 import { DEFAULT_RESTORE_CONCURRENCY } from '../src/restore/index.js';
@@ -26,21 +22,19 @@ import type { Peer, S3Kind } from './args.js';
 import {
   installVelero, runVeleroBackup, runVeleroRestore, startVeleroServer, VELERO_PREFIX, type VeleroBackup, type VeleroServer, type VeleroSetup,
 } from './peer/velero.js';
-import { sampleTree, type TreeFigures } from './procstat.js';
-import { waitFor } from './watch.js';
+import type { TreeFigures } from './procstat.js';
 import { checkGoals, machineInfo, median, peerRatios, REPORT_SCHEMA, type BenchReport, type PeerReport, type StowageRun } from './report.js';
 import { BENCH_ITEMS, countSeeded, createObject, seed, seedPlan, waitSettled } from './seed.js';
-import { serverHeapFlags, snapshotDist, startBenchServer } from './server.js';
+import { serverHeapFlags, snapshotDist } from './server.js';
+import {
+  ENCRYPTED_LOCATION, ENCRYPTED_PREFIX, LOCATION, LOCATION_PREFIX, measureTree, mergeTrees, setupServerNamespace, stowageRun, stowageServers, UNSIGNED_LOCATION, UNSIGNED_PREFIX,
+  type S3Endpoint,
+} from './stowage.js';
 
 /** Stowage's backup engine lists this many resources at once (src/backup/run.ts DEFAULT_CONCURRENCY). */
 export const BACKUP_LIST_CONCURRENCY = 4;
 
-export interface S3Endpoint {
-  endpoint: string;
-  region: string;
-  accessKeyId: string;
-  secretAccessKey: string;
-}
+export type { S3Endpoint };
 
 export interface BenchOptions {
   objects: number;
@@ -73,19 +67,6 @@ export interface BenchOptions {
   log: (line: string) => void;
 }
 
-const LOCATION = 'default';
-const LOCATION_PREFIX = 'stowage';
-/** The same bucket under another prefix, with client-side encryption (keys in a Secret). */
-const ENCRYPTED_LOCATION = 'encrypted';
-const ENCRYPTED_PREFIX = 'stowage-encrypted';
-/** The same bucket under a third prefix, not signed (`spec.signing.disabled`): what signing costs. */
-const UNSIGNED_LOCATION = 'unsigned';
-const UNSIGNED_PREFIX = 'stowage-unsigned';
-const KEY_SECRET = 'bench-kek';
-/** The HMAC key the signed locations sign with: signing is the default, so the figures include it. */
-const SIGNING_SECRET = 'bench-signing';
-const SIGNING = { keySecretRef: { name: SIGNING_SECRET, key: 'hmac' } };
-const CREDENTIAL_SECRET = 'bench-s3';
 /** The team user (impersonated by the benchmark's admin; the webhook stamps whom the API server authenticated). */
 const TEAM_USER = 'bench-team-user';
 const TEAM_GROUP = 'bench-team';
@@ -93,52 +74,6 @@ const RBAC = 'rbac.authorization.k8s.io';
 const ROLES = { group: RBAC, version: 'v1', resource: 'roles', namespaced: true } as const;
 const ROLE_BINDINGS = { group: RBAC, version: 'v1', resource: 'rolebindings', namespaced: true } as const;
 const CLUSTER_ROLES = { group: RBAC, version: 'v1', resource: 'clusterroles', namespaced: false } as const;
-type Measure = <T>(fn: () => Promise<T>) => Promise<{ value: T; tree: TreeFigures }>;
-
-/** Samples the memory and CPU of a server and its plugin processes while the function it is given runs. */
-function measureTree(pid: number): Measure {
-  return async (f) => {
-    const sampler = sampleTree(pid);
-    let tree: TreeFigures | undefined;
-    try {
-      const value = await f();
-      tree = sampler.stop();
-      return { value, tree };
-    } finally {
-      if (tree === undefined) sampler.stop();
-    }
-  };
-}
-
-/** Several measured runs on one server: the peaks are the highest, CPU times the medians. */
-function mergeTrees(trees: readonly TreeFigures[]): TreeFigures {
-  const first = trees[0];
-  if (first === undefined) throw new Error('nothing was measured');
-  const byCommand = new Map<string, TreeFigures['children'][number][]>();
-  for (const t of trees) for (const c of t.children) byCommand.set(c.command, [...(byCommand.get(c.command) ?? []), c]);
-  const children = [...byCommand.values()].map((cs) => ({
-    ...(cs[0] as TreeFigures['children'][number]),
-    peakRssBytes: Math.max(...cs.map((c) => c.peakRssBytes)),
-    cpuSeconds: median(cs.map((c) => c.cpuSeconds)),
-  }));
-  return {
-    root: { ...first.root, peakRssBytes: Math.max(...trees.map((t) => t.root.peakRssBytes)), cpuSeconds: median(trees.map((t) => t.root.cpuSeconds)) },
-    children,
-    childrenPeakRssBytes: children.reduce((a, c) => a + c.peakRssBytes, 0),
-    totalCpuSeconds: median(trees.map((t) => t.totalCpuSeconds)),
-  };
-}
-
-function figuresOf(tree: TreeFigures): Pick<StowageRun, 'serverPeakRssBytes' | 'pluginsPeakRssBytes' | 'plugins' | 'serverCpuSeconds' | 'cpuSeconds'> {
-  return {
-    serverPeakRssBytes: tree.root.peakRssBytes,
-    pluginsPeakRssBytes: tree.childrenPeakRssBytes,
-    plugins: tree.children.map((c) => ({ command: c.command, peakRssBytes: c.peakRssBytes, cpuSeconds: c.cpuSeconds })),
-    serverCpuSeconds: tree.root.cpuSeconds,
-    cpuSeconds: tree.totalCpuSeconds,
-  };
-}
-
 /**
  * Ordinary team RBAC for TEAM_GROUP: in each seeded namespace a Role with the rules of the built-in
  * `admin` ClusterRole plus the benchmark's custom resources, bound with a RoleBinding, and in the
@@ -241,43 +176,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       return r;
     };
 
-    // The server's namespace, credentials and location.
-    await createObject(client, CORE.namespaces, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: serverNs } });
-    await createObject(client, CORE.secrets, serverNs, {
-      apiVersion: 'v1', kind: 'Secret', metadata: { name: CREDENTIAL_SECRET },
-      stringData: { cloud: `[default]\naws_access_key_id=${s3ep.accessKeyId}\naws_secret_access_key=${s3ep.secretAccessKey}\n` },
-    });
-    await createObject(client, CORE.secrets, serverNs, {
-      apiVersion: 'v1', kind: 'Secret', metadata: { name: SIGNING_SECRET }, data: { hmac: crypto.randomBytes(32).toString('base64') },
-    });
-    await createObject(client, RESOURCES.BackupStorageLocation, serverNs, newBackupStorageLocation(LOCATION, serverNs, {
-      provider: 'stowage.dev/aws',
-      objectStorage: { bucket, prefix: LOCATION_PREFIX },
-      config: { region: s3ep.region, s3Url: s3ep.endpoint, s3ForcePathStyle: 'true' },
-      credential: { name: CREDENTIAL_SECRET, key: 'cloud' },
-      default: true,
-      signing: SIGNING,
-    }));
-
-    await createObject(client, CORE.secrets, serverNs, {
-      apiVersion: 'v1', kind: 'Secret', metadata: { name: KEY_SECRET }, data: { k1: crypto.randomBytes(32).toString('base64') },
-    });
-    await createObject(client, RESOURCES.BackupStorageLocation, serverNs, newBackupStorageLocation(ENCRYPTED_LOCATION, serverNs, {
-      provider: 'stowage.dev/aws',
-      objectStorage: { bucket, prefix: ENCRYPTED_PREFIX },
-      config: { region: s3ep.region, s3Url: s3ep.endpoint, s3ForcePathStyle: 'true' },
-      credential: { name: CREDENTIAL_SECRET, key: 'cloud' },
-      encryption: { keySecretRef: { name: KEY_SECRET, key: 'k1' } },
-      signing: SIGNING,
-    }));
-    await createObject(client, RESOURCES.BackupStorageLocation, serverNs, newBackupStorageLocation(UNSIGNED_LOCATION, serverNs, {
-      provider: 'stowage.dev/aws',
-      objectStorage: { bucket, prefix: UNSIGNED_PREFIX },
-      config: { region: s3ep.region, s3Url: s3ep.endpoint, s3ForcePathStyle: 'true' },
-      credential: { name: CREDENTIAL_SECRET, key: 'cloud' },
-      signing: { disabled: true },
-    }));
-
+    // The server's namespace, credentials and locations.
+    await setupServerNamespace(client, serverNs, s3ep, bucket);
     await grantTeam(client, p.namespaces, serverNs);
     const teamClient = client.impersonating({ username: TEAM_USER, groups: [TEAM_GROUP] });
 
@@ -310,68 +210,13 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: `${prefixed}/backups/${backupName}/${backupName}.tar.gz` }));
       return head.ContentLength ?? 0;
     };
-    const backupTimeout = 600_000 + opts.objects * 20;
-    // The server's Kubernetes client has one token bucket (QPS, burst) for every run. A backup of
-    // the benchmark's objects makes ~420 requests in ~2 s, which drains the burst: a backup created
-    // right after it waits for those tokens at QPS (10 ms a request). That made the encrypted row,
-    // created right after the plain one, 1.33x of it (bench/README.md, session 15). So every Stowage
-    // backup starts once the bucket has refilled (burst / QPS) since the last one ended, as the floor
-    // and the engine start with clients of their own: each row is measured from the same state. The
-    // bucket is not observable from outside the server, so the wait is computed from its limits.
-    const refillMs = Math.ceil((limits.burst / limits.qps) * 1000);
-    let lastBackupEnd = -Infinity;
-    const runBackup = async (name: string, spec: BackupSpec = { includedNamespaces: p.namespaces }, location = LOCATION, creator = client): Promise<{ backup: Backup; seconds: number }> => {
-      const refilled = lastBackupEnd + refillMs - performance.now();
-      if (refilled > 0) await new Promise((r) => setTimeout(r, refilled));
-      const t = performance.now();
-      const created = await creator.create<Backup>(RESOURCES.Backup, serverNs, newBackup(name, serverNs, { ...spec, storageLocation: location }));
-      const backup = await waitFor<Backup>(client, RESOURCES.Backup, serverNs, name, created.metadata.resourceVersion, (b) => isBackupTerminal(b.status?.phase), backupTimeout,
-        (b) => log(`backup ${name}: ${b.status?.phase ?? 'New'} ${JSON.stringify(b.status?.progress ?? {})}`));
-      const seconds = (performance.now() - t) / 1000;
-      lastBackupEnd = performance.now();
-      if (backup.status?.phase !== 'Completed') {
-        throw new Error(`backup ${name} ended ${backup.status?.phase ?? '?'}: ${backup.status?.failureReason ?? `${backup.status?.errors ?? 0} errors`}`);
-      }
-      return { backup, seconds };
-    };
-    /**
-     * Runs `fn` against a fresh server process; `measure` samples the memory and CPU of the server
-     * and its plugin processes while the function it is given runs.
-     */
-    const withServer = async <T>(
-      phase: string, pluginDir: string | undefined, fn: (measure: Measure) => Promise<T>, trustMode: 'requester' | 'cluster-admin' = 'requester',
-    ): Promise<{ value: T; logFile: string }> => {
-      const logFile = path.join(opts.workDir, `server-${phase}.log`);
-      const nodeArgs = [
+    const { withServer, runBackup, restore: stowageRestore } = stowageServers({
+      client, kubeconfigPath, serverNs, prefix, dist, workDir: opts.workDir, namespaces: p.namespaces, objects: opts.objects, log,
+      nodeArgs: (phase) => [
         ...heapFlags,
         ...(opts.profile === true ? ['--cpu-prof', `--cpu-prof-dir=${path.join(opts.workDir, 'profiles', phase)}`] : []),
         ...(opts.nodeArgs ?? []),
-      ];
-      // Trust mode requester, the default: the server's admission webhook stamps each run.
-      const hook = trustMode === 'requester' ? await prepareLocalWebhook(client, serverNs) : undefined;
-      // A cluster-admin server serves no webhook: the configuration the phases before it used would refuse every create.
-      if (hook === undefined) await removeLocalWebhook(client, serverNs);
-      const server = await startBenchServer({
-        dist, kubeconfigPath, namespace: serverNs, logFile, scratchDir: path.join(opts.workDir, `scratch-${phase}`), nodeArgs,
-        ...(pluginDir !== undefined ? { pluginDir } : {}), args: hook?.args ?? ['--trust-mode', 'cluster-admin'],
-      });
-      try {
-        if (hook !== undefined) await waitForLocalWebhook(client, serverNs);
-        for (const l of [LOCATION, ENCRYPTED_LOCATION, UNSIGNED_LOCATION]) {
-          await waitFor<BackupStorageLocation>(client, RESOURCES.BackupStorageLocation, serverNs, l, undefined,
-            (x) => x.status?.phase === 'Available', 60_000, (x) => log(`location ${l}: ${JSON.stringify(x.status ?? {})}`));
-        }
-        // Measure a server in its steady state: a tiny warm-up backup starts the plugin processes
-        // (the S3 store, the benchmark's action) and runs every code path once.
-        await runBackup(`${prefix}-warmup-${phase}`, { includedNamespaces: [serverNs], includedResources: ['configmaps'] });
-        return { value: await fn(measureTree(server.pid)), logFile };
-      } finally {
-        await server.stop();
-      }
-    };
-
-    const stowageRun = (name: string, phase: string, seconds: number, items: number, warnings: number, errors: number, m: { tree: TreeFigures; logFile: string }): StowageRun => ({
-      name, phase, seconds, items, warnings, errors, ...figuresOf(m.tree), logFile: m.logFile,
+      ],
     });
 
     type BackupRound = { backup: Backup; seconds: number; tree: TreeFigures };
@@ -501,31 +346,10 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     // 5. Stowage restore, in trust mode requester (the default: every request impersonates the
     // Restore's creator), then the same restore in trust mode cluster-admin (the server's own
     // rights), each into fresh namespaces: what impersonation costs, in the same run.
-    const stowageRestore = async (restoreName: string, mapping: Record<string, string>, trustMode: 'requester' | 'cluster-admin', from = backupName) => {
-      log(`Stowage restore of ${from} (trust mode ${trustMode})`);
-      const rraw = await withServer(`restore-${trustMode}${from === backupName ? '' : '-encrypted'}`, undefined, (measure) => measure(async () => {
-        const t = performance.now();
-        const created = await client.create<Restore>(RESOURCES.Restore, serverNs, newRestore(restoreName, serverNs, { backupName: from, namespaceMapping: mapping }));
-        const restore = await waitFor<Restore>(client, RESOURCES.Restore, serverNs, restoreName, created.metadata.resourceVersion, (x) => isRestoreTerminal(x.status?.phase), 600_000 + opts.objects * 40,
-          (x) => log(`restore: ${x.status?.phase ?? 'New'} ${JSON.stringify(x.status?.progress ?? {})}`));
-        return { restore, seconds: (performance.now() - t) / 1000 };
-      }), trustMode);
-      const r = { value: rraw.value.value, tree: rraw.value.tree, logFile: rraw.logFile };
-      const rs = r.value.restore.status;
-      if (rs?.phase !== 'Completed') throw new Error(`restore ${restoreName} ended ${rs?.phase ?? '?'}: ${rs?.failureReason ?? `${rs?.errors ?? 0} errors`} (server log: ${r.logFile})`);
-      const after = await countSeeded(client, Object.values(mapping));
-      const seededAfter = Object.values(after).reduce((a, b) => a + b, 0);
-      const figures = {
-        ...stowageRun(restoreName, rs.phase, r.value.seconds, rs.progress?.itemsRestored ?? 0, rs.warnings ?? 0, rs.errors ?? 0, r),
-        created: rs.summary?.created ?? 0, skipped: rs.summary?.skipped ?? 0, failed: rs.summary?.failed ?? 0,
-        seededObjectsAfter: seededAfter,
-      };
-      log(`Stowage restore: ${figures.created} created in ${figures.seconds.toFixed(1)} s (${(figures.seconds / rFloor.seconds).toFixed(2)}× floor), trust mode ${trustMode}`);
-      return figures;
-    };
-    const restoreFigures = await stowageRestore(`${prefix}-restore`, restoreMapping, 'requester');
-    const adminModeRestore = await stowageRestore(`${prefix}-restore-cluster-admin`, adminModeMapping, 'cluster-admin');
-    const encryptedRestore = await stowageRestore(`${prefix}-restore-encrypted`, encryptedMapping, 'requester', encryptedName);
+    const restoreFigures = await stowageRestore(`${prefix}-restore`, backupName, restoreMapping, 'requester', 'restore-requester');
+    const adminModeRestore = await stowageRestore(`${prefix}-restore-cluster-admin`, backupName, adminModeMapping, 'cluster-admin', 'restore-cluster-admin');
+    const encryptedRestore = await stowageRestore(`${prefix}-restore-encrypted`, encryptedName, encryptedMapping, 'requester', 'restore-requester-encrypted');
+    log(`Stowage restores / floor: ${[restoreFigures, adminModeRestore, encryptedRestore].map((r) => `${(r.seconds / rFloor.seconds).toFixed(2)}×`).join(', ')} (requester, cluster-admin, encrypted)`);
 
     // The peer's restore of its first backup, on a fresh server, into fresh namespaces as Stowage's.
     let peer: PeerReport | undefined;

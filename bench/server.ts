@@ -105,6 +105,8 @@ export interface BenchServerOptions {
   nodeArgs?: readonly string[];
   /** Extra server flags (the webhook's). */
   args?: readonly string[];
+  /** Extra environment variables (bench/heapSampler.mjs's file). */
+  env?: Readonly<Record<string, string>>;
 }
 
 export interface BenchServer {
@@ -138,7 +140,7 @@ export async function startBenchServer(opts: BenchServerOptions): Promise<BenchS
     ...(opts.args ?? []),
   ];
   // An inherited NODE_OPTIONS (a test runner's loader) must not change what is measured.
-  const proc: Spawned = spawnTracked(process.execPath, args, opts.logFile, { ...process.env, NODE_OPTIONS: '' });
+  const proc: Spawned = spawnTracked(process.execPath, args, opts.logFile, { ...process.env, ...opts.env, NODE_OPTIONS: '' });
   const pid = proc.child.pid;
   if (pid === undefined) throw new Error('the server did not start');
   const server: BenchServer = { pid, logFile: opts.logFile, stop: () => proc.stop(30_000) };
