@@ -1,5 +1,5 @@
-// The report's pure parts for the signing row: its goal, checked against the ratio, and its line
-// in the markdown.
+// The report's pure parts: the signing row (its goal, checked against the ratio, and its line
+// in the markdown) and issue 35's goals.
 import { describe, expect, it } from 'vitest';
 import { checkGoals, toMarkdown, type BackupRow, type BenchReport, type StowageRun } from './report.js';
 
@@ -57,5 +57,33 @@ describe('signing row', () => {
     expect(md).toContain('| Stowage backup, unsigned (`spec.signing.disabled: true`) | 4.0 (4.0 / 4.0) | 1000 | 250 | 200 | 150 | 2.0 | the signed backup takes **1.05×** its time |');
     expect(md).toContain("each Stowage backup starts once the server's client has refilled its burst since the last one ended (2 s).");
     expect(md).toContain('| signed backup ≤ 1.1× the unsigned one | ≤ 1.1× | 1.05× | yes |');
+  });
+});
+
+describe("issue 35's goals", () => {
+  it('checks each row against its target, a team user and both trust modes included', () => {
+    const r = report(4.2, 4);
+    const goals = checkGoals({ ...r, ratios: { ...r.ratios, backup: 1.08, teamBackup: 1.12, restore: 1.04, restoreClusterAdmin: 1.06, pluginOverhead: 1.19 } });
+    expect(goals.map((g) => [g.goal, g.measured, g.met])).toEqual([
+      ['backup wall time ≤ 1.1× floor (N=1000)', '1.08×', true],
+      ["a team user's backup ≤ 1.1× floor (N=1000)", '1.12×', false],
+      ['restore wall time ≤ 1.05× floor, trust mode requester (N=1000)', '1.04×', true],
+      ['restore wall time ≤ 1.05× floor, trust mode cluster-admin (N=1000)', '1.06×', false],
+      ['backup with a plugin action on every item ≤ 1.2× backup without', '1.19×', true],
+      ['encrypted backup ≤ 1.1× the unencrypted one', '1×', true],
+      ['encrypted restore ≤ 1.1× the unencrypted one', '1×', true],
+      ['signed backup ≤ 1.1× the unsigned one', '1.05×', true],
+      ['server peak RSS during backup ≤ 1.2× its value at N=5k', 'needs --baseline (a report from a run at N=5k), or npm run bench:memory', null],
+      ['server peak RSS during restore ≤ 1.2× its value at N=5k', 'needs --baseline (a report from a run at N=5k), or npm run bench:memory', null],
+    ]);
+  });
+
+  it('checks memory growth against a baseline when there is one', () => {
+    const r = report(4.2, 4);
+    const goals = checkGoals({ ...r, memoryGrowth: { baselineObjects: 5000, backup: 1.18, restore: 1.4 } });
+    expect(goals.slice(-2).map((g) => [g.goal, g.measured, g.met])).toEqual([
+      ['server peak RSS during backup at N=1000 ≤ 1.2× at N=5000', '1.18×', true],
+      ['server peak RSS during restore at N=1000 ≤ 1.2× at N=5000', '1.4×', false],
+    ]);
   });
 });
