@@ -120,9 +120,12 @@ describe('benchmark harness (smoke run, N=200)', () => {
     expect(report.backupTeam.items).toBeLessThanOrEqual(f.items);
     expect(report.ratios.teamBackup).toBeCloseTo(report.backupTeam.seconds / f.seconds, 6);
     expect(report.ratios.encryptedRestore).toBeCloseTo(report.restoreEncrypted.seconds / report.restore.seconds, 6);
-    expect(report.goals.map((g) => g.met === null)).toEqual([false, false, false, false, false, false, true, true]);
-    expect(report.goals[5]).toMatchObject({ goal: 'signed backup ≤ 1.1× the unsigned one', met: report.ratios.signing <= 1.1 });
-    expect(report.goals[0]?.met).toBe(report.ratios.backup <= 1.3);
+    // Issue 35's targets; memory growth needs a baseline (or npm run bench:memory).
+    expect(report.goals.map((g) => g.met === null)).toEqual([false, false, false, false, false, false, false, false, true, true]);
+    expect(report.goals[7]).toMatchObject({ goal: 'signed backup ≤ 1.1× the unsigned one', met: report.ratios.signing <= 1.1 });
+    expect(report.goals[0]?.met).toBe(report.ratios.backup <= 1.1);
+    expect(report.goals[1]?.met).toBe(report.ratios.teamBackup <= 1.1);
+    expect(report.goals[3]?.met).toBe(report.ratios.restoreClusterAdmin <= 1.05);
 
     // The JSON round-trips and the markdown shows every phase with its ratio.
     const again = JSON.parse(JSON.stringify(report)) as BenchReport;
