@@ -34,8 +34,6 @@ import {
 /** Stowage's backup engine lists this many resources at once (src/backup/run.ts DEFAULT_CONCURRENCY). */
 export const BACKUP_LIST_CONCURRENCY = 4;
 
-export type { S3Endpoint };
-
 export interface BenchOptions {
   objects: number;
   namespaces: number;

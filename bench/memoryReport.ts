@@ -86,6 +86,9 @@ export function parseMemoryArgs(argv: readonly string[], root: string): MemoryAr
   };
 }
 
+/** A row's peak against the baseline's. */
+export const growthOf = (row: MemoryRow, base: MemoryRow, what: 'backup' | 'restore'): number => row[what].serverPeakRssBytes / base[what].serverPeakRssBytes;
+
 /** The goals: growth against the smallest N within GROWTH_SPAN times it, and every peak under the container's limit. */
 export function memoryGoals(rows: readonly MemoryRow[], limitMiB: number): MemoryReport['goals'] {
   const base = rows[0];
@@ -94,7 +97,7 @@ export function memoryGoals(rows: readonly MemoryRow[], limitMiB: number): Memor
   for (const row of rows.slice(1)) {
     if (row.objects > base.objects * GROWTH_SPAN) continue;
     for (const what of ['backup', 'restore'] as const) {
-      const g = row[what].serverPeakRssBytes / base[what].serverPeakRssBytes;
+      const g = growthOf(row, base, what);
       goals.push({ goal: `server peak RSS of the ${what} at N=${row.objects} ≤ ${MEMORY_GROWTH_GOAL}× at N=${base.objects}`, measured: `${g.toFixed(2)}×`, met: g <= MEMORY_GROWTH_GOAL });
     }
   }
@@ -107,7 +110,7 @@ export function memoryGoals(rows: readonly MemoryRow[], limitMiB: number): Memor
   return goals;
 }
 
-const mib = (b: number): string => (b / 1024 ** 2).toFixed(0);
+export const mib = (b: number): string => (b / 1024 ** 2).toFixed(0);
 
 function heapCell(h: HeapPeak | undefined): string {
   if (h === undefined) return 'not sampled';
@@ -129,7 +132,7 @@ export function toMemoryMarkdown(r: MemoryReport): string {
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
   for (const row of r.rows) {
-    const growth = (what: 'backup' | 'restore'): string => (base === undefined || row === base ? '' : `${(row[what].serverPeakRssBytes / base[what].serverPeakRssBytes).toFixed(2)}×`);
+    const growth = (what: 'backup' | 'restore'): string => (base === undefined || row === base ? '' : `${growthOf(row, base, what).toFixed(2)}×`);
     lines.push(`| ${row.objects} | ${row.backup.seconds.toFixed(1)} | ${row.backup.items} | ${mib(row.backup.serverPeakRssBytes)} | ${growth('backup')} | ` +
       `${row.restore.seconds.toFixed(1)} | ${row.restore.items} | ${mib(row.restore.serverPeakRssBytes)} | ${growth('restore')} |`);
   }

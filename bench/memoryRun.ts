@@ -6,7 +6,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import { CORE, type DynamicClient } from '../src/kube/index.js';
-import type { HeapPeak, MemoryRow } from './memoryReport.js';
+import { errorMessage } from '../src/util/errors.js';
+import { mib, type HeapPeak, type MemoryRow } from './memoryReport.js';
 import { seed, seedPlan, waitSettled } from './seed.js';
 import { ROOT } from './server.js';
 import { setupServerNamespace, stowageRun, stowageServers, type S3Endpoint } from './stowage.js';
@@ -25,8 +26,6 @@ export interface MemoryRunContext {
   heapSample: boolean;
   log: (l: string) => void;
 }
-
-const mib = (b: number): string => (b / 1024 ** 2).toFixed(0);
 
 function lastHeapPeak(file: string): HeapPeak | undefined {
   if (!fs.existsSync(file)) return undefined;
@@ -63,7 +62,9 @@ export async function measureN(ctx: MemoryRunContext, n: number): Promise<Memory
   ctx.log(`N=${n}: restore ${restore.created} created in ${restore.seconds.toFixed(1)} s, server peak ${mib(restore.serverPeakRssBytes)} MiB`);
   if (restore.seededObjectsAfter !== n) throw new Error(`N=${n}: the restore left ${restore.seededObjectsAfter} of ${n} seeded objects`);
   // The next N is measured on a control plane without these: the namespace controller removes them meanwhile.
-  for (const ns of [...p.namespaces, ...Object.values(mapping), serverNs]) await ctx.client.delete(CORE.namespaces, undefined, ns).catch(() => undefined);
+  for (const ns of [...p.namespaces, ...Object.values(mapping), serverNs]) {
+    await ctx.client.delete(CORE.namespaces, undefined, ns).catch((err: unknown) => ctx.log(`N=${n}: could not delete namespace ${ns}, left for the control plane's end: ${errorMessage(err)}`));
+  }
   const bh = ctx.heapSample ? lastHeapPeak(heapFile(`backup-${n}`)) : undefined;
   const rh = ctx.heapSample ? lastHeapPeak(heapFile(`restore-${n}`)) : undefined;
   return { objects: n, backup: { ...backup, ...(bh !== undefined ? { heapAtPeak: bh } : {}) }, restore: { ...restore, ...(rh !== undefined ? { heapAtPeak: rh } : {}) } };
