@@ -22,7 +22,7 @@ export const CHANNEL_OPTIONS: ChannelOptions = {
   'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
   // A plugin is on the same machine: never wait for a dead socket to come back.
   'grpc.enable_retries': 0,
-  // What the host receives (GetObject chunks): one 1 MiB chunk in flight rather than HTTP/2's 64 KiB.
+  // What the host receives (GetObject chunks): 1 MiB (16 chunks) in flight rather than HTTP/2's 64 KiB.
   // Whatever the window admits is buffered in the server until the reader takes it: at 16 MiB a
   // 50k-object restore's peak RSS was 15 MiB higher (bench/README.md, "Session 17").
   'grpc-node.flow_control_window': 1024 * 1024,

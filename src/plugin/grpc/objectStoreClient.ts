@@ -37,7 +37,7 @@ async function drained(call: ClientWritableStream<PutObjectRequest>, finished: A
 }
 
 /**
- * Streams `body` in <= 1 MiB chunks; resolves with the size the plugin stored. Body errors reject
+ * Streams `body` in 64 KiB chunks (CHUNK_SIZE); resolves with the size the plugin stored. Body errors reject
  * with the body's own error (the call is cancelled); call failures reject with a RemoteCallError.
  */
 export function objectStorePut(

@@ -60,7 +60,7 @@ export function listedPlugins(impls: PluginImplementations): PluginInfo[] {
 /**
  * HTTP/2 flow-control window of each stream the plugin receives (PutObject chunks). Node's default
  * of 64 KiB lets the host send only 64 KiB per round trip, which caps uploads far below the
- * storage's speed on a busy machine; 16 MiB per stream keeps many 1 MiB chunks in flight.
+ * storage's speed on a busy machine; 16 MiB per stream keeps many chunks in flight.
  * The session window is left alone: session.setLocalWindowSize() on these server sessions stalled
  * 16 concurrent calls of 30 KiB for good (test/plugin/batch.test.ts), and raising it by
  * incrementWindowSize() instead made no measurable difference to PutObject throughput.
