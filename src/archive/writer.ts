@@ -1,7 +1,7 @@
 // Streaming tarball writer: items -> tar-stream pack -> gzip -> `body`, consumed by ObjectStore.putObject.
 // Each addItem() resolves only once the pack has accepted its bytes, and the pack only accepts bytes
 // as fast as the consumer reads `body`, so memory stays flat however many items are written.
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { once } from 'node:events';
 import { createGzip } from 'node:zlib';
 import * as tar from 'tar-stream';
@@ -66,7 +66,8 @@ const COALESCE_BYTES = 1024 * 1024;
 const GZIP_CHUNK_BYTES = 256 * 1024;
 
 export function sha256Hex(data: Uint8Array | string): string {
-  return createHash('sha256').update(data).digest('hex');
+  // One-shot (no Hash object per item, whose native context lives until V8 collects the wrapper).
+  return hash('sha256', data, 'hex');
 }
 
 export function createTarballWriter(opts: TarballWriterOptions = {}): TarballWriter {

@@ -5,7 +5,7 @@
 // Each path is hashed with SHA-256 under a random key of the check's own, and the hashes are added
 // modulo 2^256. Whoever wrote the archive never learns the key, so they cannot choose paths whose sum
 // collides; addition (unlike XOR) keeps a path listed twice from cancelling out.
-import { createHash, randomBytes, type Hash } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 const LANES = 8; // 8 × 32 bits
 
@@ -18,17 +18,18 @@ export interface PathDigest {
 }
 
 export function pathDigest(key: Buffer = randomBytes(32)): PathDigest {
-  return new KeyedPathDigest(key, createHash('sha256').update(key));
+  return new KeyedPathDigest(key);
 }
 
 class KeyedPathDigest implements PathDigest {
   private readonly sum = new Uint32Array(LANES);
   private count = 0;
 
-  constructor(private readonly key: Buffer, private readonly keyed: Hash) {}
+  constructor(private readonly key: Buffer) {}
 
   add(path: string): void {
-    const h = this.keyed.copy().update(path).digest();
+    // One-shot over key + path: a copied Hash per path held a native context until V8 collected it.
+    const h = hash('sha256', Buffer.concat([this.key, Buffer.from(path)]), 'buffer');
     let carry = 0;
     for (let i = 0; i < LANES; i++) {
       const s = (this.sum[i] as number) + h.readUInt32LE(i * 4) + carry;
@@ -39,7 +40,7 @@ class KeyedPathDigest implements PathDigest {
   }
 
   sibling(): PathDigest {
-    return new KeyedPathDigest(this.key, this.keyed);
+    return new KeyedPathDigest(this.key);
   }
 
   equals(other: PathDigest): boolean {
