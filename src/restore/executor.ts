@@ -12,7 +12,7 @@ import { hasSelector, maintainedBy } from './maintained.js';
 import { cloneObject, displayName, isRecord } from './objects.js';
 import { newOrder, type Order } from './order.js';
 import { itemErrorMessage, type Outcomes, type Target } from './outcomes.js';
-import { itemKey, type PlannedItem, type RestorePlan } from './plan.js';
+import type { PlannedItem, RestorePlan } from './plan.js';
 import { targetNamespace, type ItemOutcome, type RestoreRequest } from './request.js';
 import { newServing, type Serving } from './serving.js';
 import type { ResourceModifiers } from './modifiers/index.js';
@@ -168,7 +168,7 @@ async function runActions(parts: Parts, p: PlannedItem, original: KubeObject, of
         ctx.outcomes.warn(p.namespace, `${p.groupResource} ${displayName(p.namespace, p.name)}: restore item action ${m.name} asked for ${what} first, which the backup does not hold or which is never restored`);
         continue;
       }
-      if (ap.key !== p.key) await order.restoreFirst(p, ap);
+      if (ap !== p) await order.restoreFirst(p, ap);
     }
     item = out.item;
     changes.push(...takeChanges(item));
@@ -186,7 +186,7 @@ async function prerequisites(parts: Parts, p: PlannedItem, target: Target): Prom
   const pending: string[] = [];
   if (target.namespace !== '') {
     const nsItem = ctx.plan.namespaces.get(target.namespace);
-    if (nsItem !== undefined && nsItem.key !== p.key) {
+    if (nsItem !== undefined && nsItem !== p) {
       const ns = await parts.order.restoreFirst(p, nsItem);
       if (ns?.action === 'failed') return ctx.outcomes.record(p, target, 'failed', `its namespace ${target.namespace} could not be restored: ${ns.reason}`);
       if (ctx.req.dryRun && ns?.action === 'created') pending.push(`namespace ${target.namespace}`);
@@ -200,7 +200,7 @@ async function prerequisites(parts: Parts, p: PlannedItem, target: Target): Prom
 
 /** Whether the Service an Endpoints item belongs to has a selector: the restored one, or else the live one. */
 async function serviceSelects(ctx: ExecutorContext, p: PlannedItem): Promise<boolean> {
-  const svc = ctx.plan.items.get(itemKey('services', p.sourceNamespace, p.sourceName));
+  const svc = ctx.plan.items.get('services', p.sourceNamespace, p.sourceName);
   if (svc?.archived !== undefined && svc.skip === undefined) return hasSelector(await ctx.load(svc));
   try {
     return hasSelector(await ctx.client.get<KubeObject>(CORE.services, p.namespace, p.name));

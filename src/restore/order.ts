@@ -34,8 +34,8 @@ export interface Order {
 
 export function newOrder(ctx: OrderContext): Order {
   const { outcomes } = ctx;
-  // item key -> the item key it is waiting for (its namespace, an additional item): to refuse cycles.
-  const waitingOn = new Map<string, string>();
+  // item -> the item it is waiting for (its namespace, an additional item): to refuse cycles.
+  const waitingOn = new Map<PlannedItem, PlannedItem>();
   const owners = newOwnerFates(ctx.plan, ctx.dryRun);
   let inFlight = 0;
 
@@ -72,12 +72,12 @@ export function newOrder(ctx: OrderContext): Order {
   };
 
   async function restoreFirst(from: PlannedItem, to: PlannedItem): Promise<ItemOutcome | undefined> {
-    for (let k: string | undefined = to.key; k !== undefined; k = waitingOn.get(k)) if (k === from.key) return undefined;
-    waitingOn.set(from.key, to.key);
+    for (let k: PlannedItem | undefined = to; k !== undefined; k = waitingOn.get(k)) if (k === from) return undefined;
+    waitingOn.set(from, to);
     try {
       return await restoreItem(to);
     } finally {
-      waitingOn.delete(from.key);
+      waitingOn.delete(from);
     }
   }
 
@@ -94,19 +94,20 @@ function newOwnerFates(plan: Pick<RestorePlan, 'items'>, dryRun: boolean): {
   skipReason(p: PlannedItem, owned: NonNullable<PlannedItem['owner']>, ownerOutcome: ItemOutcome | undefined): string | undefined;
   noteExisting(p: PlannedItem): void;
 } {
-  const ownerKeys = new Set<string>();
-  for (const p of plan.items.values()) if (p.owner !== undefined) ownerKeys.add(p.owner.owner.key);
-  const existsLive = new Set<string>();
-  const leftToController = new Map<string, OwnerFate>();
+  // The plan holds one item per object, so items are their own keys.
+  const owners = new Set<PlannedItem>();
+  for (const p of plan.items.values()) if (p.owner !== undefined) owners.add(p.owner.owner);
+  const existsLive = new Set<PlannedItem>();
+  const leftToController = new Map<PlannedItem, OwnerFate>();
   return {
     skipReason(p, owned, ownerOutcome) {
-      const fate = ownerFate(ownerOutcome, leftToController.get(owned.owner.key), existsLive.has(owned.owner.key));
+      const fate = ownerFate(ownerOutcome, leftToController.get(owned.owner), existsLive.has(owned.owner));
       const reason = ownedSkipReason(owned.label, fate, dryRun);
-      if (reason !== undefined && ownerKeys.has(p.key)) leftToController.set(p.key, fate);
+      if (reason !== undefined && owners.has(p)) leftToController.set(p, fate);
       return reason;
     },
     noteExisting(p) {
-      if (ownerKeys.has(p.key)) existsLive.add(p.key);
+      if (owners.has(p)) existsLive.add(p);
     },
   };
 }

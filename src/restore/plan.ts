@@ -13,6 +13,7 @@ import { boundServiceAccounts, clusterReferences, GR } from '../kube/references.
 import { neverRestoredReason } from './kinds.js';
 import { displayName, isRecord, recordAt } from './objects.js';
 import { controllerRefs, ownerIndex, ownerKinds, restoredController, type ControllerRef, type OwnerCandidate, type RestoredOwner } from './ownership.js';
+import { PlannedItems } from './plannedItems.js';
 import { orderTiers, type RestoreTier } from './priorities.js';
 import { targetNamespace, type ItemOutcome, type RestoreRequest } from './request.js';
 
@@ -75,8 +76,7 @@ export function itemFacts(obj: ArchiveObject, id: Pick<ItemIdentity, 'groupResou
 }
 
 export interface PlannedItem {
-  /** groupResource, source namespace and name: the item's identity in the archive. */
-  key: string;
+  /** With sourceNamespace and sourceName, the item's identity in the archive (PlannedItems finds it by them). */
   groupResource: string;
   /** Namespace in the backup ('' for cluster-scoped items). */
   sourceNamespace: string;
@@ -121,7 +121,7 @@ export interface VersionChange {
 }
 
 export interface RestorePlan {
-  items: Map<string, PlannedItem>;
+  items: PlannedItems<PlannedItem>;
   tiers: { tier: RestoreTier; items: PlannedItem[] }[];
   /** Target namespace -> its Namespace item. */
   namespaces: Map<string, PlannedItem>;
@@ -227,7 +227,7 @@ interface Planner {
    * resource is excluded explicitly or excludedNames names it. includedNames does not keep it out (as on backup).
    */
   related(gr: string, name: string): boolean;
-  selected: Map<string, PlannedItem>;
+  selected: PlannedItems<PlannedItem>;
 }
 
 function newPlanner(req: RestoreRequest, byGr: ReadonlyMap<string, ApiResource>, index: ArchiveIndex): Planner {
@@ -236,10 +236,9 @@ function newPlanner(req: RestoreRequest, byGr: ReadonlyMap<string, ApiResource>,
   const mapNs = (ns: string): string => targetNamespace(req, ns);
   const toPlanned = (stored: ArchivedItem): PlannedItem => {
     const src = stored.namespace ?? '';
-    const key = itemKey(stored.groupResource, src, stored.name);
-    const { copy: it, version, change } = chooseCopy(stored, byGr.get(stored.groupResource), index.copiesOf.get(key));
+    const copies = index.copiesOf.size === 0 ? undefined : index.copiesOf.get(itemKey(stored.groupResource, src, stored.name));
+    const { copy: it, version, change } = chooseCopy(stored, byGr.get(stored.groupResource), copies);
     const p: PlannedItem = {
-      key,
       groupResource: it.groupResource,
       sourceNamespace: src,
       sourceName: it.name,
@@ -260,7 +259,7 @@ function newPlanner(req: RestoreRequest, byGr: ReadonlyMap<string, ApiResource>,
     labelsMatch: (it) => anyLabelSelectorMatches(req.selectors, it.picked?.labels),
     related: (gr, name) =>
       req.includeRelatedClusterScoped && !req.resources.excludesExplicitly(describe(gr)) && !req.names.excludes(describe(gr), name),
-    selected: new Map(),
+    selected: new PlannedItems(),
   };
 }
 
@@ -318,8 +317,7 @@ function selectItems(pl: Planner, items: readonly ArchivedItem[]): { neverRestor
     if (it.namespace !== undefined ? !req.namespaces.shouldInclude(it.namespace) : !req.includeClusterScoped) continue;
     if (!req.names.shouldInclude(res, it.name)) continue;
     if (!pl.labelsMatch(it)) continue;
-    const p = pl.toPlanned(it);
-    pl.selected.set(p.key, p);
+    pl.selected.add(pl.toPlanned(it));
   }
   return { neverRestored, namespaceItems };
 }
@@ -330,9 +328,8 @@ function addRelatedCrds(pl: Planner, crdItems: ReadonlyMap<string, ArchivedItem>
   const selectedGrs = new Set([...selected.values()].map((p) => p.groupResource));
   const crds = new Map<string, PlannedItem>();
   for (const [gr, crd] of crdItems) {
-    const key = itemKey(CRD_GROUP_RESOURCE, '', crd.name);
-    if (!selected.has(key) && selectedGrs.has(gr) && pl.related(CRD_GROUP_RESOURCE, crd.name)) selected.set(key, pl.toPlanned(crd));
-    const planned = selected.get(key);
+    if (!selected.has(CRD_GROUP_RESOURCE, '', crd.name) && selectedGrs.has(gr) && pl.related(CRD_GROUP_RESOURCE, crd.name)) selected.add(pl.toPlanned(crd));
+    const planned = selected.get(CRD_GROUP_RESOURCE, '', crd.name);
     if (planned !== undefined) crds.set(gr, planned);
   }
   return crds;
@@ -346,8 +343,7 @@ function addClaimedVolumes(pl: Planner, items: readonly ArchivedItem[]): void {
     if (it.groupResource !== 'persistentvolumes') continue;
     const claim = it.picked?.claim;
     if (claim !== undefined && claims.has(claim) && pl.related(it.groupResource, it.name)) {
-      const p = pl.toPlanned(it);
-      if (!selected.has(p.key)) selected.set(p.key, p);
+      selected.add(pl.toPlanned(it));
     }
   }
 }
@@ -368,9 +364,7 @@ function addReferenced(pl: Planner, items: readonly ArchivedItem[]): void {
   const pullIn = (it: ArchivedItem): void => {
     if (!pl.related(it.groupResource, it.name)) return;
     const p = pl.toPlanned(it);
-    if (selected.has(p.key)) return;
-    selected.set(p.key, p);
-    queue.push(p);
+    if (selected.add(p)) queue.push(p);
   };
   for (const it of items) {
     if (it.namespace !== undefined || neverRestoredReason(it.groupResource) !== undefined) continue;
@@ -397,7 +391,7 @@ function planNamespaces(pl: Planner, namespaceItems: readonly ArchivedItem[]): M
       const p = pl.toPlanned(it);
       // Two namespaces mapped onto one: their items merge, and the first Namespace object stands for both.
       if (namespaces.has(p.name)) continue;
-      selected.set(p.key, p);
+      selected.add(p);
       namespaces.set(p.name, p);
     }
   }
@@ -405,7 +399,7 @@ function planNamespaces(pl: Planner, namespaceItems: readonly ArchivedItem[]): M
     if (p.sourceNamespace === '' || namespaces.has(p.namespace)) continue;
     const archivedNs = nsArchived.get(p.sourceNamespace);
     const np = archivedNs !== undefined ? pl.toPlanned(archivedNs) : synthesizeNamespace(p.sourceNamespace, p.namespace, pl.describe('namespaces'));
-    selected.set(np.key, np);
+    selected.add(np);
     namespaces.set(np.name, np);
   }
   return namespaces;
@@ -415,7 +409,7 @@ function planNamespaces(pl: Planner, namespaceItems: readonly ArchivedItem[]): M
  * Controller-owned items whose controller is in the restore too get `owner`: the executor decides
  * once it knows what became of the owner.
  */
-function linkOwners(selected: ReadonlyMap<string, PlannedItem>): void {
+function linkOwners(selected: PlannedItems<PlannedItem>): void {
   const owned = [...selected.values()].filter((p) => p.archived?.picked?.controllers !== undefined);
   if (owned.length === 0) return;
   const kinds = ownerKinds(owned.map((p) => p.archived?.picked?.controllers ?? []));
@@ -458,13 +452,12 @@ function additionalPlanner(pl: Planner, items: readonly ArchivedItem[]): Restore
     // Actions may name an item by its namespace in the backup or by the namespace it is restored into.
     const sources = [namespace, ...[...req.namespaceMapping].filter(([, to]) => to === namespace).map(([from]) => from)];
     for (const src of sources) {
-      const key = itemKey(groupResource, src, name);
-      const have = selected.get(key);
+      const have = selected.get(groupResource, src, name);
       if (have !== undefined) return have;
-      const it = archivedIndex().get(key);
+      const it = archivedIndex().get(itemKey(groupResource, src, name));
       if (it !== undefined) {
         const p = pl.toPlanned(it);
-        selected.set(p.key, p);
+        selected.add(p);
         return p;
       }
     }
@@ -497,7 +490,6 @@ function cmp(a: string, b: string): number {
 
 function synthesizeNamespace(source: string, target: string, resource: ResourceLike): PlannedItem {
   return {
-    key: itemKey('namespaces', '', source),
     groupResource: 'namespaces',
     sourceNamespace: '',
     sourceName: source,

@@ -37,8 +37,9 @@ import type { ResourceModifiers } from './modifiers/index.js';
 import type { RestorePodHooks } from './podHooks.js';
 import { newExecutor, type Executor } from './executor.js';
 import { newOutcomes } from './outcomes.js';
+import { displayName } from './objects.js';
 import { oversizedVerdict, type OversizedVerdict } from './oversized.js';
-import { bareNamespace, buildPlan, itemFacts, itemKey, RestoreRefusedError, type ArchivedItem, type PlannedItem, type RestorePlan } from './plan.js';
+import { bareNamespace, buildPlan, itemFacts, RestoreRefusedError, type ArchivedItem, type PlannedItem, type RestorePlan } from './plan.js';
 import type { ItemOutcome, RestoreRequest } from './request.js';
 import { sourcesOfPlan, targetsOfPlan, type TargetNamespace } from './rights.js';
 import type { HeldResources } from '../auth/index.js';
@@ -248,7 +249,7 @@ async function readAndPlan(deps: RestoreDeps, req: RestoreRequest, spill: SpillF
     client: deps.client, restore: req.restore, dryRun: req.dryRun, clock: deps.timer ?? systemClock,
     timeoutMs: deps.volumeSnapshotTimeoutMs ?? DEFAULT_CSI_SNAPSHOT_TIMEOUT_MS, signal, who: deps.who,
     claimInPlan: async (ns, name) => {
-      const p = plan.items.get(itemKey('persistentvolumeclaims', ns, name));
+      const p = plan.items.get('persistentvolumeclaims', ns, name);
       return p?.archived === undefined || p.skip !== undefined ? undefined : loadSpilled(spill, p.archived);
     },
     warn: (ns, message) => {
@@ -289,7 +290,9 @@ async function runTiers(
       // rejection it did not record (it catches the item's own errors) is still named, not dropped.
       await eachLimit(items, concurrency, (p) => exec.restoreItem(p), {
         signal,
-        onRejected: (err, p) => deps.log.error(`restoring ${p.key} failed outside its own error handling: ${errorMessage(err)}`, { item: p.key }),
+        onRejected: (err, p) => deps.log.error(`restoring ${p.groupResource} ${displayName(p.sourceNamespace, p.sourceName)} failed outside its own error handling: ${errorMessage(err)}`, {
+          resource: p.groupResource, namespace: p.sourceNamespace, name: p.sourceName,
+        }),
       });
     } catch (err) {
       return `the restore was stopped: ${errorMessage(err)}`;
