@@ -17,7 +17,7 @@ import { volumeSnapshotLocationController } from './controller/volumeSnapshotLoc
 import { restoreController } from './controller/restore.js';
 import { restoreArtifactsController } from './controller/restoreArtifacts.js';
 import { scheduleController } from './controller/schedule.js';
-import { createRunRegistry, type ControllerContext, type ControllerDefinition } from './controller/run/context.js';
+import { createRunRegistry, type ControllerContext, type ControllerDefinition, type RunCounts } from './controller/run/context.js';
 import { CUSTOM_RESOURCE_DEFINITIONS, createDynamicClient, createEventRecorder, isNotFound, loadKubeConfig, type DynamicClient, type KubeObject } from './kube/index.js';
 import { LogSpool, createLogTail, createServerLogger, type LogTail } from './logging/index.js';
 import { createMetrics, startMetricsServer, type MetricsServer, type StowageMetrics } from './metrics/index.js';
@@ -42,6 +42,8 @@ export interface ServerOptions {
   /** Command line that serves the built-in plugins (`stowage run-plugins`). */
   selfCommand: string[];
   controllers?: ControllerFactory[];
+  /** Told how many backups and restores run each time one starts or ends (the CLI's heap policy). */
+  onRunsChanged?: (runs: RunCounts) => void;
 }
 
 /** What composeServer builds the server from besides its configuration. */
@@ -53,6 +55,7 @@ export interface ServerDeps {
   controllers?: ControllerFactory[];
   /** Where the server log goes; default stdout. */
   logStream?: Writable;
+  onRunsChanged?: (runs: RunCounts) => void;
 }
 
 export interface ComposedServer {
@@ -64,7 +67,9 @@ export interface ComposedServer {
 
 /** `stowage server`: the server composed with the system clock, stopped by SIGTERM or SIGINT. */
 export async function runServer(opts: ServerOptions): Promise<number> {
-  const server = await composeServer(opts.config, { clock: systemClock, selfCommand: opts.selfCommand, controllers: opts.controllers ?? [] });
+  const server = await composeServer(opts.config, {
+    clock: systemClock, selfCommand: opts.selfCommand, controllers: opts.controllers ?? [], ...(opts.onRunsChanged !== undefined ? { onRunsChanged: opts.onRunsChanged } : {}),
+  });
   const stop = (): void => void server.stop();
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
@@ -108,7 +113,7 @@ export async function composeServer(config: ServerConfig, deps: ServerDeps): Pro
   const stores = await startStores(config, deps, logger, webhookClient, webhook);
 
   const shutdown = new AbortController();
-  const { ctx, informers } = controllerContext({ config, client, logger, clock, logTail, webhook, stores, shutdown: shutdown.signal });
+  const { ctx, informers } = controllerContext({ config, client, logger, clock, logTail, webhook, stores, shutdown: shutdown.signal, onRunsChanged: deps.onRunsChanged });
   const definitions = [...CORE_CONTROLLERS, ...(deps.controllers ?? [])].map((f) => f(ctx));
   const leader = { leading: false };
   const metricsServer = await serveMetrics(config, stores.metrics, shutdown.signal, informers, leader, logger);
@@ -245,6 +250,7 @@ interface ContextParts {
   webhook: AdmissionWebhook | undefined;
   stores: Stores;
   shutdown: AbortSignal;
+  onRunsChanged?: ((runs: RunCounts) => void) | undefined;
 }
 
 /** What every controller is handed, and the informers it creates on demand (one per kind). */
@@ -266,7 +272,7 @@ function controllerContext(p: ContextParts): { ctx: ControllerContext; informers
     serverVersion: SERVER_VERSION,
     // Events are best effort: one that cannot be sent now is dropped, not held through an outage.
     events: createEventRecorder(client.withOutageTimeout(0), { onError: (err) => logger.debug(`could not record an event: ${errorMessage(err)}`) }),
-    informer, shutdown: p.shutdown, runs: createRunRegistry(),
+    informer, shutdown: p.shutdown, runs: createRunRegistry(p.onRunsChanged),
     // Impersonate-Uid (Kubernetes 1.22+) always: the documented minimum is 1.37.
     authority: (obj) => authorityFor(config.trustMode, client, obj, { impersonateUid: true, sealKey: p.webhook?.sealKey }),
     ...(stores.webhookHealth !== undefined ? { webhookGate: stores.webhookHealth } : {}),

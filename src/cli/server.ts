@@ -5,7 +5,7 @@ import { Command, Option } from 'commander';
 import { CONFIG_FLAGS, ConfigError, DEFAULT_CONFIG, applyConfigOverrides, formatRestorePriorities, type ConfigKey } from '../config/index.js';
 import { formatDuration } from '../util/duration.js';
 import { runServer, type ControllerFactory } from '../main.js';
-import { applyHeapGrowth } from './heap.js';
+import { heapGrowth } from './heap.js';
 
 function defaultText(key: ConfigKey): string {
   const v = DEFAULT_CONFIG[key];
@@ -42,9 +42,11 @@ export function serverCommand(controllers: ControllerFactory[] = []): Command {
       }
       throw err;
     }
-    applyHeapGrowth(config.heapGrowthPercent);
+    const heap = heapGrowth({ percent: config.heapGrowthPercent, backupPercent: config.backupHeapGrowthPercent });
     const bin = fileURLToPath(new URL('./bin.js', import.meta.url));
-    const code = await runServer({ config, selfCommand: [process.execPath, bin, 'run-plugins'], controllers });
+    const code = await runServer({
+      config, selfCommand: [process.execPath, bin, 'run-plugins'], controllers, onRunsChanged: (runs) => heap.backupsRunning(runs.backups),
+    });
     process.exit(code);
   });
   return cmd;

@@ -50,8 +50,10 @@ export interface ServerConfig {
   scratchDir: string;
   /** How long in-flight work may take to finish after SIGTERM. */
   terminationGracePeriod: number;
-  /** How far V8's old generation may grow between full collections, in percent of what survived the last; 0 keeps V8's own limit. */
+  /** How far V8's old generation may grow between full collections, in percent of what survived the last, while no backup runs; 0 keeps V8's own limit. */
   heapGrowthPercent: number;
+  /** The same while at least one backup runs (cli/heap.ts says why they differ). */
+  backupHeapGrowthPercent: number;
   /** How long runs pause, retrying with backoff, while the Kubernetes API is unreachable, before they fail naming the outage. */
   apiOutageTimeout: number;
   /** How long an object-store outage is ridden out (uploads retry with backoff and resume) before the call fails. */
@@ -146,7 +148,8 @@ export const DEFAULT_CONFIG: Readonly<ServerConfig> = Object.freeze({
   logSpoolDir: '',
   scratchDir: '/scratch',
   terminationGracePeriod: 25_000,
-  heapGrowthPercent: 60,
+  heapGrowthPercent: 15,
+  backupHeapGrowthPercent: 60,
   apiOutageTimeout: 300_000,
   objectStoreOutageTimeout: 120_000,
   clientPageBytes: 16 * 1024 * 1024,
@@ -208,7 +211,8 @@ export const CONFIG_FLAGS: readonly ConfigFlag[] = [
   flag('logSpoolDir', 'log-spool-dir', 'path', 'Directory keeping run logs whose upload failed (default <scratch-dir>/log-spool)'),
   flag('scratchDir', 'scratch-dir', 'path', 'Directory for run logs and other transient files'),
   flag('terminationGracePeriod', 'termination-grace-period', 'duration', 'How long in-flight work may take to finish after SIGTERM', 0),
-  flag('heapGrowthPercent', 'heap-growth-percent', 'int', 'Growth of the old generation between full garbage collections, in percent of what survived the last (like Go\'s GOGC); 0 keeps V8\'s own', 0),
+  flag('heapGrowthPercent', 'heap-growth-percent', 'int', 'Growth of the old generation between full garbage collections, in percent of what survived the last (like Go\'s GOGC), while no backup runs; 0 keeps V8\'s own', 0),
+  flag('backupHeapGrowthPercent', 'backup-heap-growth-percent', 'int', 'The same growth while at least one backup runs (a backup is CPU-bound: fewer collections); 0 keeps V8\'s own', 0),
   flag('apiOutageTimeout', 'api-outage-timeout', 'duration', 'How long runs wait out an unreachable Kubernetes API (retrying with backoff) before failing', 1),
   flag('objectStoreOutageTimeout', 'object-store-outage-timeout', 'duration', 'How long uploads and downloads ride out an unreachable object store (retrying with backoff) before failing', 0),
   flag('clientPageBytes', 'client-page-bytes', 'int', 'Byte budget of one LIST page during a backup: pages stop short of it as well as of --client-page-size items; 0 disables', 0),

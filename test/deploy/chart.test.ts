@@ -188,7 +188,7 @@ describe('charts/stowage', () => {
     const spec = podSpec(find(objs, 'Deployment'));
     const args = spec.containers[0]?.args ?? [];
     expect(args[0]).toBe('server');
-    for (const a of ['--log-level=debug', '--log-format=json', '--client-qps=50.5', '--client-burst=100', '--client-page-size=0', '--default-backup-ttl=240h0m0s', '--restore-resource-priorities=customresourcedefinitions,namespaces,secrets,configmaps,-,clusters.cluster.x-k8s.io', '--metrics-address=:8085', '--download-address=:8086', '--download-url=https://stowage-downloads.example.com', '--heap-growth-percent=50', '--max-item-bytes=16777216', '--object-store-outage-timeout=5m', '--client-page-bytes=8388608', '--api-outage-timeout=2m', '--concurrent-backups=2', '--concurrent-restores=3']) {
+    for (const a of ['--log-level=debug', '--log-format=json', '--client-qps=50.5', '--client-burst=100', '--client-page-size=0', '--default-backup-ttl=240h0m0s', '--restore-resource-priorities=customresourcedefinitions,namespaces,secrets,configmaps,-,clusters.cluster.x-k8s.io', '--metrics-address=:8085', '--download-address=:8086', '--download-url=https://stowage-downloads.example.com', '--heap-growth-percent=50', '--backup-heap-growth-percent=80', '--max-item-bytes=16777216', '--object-store-outage-timeout=5m', '--client-page-bytes=8388608', '--api-outage-timeout=2m', '--concurrent-backups=2', '--concurrent-restores=3']) {
       expect(args).toContain(a);
     }
     // nodeOptions becomes the server's NODE_OPTIONS, next to the extra variables.

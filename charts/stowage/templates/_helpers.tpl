@@ -104,6 +104,7 @@ credential:
   "pluginIdleTimeout" "plugin-idle-timeout"
   "terminationGracePeriod" "termination-grace-period"
   "heapGrowthPercent" "heap-growth-percent"
+  "backupHeapGrowthPercent" "backup-heap-growth-percent"
   "maxItemBytes" "max-item-bytes"
   "csiSnapshotDeleteTimeout" "csi-snapshot-delete-timeout"
   "objectStoreOutageTimeout" "object-store-outage-timeout"

@@ -104,12 +104,30 @@ export interface RunRegistry {
   list(): ActiveRun[];
 }
 
-export function createRunRegistry(): RunRegistry {
+/** How many runs of each kind are in progress. */
+export interface RunCounts {
+  backups: number;
+  restores: number;
+}
+
+/** `onChange` hears the counts after every add and remove (the server's heap policy follows the backups). */
+export function createRunRegistry(onChange?: (counts: RunCounts) => void): RunRegistry {
   const runs = new Map<string, ActiveRun>();
   const key = (kind: string, ns: string, name: string): string => `${kind}/${ns}/${name}`;
+  const changed = (): void => {
+    if (onChange === undefined) return;
+    const counts: RunCounts = { backups: 0, restores: 0 };
+    for (const r of runs.values()) counts[r.kind === 'backup' ? 'backups' : 'restores']++;
+    onChange(counts);
+  };
   return {
-    add: (run) => void runs.set(key(run.kind, run.namespace, run.name), run),
-    remove: (kind, ns, name) => void runs.delete(key(kind, ns, name)),
+    add: (run) => {
+      runs.set(key(run.kind, run.namespace, run.name), run);
+      changed();
+    },
+    remove: (kind, ns, name) => {
+      if (runs.delete(key(kind, ns, name))) changed();
+    },
     get: (kind, ns, name) => runs.get(key(kind, ns, name)),
     list: () => [...runs.values()],
   };
