@@ -55,6 +55,7 @@ export interface ServerDeps {
   controllers?: ControllerFactory[];
   /** Where the server log goes; default stdout. */
   logStream?: Writable;
+  /** ServerOptions.onRunsChanged; in-process servers (tests) leave it out and never touch V8's flags. */
   onRunsChanged?: (runs: RunCounts) => void;
 }
 
