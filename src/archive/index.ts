@@ -7,7 +7,7 @@ export {
 } from './paths.js';
 export { canonicalJson } from './json.js';
 export {
-  createTarballWriter, sha256Hex, type TarballWriter, type TarballWriterOptions, type ArchiveDigest, type ArchivableObject, type ItemId,
+  createTarballWriter, type TarballWriter, type TarballWriterOptions, type ArchiveDigest, type ArchivableObject, type ItemId,
 } from './writer.js';
 export {
   readArchive, scanArchive, checkEntryName, DEFAULT_READ_LIMITS, type OversizedEntry,
@@ -20,3 +20,4 @@ export {
 } from './manifest.js';
 export { ManifestTable } from './manifestTable.js';
 export { ManifestStream, streamingManifestCheck, type AsyncManifestCheck, type ManifestHead } from './manifestStream.js';
+export { sha256Hex } from './digest.js';

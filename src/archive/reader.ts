@@ -2,10 +2,11 @@
 // validates the whole archive before returning, so a restore can refuse a hostile archive before it
 // creates anything. What it keeps of each item is the caller's choice (scanArchive): readArchive
 // keeps parsed objects, spillArchive (spill.ts) only an index, so memory need not grow with the archive.
-import { createHash, hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import * as tar from 'tar-stream';
+import { sha256Hex } from './digest.js';
 import { ArchiveError, isArchiveError } from './errors.js';
 import { isSupportedFormatVersion, METADATA_VERSION_PATH } from './format.js';
 import {
@@ -315,8 +316,7 @@ async function readEntry<T extends ItemKey>(entry: TarEntry, limits: ReadLimits,
   }
   if (at === undefined) st.otherPaths.add(path);
   const data = await readAll(entry, path, limits.maxEntryBytes);
-  // One-shot: a Hash object per entry kept its native context alive until V8 collected the wrapper.
-  const sha256 = hash('sha256', data, 'hex');
+  const sha256 = sha256Hex(data);
   await noteEntry(st, path, sha256);
 
   if (path === METADATA_VERSION_PATH) {

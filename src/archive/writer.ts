@@ -1,10 +1,11 @@
 // Streaming tarball writer: items -> tar-stream pack -> gzip -> `body`, consumed by ObjectStore.putObject.
 // Each addItem() resolves only once the pack has accepted its bytes, and the pack only accepts bytes
 // as fast as the consumer reads `body`, so memory stays flat however many items are written.
-import { createHash, hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createGzip } from 'node:zlib';
 import * as tar from 'tar-stream';
+import { sha256Hex } from './digest.js';
 import { FORMAT_VERSION, METADATA_VERSION_PATH } from './format.js';
 import { canonicalJson } from './json.js';
 import { ManifestTable, withVersionDir } from './manifestTable.js';
@@ -64,11 +65,6 @@ export interface TarballWriterOptions {
 const COALESCE_BYTES = 1024 * 1024;
 /** zlib's output buffer: each one it fills is another callback on the main thread. */
 const GZIP_CHUNK_BYTES = 256 * 1024;
-
-export function sha256Hex(data: Uint8Array | string): string {
-  // One-shot (no Hash object per item, whose native context lives until V8 collects the wrapper).
-  return hash('sha256', data, 'hex');
-}
 
 export function createTarballWriter(opts: TarballWriterOptions = {}): TarballWriter {
   const mtime = opts.mtime ?? new Date();

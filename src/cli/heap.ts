@@ -2,8 +2,9 @@
 // gives 512 MiB), V8 lets the old generation grow only 1.1-1.4x what survived the last full
 // collection. A fixed factor, like Go's GOGC, trades heap for collector CPU, and backups and
 // restores want opposite trades:
-// - A backup is CPU-bound and promotes its list pages; at V8's growth it collects every ~15 MB
-//   promoted, about 0.9 s of CPU per 10k items more than at 60% (bench/README.md, sessions 7 and 18).
+// - A backup is CPU-bound and promotes its list pages; at V8's own growth it collects every ~15 MB
+//   promoted (session 7), and at 15% a 10k-item backup took 0.9 s more CPU than at 60% (session 18,
+//   bench/README.md).
 // - A restore waits on the API server (about 100 creates a second) while its index lives for the
 //   whole run: collecting often costs it no time, and at 60% its 50k-object peak was 1.39x the 5k
 //   one against 1.23x at 15%.

@@ -328,8 +328,8 @@ function addRelatedCrds(pl: Planner, crdItems: ReadonlyMap<string, ArchivedItem>
   const selectedGrs = new Set([...selected.values()].map((p) => p.groupResource));
   const crds = new Map<string, PlannedItem>();
   for (const [gr, crd] of crdItems) {
-    if (!selected.has(CRD_GROUP_RESOURCE, '', crd.name) && selectedGrs.has(gr) && pl.related(CRD_GROUP_RESOURCE, crd.name)) selected.add(pl.toPlanned(crd));
-    const planned = selected.get(CRD_GROUP_RESOURCE, '', crd.name);
+    let planned = selected.get(CRD_GROUP_RESOURCE, '', crd.name);
+    if (planned === undefined && selectedGrs.has(gr) && pl.related(CRD_GROUP_RESOURCE, crd.name)) selected.add((planned = pl.toPlanned(crd)));
     if (planned !== undefined) crds.set(gr, planned);
   }
   return crds;
