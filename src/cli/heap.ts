@@ -2,14 +2,16 @@
 // gives 512 MiB), V8 lets the old generation grow only 1.1-1.4x what survived the last full
 // collection. A fixed factor, like Go's GOGC, trades heap for collector CPU, and backups and
 // restores want opposite trades:
-// - A backup is CPU-bound and promotes its list pages; at V8's own growth it collects every ~15 MB
-//   promoted (session 7), and at 15% a 10k-item backup took 0.9 s more CPU than at 60% (session 18,
-//   bench/README.md).
+// - A backup is CPU-bound and promotes the LIST pages it works through; at V8's own growth it
+//   collected every ~15 MB promoted (session 7), and at 15% a 10k-item backup took 0.9 s more CPU
+//   than at 60% (session 18). Since pages stop at 512 KiB (--client-page-bytes) far less is promoted,
+//   and 30% kept a 50k-object backup's peak 1.11-1.15x a 5k one's, against 1.16-1.23x at 60%
+//   (session 19, bench/README.md).
 // - A restore waits on the API server (about 100 creates a second) while its index lives for the
 //   whole run: collecting often costs it no time, and at 60% its 50k-object peak was 1.39x the 5k
 //   one against 1.23x at 15%.
 // So the old generation grows by --heap-growth-percent (15), and by --backup-heap-growth-percent
-// (60) while at least one backup runs.
+// (30) while at least one backup runs.
 import v8 from 'node:v8';
 
 /** Where the factor comes from: node's command line (left alone), the server's flags, or V8's own policy (0). */

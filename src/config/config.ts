@@ -149,10 +149,12 @@ export const DEFAULT_CONFIG: Readonly<ServerConfig> = Object.freeze({
   scratchDir: '/scratch',
   terminationGracePeriod: 25_000,
   heapGrowthPercent: 15,
-  backupHeapGrowthPercent: 60,
+  backupHeapGrowthPercent: 30,
   apiOutageTimeout: 300_000,
   objectStoreOutageTimeout: 120_000,
-  clientPageBytes: 16 * 1024 * 1024,
+  // Every LIST page in flight is promoted while the backup works through it (cli/heap.ts): 512 KiB
+  // pages keep a 50k-object backup's peak near a 5k one's (bench/README.md, session 19).
+  clientPageBytes: 512 * 1024,
   maxItemBytes: 8 * 1024 * 1024,
   csiSnapshotDeleteTimeout: 120_000,
   trustMode: 'requester',

@@ -20,6 +20,16 @@ describe('PageSizer', () => {
     expect(s.cutoff).toBe(32 * MiB);
   });
 
+  it('under the default 512 KiB budget: 25 items first, then pages fitted to the objects seen', () => {
+    const l = new PageSizer(512 * 1024).listing('configmaps', 500);
+    expect(l.limit()).toBe(25);
+    l.observe(100 * 1024, 100); // 1 KiB objects
+    expect(l.limit()).toBe(409);
+    const small = new PageSizer(512 * 1024).listing('leases', 500);
+    small.observe(800 * 100, 100);
+    expect(small.limit()).toBe(500);
+  });
+
   it('keeps the largest average of a listing, and starts the next listing of the resource from it', () => {
     const s = new PageSizer(16 * MiB);
     const l = s.listing('secrets', 500);
