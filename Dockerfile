@@ -33,7 +33,8 @@ ENV NODE_ENV=production \
     STOWAGE_SCRATCH_DIR=/scratch \
     STOWAGE_LOG_SPOOL_DIR=/var/spool/stowage \
     STOWAGE_PLUGIN_DIR=/plugins \
-    NODE_OPTIONS=--max-semi-space-size=16
+    NODE_OPTIONS=--max-semi-space-size=16 \
+    MALLOC_MMAP_THRESHOLD_=131072
 WORKDIR /app
 # package.json carries "type": "module", which dist/ needs.
 COPY package.json ./

@@ -25,7 +25,7 @@ import {
 import type { TreeFigures } from './procstat.js';
 import { checkGoals, machineInfo, median, peerRatios, REPORT_SCHEMA, type BenchReport, type PeerReport, type StowageRun } from './report.js';
 import { BENCH_ITEMS, countSeeded, createObject, seed, seedPlan, waitSettled } from './seed.js';
-import { serverHeapFlags, snapshotDist } from './server.js';
+import { deployedServerEnv, serverHeapFlags, snapshotDist } from './server.js';
 import {
   ENCRYPTED_LOCATION, ENCRYPTED_PREFIX, LOCATION, LOCATION_PREFIX, measureTree, mergeTrees, setupServerNamespace, stowageRun, stowageServers, UNSIGNED_LOCATION, UNSIGNED_PREFIX,
   type S3Endpoint,
@@ -390,6 +390,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         listConcurrency: BACKUP_LIST_CONCURRENCY, restoreConcurrency, seedConcurrency, backupRounds: rounds,
         serverMemoryLimitMiB: opts.memoryLimitMiB,
         serverNodeArgs: heapFlags,
+        serverEnv: deployedServerEnv(),
       },
       seed: { objects: p.objects, byKind: p.byKind, seconds: seeded.seconds, objectsPerSecond: seeded.objectsPerSecond },
       backupFloor: bFloor,

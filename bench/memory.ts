@@ -16,7 +16,7 @@ import { createDynamicClient, ensureCrds, loadKubeConfig, type DynamicClient } f
 import { machineInfo } from './report.js';
 import { MEMORY_REPORT_SCHEMA, MEMORY_USAGE, memoryGoals, parseMemoryArgs, toMemoryMarkdown, type MemoryReport, type MemoryRow } from './memoryReport.js';
 import { measureN } from './memoryRun.js';
-import { deployedMemoryLimitMiB, ensureBuilt, ROOT, serverHeapFlags, snapshotDist } from './server.js';
+import { deployedMemoryLimitMiB, deployedServerEnv, ensureBuilt, ROOT, serverHeapFlags, snapshotDist } from './server.js';
 
 async function main(): Promise<void> {
   const args = parseMemoryArgs(process.argv.slice(2), ROOT);
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   }
   const report: MemoryReport = {
     schema: MEMORY_REPORT_SCHEMA, date: new Date().toISOString(), machine: machineInfo(), loadAtStart,
-    params: { namespaces: args.namespaces, serverMemoryLimitMiB: memoryLimitMiB, serverNodeArgs: heapFlags },
+    params: { namespaces: args.namespaces, serverMemoryLimitMiB: memoryLimitMiB, serverNodeArgs: heapFlags, serverEnv: deployedServerEnv() },
     rows, goals: memoryGoals(rows, memoryLimitMiB), totalSeconds: (performance.now() - t0) / 1000,
   };
   const markdown = toMemoryMarkdown(report);

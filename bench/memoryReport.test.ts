@@ -67,11 +67,12 @@ describe('toMemoryMarkdown', () => {
     const rows = [row(5000, 200, 190), row(50000, 236, 250, heap)];
     const report: MemoryReport = {
       schema: 1, date: '2026-12-05T18:00:00.000Z', machine: { cpus: 2, cpuModel: 'test', memoryGiB: 23.5, node: 'v20.20.2', platform: 'linux', loadAverage: [0.9, 0.5, 0.4] },
-      loadAtStart: [0.3, 0.2, 0.2], params: { namespaces: 10, serverMemoryLimitMiB: 1024, serverNodeArgs: ['--max-old-space-size=512', '--max-semi-space-size=16'] },
+      loadAtStart: [0.3, 0.2, 0.2], params: { namespaces: 10, serverMemoryLimitMiB: 1024, serverNodeArgs: ['--max-old-space-size=512', '--max-semi-space-size=16'], serverEnv: { MALLOC_MMAP_THRESHOLD_: '131072' } },
       rows, goals: memoryGoals(rows, 1024), totalSeconds: 900,
     };
     const md = toMemoryMarkdown(report);
     expect(md).toContain('load average at the start 0.3 0.2 0.2, at the end 0.9 0.5 0.4');
+    expect(md).toContain('Server heap: --max-old-space-size=512 --max-semi-space-size=16 (sized for a 1024 MiB limit), and its environment MALLOC_MMAP_THRESHOLD_=131072.');
     expect(md).toContain('| 50000 | 12.5 | 50051 | 236 | 1.18× | 500.0 | 50051 | 250 | 1.32× |');
     expect(md).toContain('- N=50000, backup: heap 150 (old 110 of which 80 used, young 16, large objects 9), outside V8 20, rest 80; restore: not sampled.');
     expect(md).toContain('| server peak RSS of the restore at N=50000 ≤ 1.2× at N=5000 | 1.32× | **no** |');

@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { positiveInt } from './args.js';
-import { GOALS, type BenchReport, type StowageRun } from './report.js';
+import { envText, GOALS, type BenchReport, type StowageRun } from './report.js';
 import type { RestoreRow } from './stowage.js';
 
 export const MEMORY_USAGE = `usage: npm run bench:memory -- [--objects N[,N...]] [--namespaces M] [--memory-limit MIB] [--heap-sample] [--node-arg FLAG]... [--out FILE] [--no-build] [--dist DIR]
@@ -43,7 +43,7 @@ export interface MemoryReport {
   date: string;
   machine: BenchReport['machine'];
   loadAtStart: number[];
-  params: { namespaces: number; serverMemoryLimitMiB: number; serverNodeArgs: string[] };
+  params: { namespaces: number; serverMemoryLimitMiB: number; serverNodeArgs: string[]; serverEnv?: Record<string, string> };
   rows: MemoryRow[];
   goals: { goal: string; measured: string; met: boolean }[];
   totalSeconds: number;
@@ -126,7 +126,7 @@ export function toMemoryMarkdown(r: MemoryReport): string {
   const lines = [
     `Stowage memory pass, ${r.date}: ${r.params.namespaces} namespaces per N; ${r.machine.cpus} × ${r.machine.cpuModel}, Node ${r.machine.node}; ` +
       `load average at the start ${r.loadAtStart.join(' ')}, at the end ${r.machine.loadAverage.join(' ')}. Server heap: ${r.params.serverNodeArgs.join(' ') || "V8's defaults"}` +
-      `${r.params.serverMemoryLimitMiB > 0 ? ` (sized for a ${r.params.serverMemoryLimitMiB} MiB limit)` : ''}. Each run on a fresh server after a warm-up backup; peak RSS is VmHWM.`,
+      `${r.params.serverMemoryLimitMiB > 0 ? ` (sized for a ${r.params.serverMemoryLimitMiB} MiB limit)` : ''}${envText(r.params.serverEnv)}. Each run on a fresh server after a warm-up backup; peak RSS is VmHWM.`,
     '',
     '| N | Backup (s) | Items | Server peak RSS (MiB) | Growth | Restore (s) | Items | Server peak RSS (MiB) | Growth |',
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',

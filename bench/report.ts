@@ -62,6 +62,8 @@ export interface BenchReport {
     serverMemoryLimitMiB: number;
     /** The node flags that sized it. */
     serverNodeArgs: string[];
+    /** The deployment's allocator settings the server ran with (bench/server.ts deployedServerEnv); absent before session 20. */
+    serverEnv?: Record<string, string>;
   };
   seed: { objects: number; byKind: Record<string, number>; seconds: number; objectsPerSecond: number };
   /** `seconds` and `cpuSeconds` are medians over the rounds; `rounds` holds every round's seconds. */
@@ -222,6 +224,12 @@ export function checkGoals(report: Omit<BenchReport, 'goals'>): Goal[] {
 const mib = (b: number): string => (b / 1024 ** 2).toFixed(0);
 const s = (n: number): string => n.toFixed(1);
 
+/** ", and its environment A=1 B=2": the deployment's settings a server ran with, if any. */
+export function envText(env: Record<string, string> | undefined): string {
+  const pairs = Object.entries(env ?? {}).map(([k, v]) => `${k}=${v}`);
+  return pairs.length === 0 ? '' : `, and its environment ${pairs.join(' ')}`;
+}
+
 export function toMarkdown(r: BenchReport): string {
   const lines: string[] = [];
   lines.push(`Stowage benchmark, ${r.date}: N=${r.params.objects} objects in ${r.params.namespaces} namespaces; ` +
@@ -231,7 +239,7 @@ export function toMarkdown(r: BenchReport): string {
     `Backups: median of ${r.params.backupRounds} rounds (floor, engine alone and Stowage in turn, then the backups with the plugin on their own server; every round's time in brackets); ` +
     `each Stowage backup starts once the server's client has refilled its burst since the last one ended (${r2(r.params.clientBurst / r.params.clientQps)} s).`);
   lines.push(r.params.serverMemoryLimitMiB > 0
-    ? `Server heap as in the deployed container: sized by Node for its ${r.params.serverMemoryLimitMiB} MiB memory limit, with the deployment's NODE_OPTIONS (${r.params.serverNodeArgs.join(' ')}).`
+    ? `Server heap as in the deployed container: sized by Node for its ${r.params.serverMemoryLimitMiB} MiB memory limit, with the deployment's NODE_OPTIONS (${r.params.serverNodeArgs.join(' ')})${envText(r.params.serverEnv)}.`
     : `Server heap: V8's default for this machine's memory (no container memory limit; --memory-limit 0).`);
   lines.push('');
   lines.push('| Phase | Wall time (s) | Items | Objects/s | Server peak RSS (MiB) | Plugins peak RSS (MiB) | CPU (s) | Stowage / floor |');

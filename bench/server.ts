@@ -77,6 +77,19 @@ export function deployedNodeOptions(): string[] {
 }
 
 /**
+ * The allocator settings deploy/30-deployment.yaml gives the server (MALLOC_*, glibc's; the chart's
+ * default and the image's ENV are the same): every benchmark server runs with them, as the
+ * container would.
+ */
+export function deployedServerEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const m of fs.readFileSync(DEPLOYMENT, 'utf8').matchAll(/-\s*name:\s*(MALLOC_\w+)\s*\n\s*value:\s*"?([^"\n]*)"?/g)) {
+    env[m[1] as string] = (m[2] ?? '').trim();
+  }
+  return env;
+}
+
+/**
  * The server's node flags in the deployed container: the heap Node derives from the memory limit,
  * with any flag the deployment's NODE_OPTIONS sets explicitly taking the place of the derived one
  * (an explicit V8 flag wins over Node's sizing there too).
@@ -140,7 +153,7 @@ export async function startBenchServer(opts: BenchServerOptions): Promise<BenchS
     ...(opts.args ?? []),
   ];
   // An inherited NODE_OPTIONS (a test runner's loader) must not change what is measured.
-  const proc: Spawned = spawnTracked(process.execPath, args, opts.logFile, { ...process.env, ...opts.env, NODE_OPTIONS: '' });
+  const proc: Spawned = spawnTracked(process.execPath, args, opts.logFile, { ...process.env, ...deployedServerEnv(), ...opts.env, NODE_OPTIONS: '' });
   const pid = proc.child.pid;
   if (pid === undefined) throw new Error('the server did not start');
   const server: BenchServer = { pid, logFile: opts.logFile, stop: () => proc.stop(30_000) };

@@ -22,7 +22,7 @@ describe('defaults', () => {
       clientQps: 100,
       clientBurst: 200,
       clientPageSize: 500,
-      clientPageBytes: 512 * 1024,
+      clientPageBytes: 1024 * 1024,
       heapGrowthPercent: 15,
       backupHeapGrowthPercent: 30,
       defaultBackupTtl: 720 * 3600 * 1000,

@@ -152,9 +152,10 @@ export const DEFAULT_CONFIG: Readonly<ServerConfig> = Object.freeze({
   backupHeapGrowthPercent: 30,
   apiOutageTimeout: 300_000,
   objectStoreOutageTimeout: 120_000,
-  // Every LIST page in flight is promoted while the backup works through it (cli/heap.ts): 512 KiB
-  // pages keep a 50k-object backup's peak near a 5k one's (bench/README.md, session 19).
-  clientPageBytes: 512 * 1024,
+  // Every LIST page in flight is promoted while the backup works through it (cli/heap.ts): 1 MiB
+  // pages keep a 50k-object backup's peak near a 5k one's, 2 MiB ones do not; 512 KiB ones made a
+  // 10k-object backup 0.2-0.4 s slower (more LISTs under the client's QPS; bench/README.md, session 20).
+  clientPageBytes: 1024 * 1024,
   maxItemBytes: 8 * 1024 * 1024,
   csiSnapshotDeleteTimeout: 120_000,
   trustMode: 'requester',

@@ -20,13 +20,13 @@ describe('PageSizer', () => {
     expect(s.cutoff).toBe(32 * MiB);
   });
 
-  it('under the default 512 KiB budget: 25 items first, then pages fitted to the objects seen', () => {
-    const l = new PageSizer(512 * 1024).listing('configmaps', 500);
-    expect(l.limit()).toBe(25);
-    l.observe(100 * 1024, 100); // 1 KiB objects
-    expect(l.limit()).toBe(409);
-    const small = new PageSizer(512 * 1024).listing('leases', 500);
-    small.observe(800 * 100, 100);
+  it('under the default 1 MiB budget: 51 items first, then pages fitted to the objects seen', () => {
+    const l = new PageSizer(1024 * 1024).listing('configmaps', 500);
+    expect(l.limit()).toBe(51);
+    l.observe(300 * 3 * 1024, 300); // 3 KiB objects, like the benchmark's
+    expect(l.limit()).toBe(273);
+    const small = new PageSizer(1024 * 1024).listing('leases', 500);
+    small.observe(1600 * 100, 100);
     expect(small.limit()).toBe(500);
   });
 

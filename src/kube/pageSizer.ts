@@ -1,7 +1,7 @@
 // LIST pages sized by bytes as well as by items. The apiserver bounds a page by item count only, so
 // the limit of each page is worked out from the bytes per item seen before: the previous pages of the
-// same listing, else the last listing of the same resource, else a typical object's size (25 items
-// under the default 512 KiB budget; guessing etcd's largest object instead cost every resource of
+// same listing, else the last listing of the same resource, else a typical object's size (51 items
+// under the default 1 MiB budget; guessing etcd's largest object instead cost every resource of
 // more than one item an extra LIST, and guessing small objects a cut-off page). A page that runs
 // far past the budget (objects much larger than guessed) is cut off while it is read and asked again
 // as if each item were etcd's largest object: a response of more than one item never grows past

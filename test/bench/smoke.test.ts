@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { runBench } from '../../bench/harness.js';
 import { toMarkdown, type BenchReport, type StowageRun } from '../../bench/report.js';
-import { deployedMemoryLimitMiB, deployedNodeOptions, deployedServerFlags, heapFlagsForMemoryLimit } from '../../bench/server.js';
+import { deployedMemoryLimitMiB, deployedNodeOptions, deployedServerEnv, deployedServerFlags, heapFlagsForMemoryLimit } from '../../bench/server.js';
 
 const OBJECTS = 200;
 const NAMESPACES = 4;
@@ -47,6 +47,9 @@ describe('benchmark harness (smoke run, N=200)', () => {
     // deployment's NODE_OPTIONS in place of the semi-space size it would derive.
     expect(deployedNodeOptions()).toEqual(['--max-semi-space-size=16']);
     expect(report.params).toMatchObject({ serverMemoryLimitMiB: 1024, serverNodeArgs: ['--max-old-space-size=512', '--max-semi-space-size=16'] });
+    // And with the deployment's allocator setting (its env), which every benchmark server inherits.
+    expect(deployedServerEnv()).toEqual({ MALLOC_MMAP_THRESHOLD_: '131072' });
+    expect(report.params.serverEnv).toEqual({ MALLOC_MMAP_THRESHOLD_: '131072' });
     expect(heapFlagsForMemoryLimit(256)).toEqual(['--max-old-space-size=256', '--max-semi-space-size=2']);
     expect(deployedServerFlags(1024, [])).toEqual(['--max-old-space-size=512', '--max-semi-space-size=4']);
     expect(deployedServerFlags(1024, ['--max-old-space-size=1536', '--trace-gc'])).toEqual(['--max-semi-space-size=4', '--max-old-space-size=1536', '--trace-gc']);
@@ -133,7 +136,7 @@ describe('benchmark harness (smoke run, N=200)', () => {
     const md = toMarkdown(report);
     for (const row of ['Seed', 'Backup floor', 'Backup engine alone', 'Stowage backup', 'Stowage backup + plugin action', 'Stowage backup, client-side encrypted', 'Stowage backup, unsigned (`spec.signing.disabled: true`)', 'Stowage backup by a team user', 'Restore floor', 'Stowage restore', 'Stowage restore of the encrypted backup']) expect(md).toContain(`| ${row}`);
     expect(md).toContain(`**${(Math.round(report.ratios.restore * 100) / 100).toString()}×**`);
-    expect(md).toContain("Server heap as in the deployed container: sized by Node for its 1024 MiB memory limit, with the deployment's NODE_OPTIONS (--max-old-space-size=512 --max-semi-space-size=16).");
+    expect(md).toContain("Server heap as in the deployed container: sized by Node for its 1024 MiB memory limit, with the deployment's NODE_OPTIONS (--max-old-space-size=512 --max-semi-space-size=16), and its environment MALLOC_MMAP_THRESHOLD_=131072.");
     expect(lines.some((l) => l.includes('Stowage restore:'))).toBe(true);
   }, 900_000);
 });

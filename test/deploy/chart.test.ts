@@ -191,9 +191,10 @@ describe('charts/stowage', () => {
     for (const a of ['--log-level=debug', '--log-format=json', '--client-qps=50.5', '--client-burst=100', '--client-page-size=0', '--default-backup-ttl=240h0m0s', '--restore-resource-priorities=customresourcedefinitions,namespaces,secrets,configmaps,-,clusters.cluster.x-k8s.io', '--metrics-address=:8085', '--download-address=:8086', '--download-url=https://stowage-downloads.example.com', '--heap-growth-percent=50', '--backup-heap-growth-percent=80', '--max-item-bytes=16777216', '--object-store-outage-timeout=5m', '--client-page-bytes=8388608', '--api-outage-timeout=2m', '--concurrent-backups=2', '--concurrent-restores=3']) {
       expect(args).toContain(a);
     }
-    // nodeOptions becomes the server's NODE_OPTIONS, next to the extra variables.
+    // nodeOptions becomes the server's NODE_OPTIONS and mallocMmapThreshold its MALLOC_MMAP_THRESHOLD_, next to the extra variables.
     const env = new Map((spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
     expect(env.get('NODE_OPTIONS')).toBe('--max-old-space-size=1536 --max-semi-space-size=16');
+    expect(env.get('MALLOC_MMAP_THRESHOLD_')).toBe('262144');
     expect(env.get('AWS_REGION')).toBe('us-east-1');
     expect(spec.initContainers?.length).toBe(1);
     expect(JSON.stringify(spec.initContainers)).toContain('stowage-plugin-example:0.1.0');
@@ -399,7 +400,7 @@ describe('deploy/30-deployment.yaml', () => {
     expect(c?.volumeMounts?.find((m) => m.mountPath === '/plugins')).toEqual({ name: 'plugins', mountPath: '/plugins', readOnly: true });
     // The image sets the same paths (Dockerfile ENV), so `docker run` and the manifests agree.
     const dockerfile = fs.readFileSync(path.join(REPO, 'Dockerfile'), 'utf8');
-    for (const k of ['STOWAGE_SCRATCH_DIR', 'STOWAGE_LOG_SPOOL_DIR', 'STOWAGE_PLUGIN_DIR', 'HOME', 'TMPDIR', 'NODE_OPTIONS']) {
+    for (const k of ['STOWAGE_SCRATCH_DIR', 'STOWAGE_LOG_SPOOL_DIR', 'STOWAGE_PLUGIN_DIR', 'HOME', 'TMPDIR', 'NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_']) {
       expect(dockerfile).toMatch(new RegExp(`\\b${k}=${env.get(k) ?? '(unset)'}\\b`));
     }
   });
