@@ -70,10 +70,19 @@ export function heapFlagsForMemoryLimit(limitMiB: number): string[] {
   return [`--max-old-space-size=${oldSpace}`, `--max-semi-space-size=${semiSpace}`];
 }
 
+let deploymentEnvCache: ReadonlyMap<string, string> | undefined;
+
+/** The plain `name:`/`value:` environment of the server container in deploy/30-deployment.yaml, read once. */
+function deploymentEnv(): ReadonlyMap<string, string> {
+  deploymentEnvCache ??= new Map(
+    [...fs.readFileSync(DEPLOYMENT, 'utf8').matchAll(/-\s*name:\s*(\w+)\s*\n\s*value:\s*"?([^"\n]*)"?/g)].map((m) => [m[1] ?? '', (m[2] ?? '').trim()]),
+  );
+  return deploymentEnvCache;
+}
+
 /** The flags in the NODE_OPTIONS that deploy/30-deployment.yaml gives the server (the chart's default is the same). */
 export function deployedNodeOptions(): string[] {
-  const m = /-\s*name:\s*NODE_OPTIONS\s*\n\s*value:\s*"?([^"\n]*)"?/.exec(fs.readFileSync(DEPLOYMENT, 'utf8'));
-  return m === null ? [] : (m[1] ?? '').trim().split(/\s+/).filter((f) => f !== '');
+  return (deploymentEnv().get('NODE_OPTIONS') ?? '').split(/\s+/).filter((f) => f !== '');
 }
 
 /**
@@ -82,11 +91,7 @@ export function deployedNodeOptions(): string[] {
  * container would.
  */
 export function deployedServerEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const m of fs.readFileSync(DEPLOYMENT, 'utf8').matchAll(/-\s*name:\s*(MALLOC_\w+)\s*\n\s*value:\s*"?([^"\n]*)"?/g)) {
-    env[m[1] as string] = (m[2] ?? '').trim();
-  }
-  return env;
+  return Object.fromEntries([...deploymentEnv()].filter(([k]) => k.startsWith('MALLOC_')));
 }
 
 /**

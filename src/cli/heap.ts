@@ -5,8 +5,8 @@
 // - A backup is CPU-bound and promotes the LIST pages it works through; at V8's own growth it
 //   collected every ~15 MB promoted (session 7), and at 15% a 10k-item backup took 0.9 s more CPU
 //   than at 60% (session 18). Since pages stop at 512 KiB-1 MiB (--client-page-bytes) far less is
-//   promoted, and 30% kept a 50k-object backup's peak 1.10-1.19x a 5k one's, against 1.16-1.23x at
-//   60% (sessions 19 and 20, bench/README.md).
+//   promoted, and 30% kept a 50k-object backup's peak 1.10-1.19x a 5k one's (sessions 19 and 20),
+//   against 1.16-1.23x at 60% (session 19; bench/README.md).
 // - A restore waits on the API server (about 100 creates a second) while its index lives for the
 //   whole run: collecting often costs it no time, and at 60% its 50k-object peak was 1.39x the 5k
 //   one against 1.23x at 15%.
