@@ -7,7 +7,10 @@
 // in alternating rounds: an A/B in one sitting. Run `npm run build` first (the plugin uses dist/, or
 // the build --dist names).
 //
-//   npx tsx bench/plugin-batch.ts [--items 10000] [--page 250] [--units 4] [--rounds 5] [--base /tmp/stowage-base] [--dist DIR]
+// With --profile DIR each plugin process writes a V8 CPU profile into DIR/<arm> when the run ends
+// (summarise with bench/profile.ts); for the host's, run this file under `node --cpu-prof --import tsx`.
+//
+//   npx tsx bench/plugin-batch.ts [--items 10000] [--page 250] [--units 4] [--rounds 5] [--base /tmp/stowage-base] [--dist DIR] [--profile DIR]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,7 +25,7 @@ import { seedObject, seedPlan } from './seed.js';
 const { values } = parseArgs({
   options: {
     items: { type: 'string', default: '10000' }, page: { type: 'string', default: '250' }, units: { type: 'string', default: '4' },
-    rounds: { type: 'string', default: '5' }, base: { type: 'string' }, dist: { type: 'string' },
+    rounds: { type: 'string', default: '5' }, base: { type: 'string' }, dist: { type: 'string' }, profile: { type: 'string' },
   },
 });
 const N = Number(values.items);
@@ -46,8 +49,9 @@ function listed(i: number): KubeObject {
   };
 }
 
-function cpuMsOf(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+/** CPU time (user + system) of a process, all its threads, or with `thread` of that one thread alone. */
+function cpuMsOf(pid: number, thread?: number): number {
+  const stat = fs.readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(f[11]) + Number(f[12])) * 10;
 }
@@ -58,6 +62,15 @@ const median = (xs: readonly number[]): number => {
   return s.length % 2 === 1 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
 };
 
+/** One run's wall time and CPU times (ms), each process's in all and on its main thread. */
+interface Figures {
+  wall: number;
+  host: number;
+  hostMain: number;
+  plugin: number;
+  pluginMain: number;
+}
+
 interface Arm {
   label: string;
   pool: Host.PluginPool;
@@ -67,7 +80,7 @@ interface Arm {
 async function arm(label: string, root: string, dist: string): Promise<Arm> {
   const host = await import(path.join(root, 'src/plugin/host/index.ts')) as typeof Host;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `stowage-plugin-batch-${label}-`));
-  buildBenchPlugin(dir, dist);
+  buildBenchPlugin(dir, dist, values.profile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile, label)}`]);
   const pool = await host.createPluginPool({ pluginDirs: [dir], logger: quiet });
   const handle = pool.handle({ kind: 'backup', namespace: 'bench', name: label });
   return { label, pool, action: handle.backupItemAction(BENCH_ACTION) };
@@ -82,12 +95,15 @@ async function main(): Promise<void> {
   const backup = { apiVersion: 'stowage.dev/v1', kind: 'Backup', metadata: { name: 'b', namespace: 'stowage' }, spec: { includedNamespaces: ['*'] } } as KubeObject;
   console.log(`${N} items (${(Buffer.byteLength(JSON.stringify(items)) / 1024 ** 2).toFixed(1)} MiB of JSON) in pages of ${PAGE}, ${UNITS} at once; load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 
-  const run = async (a: Arm): Promise<{ wall: number; host: number; plugin: number }> => {
+  // The main thread's share (JavaScript, and the GC work it does itself); the rest is V8's helper threads and libuv's pool.
+  const run = async (a: Arm): Promise<Figures> => {
     const exec = a.action.executeBatch;
     if (exec === undefined) throw new Error('the remote action has no executeBatch');
     const pid = a.pool.status().find((s) => s.executable.includes('bench-plugin'))?.pid;
     const p0 = pid === undefined ? 0 : cpuMsOf(pid);
     const h0 = selfCpuMs();
+    const hm0 = cpuMsOf(process.pid, process.pid);
+    const pm0 = pid === undefined ? 0 : cpuMsOf(pid, pid);
     const t0 = performance.now();
     let next = 0;
     let stamped = 0;
@@ -100,23 +116,27 @@ async function main(): Promise<void> {
     const wall = performance.now() - t0;
     if (stamped !== N) throw new Error(`${a.label}: ${stamped} of ${N} items came back stamped`);
     const pid2 = a.pool.status().find((s) => s.executable.includes('bench-plugin'))?.pid;
-    return { wall, host: selfCpuMs() - h0, plugin: pid2 === undefined || pid2 !== pid ? NaN : cpuMsOf(pid2) - p0 };
+    const same = pid2 !== undefined && pid2 === pid;
+    return {
+      wall, host: selfCpuMs() - h0, hostMain: cpuMsOf(process.pid, process.pid) - hm0,
+      plugin: same ? cpuMsOf(pid2) - p0 : NaN, pluginMain: same ? cpuMsOf(pid2, pid2) - pm0 : NaN,
+    };
   };
 
   // Warm-up: starts each plugin process and lets V8 optimise both sides.
   for (const a of arms) await run(a);
-  const figures = new Map<string, { wall: number; host: number; plugin: number }[]>();
+  const figures = new Map<string, Figures[]>();
   for (let round = 0; round < ROUNDS; round++) {
     for (const a of round % 2 === 0 ? arms : [...arms].reverse()) {
       const f = await run(a);
       figures.set(a.label, [...(figures.get(a.label) ?? []), f]);
-      console.log(`round ${round + 1} ${a.label}: ${f.wall.toFixed(0)} ms wall, host CPU ${f.host.toFixed(0)} ms, plugin CPU ${f.plugin.toFixed(0)} ms; load ${os.loadavg()[0]?.toFixed(2)}`);
+      console.log(`round ${round + 1} ${a.label}: ${f.wall.toFixed(0)} ms wall, host CPU ${f.host.toFixed(0)} ms (main thread ${f.hostMain.toFixed(0)}), plugin CPU ${f.plugin.toFixed(0)} ms (main thread ${f.pluginMain.toFixed(0)}); load ${os.loadavg()[0]?.toFixed(2)}`);
     }
   }
   console.log(`\nmedians of ${ROUNDS} rounds (every round):`);
   for (const [label, fs_] of figures) {
-    const col = (k: 'wall' | 'host' | 'plugin'): string => `${median(fs_.map((f) => f[k])).toFixed(0)} (${fs_.map((f) => f[k].toFixed(0)).join(' / ')})`;
-    console.log(`${label}: wall ${col('wall')} ms, host CPU ${col('host')} ms, plugin CPU ${col('plugin')} ms`);
+    const col = (k: keyof Figures): string => `${median(fs_.map((f) => f[k])).toFixed(0)} (${fs_.map((f) => f[k].toFixed(0)).join(' / ')})`;
+    console.log(`${label}: wall ${col('wall')} ms, host CPU ${col('host')} ms (main thread ${col('hostMain')}), plugin CPU ${col('plugin')} ms (main thread ${col('pluginMain')})`);
   }
   for (const a of arms) await a.pool.shutdown();
 }
