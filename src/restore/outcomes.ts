@@ -20,6 +20,20 @@ export interface ItemRef {
   groupResource: string;
   namespace: string;
   name: string;
+  /** A record made beforehand for its outcome (outcomeSlot), used once. */
+  slot?: ItemOutcome;
+}
+
+/** Marks a slot not written yet: no outcome has this reason (it is compared by identity). */
+const UNSET = '\u0000unset';
+
+/**
+ * An empty outcome record for a planned item, made with the plan so the outcomes of a long run are
+ * not small objects promoted one by one among its garbage (see PlannedItem.slot). The same keys in
+ * the same order as record()'s literal: one hidden class.
+ */
+export function outcomeSlot(p: Pick<ItemRef, 'groupResource' | 'namespace' | 'name'>): ItemOutcome {
+  return { groupResource: p.groupResource, namespace: p.namespace, name: p.name, action: 'failed', reason: UNSET };
 }
 
 export interface RecordOptions {
@@ -62,7 +76,17 @@ export function newOutcomes(
       // The plan's strings where they are equal: the target's come from the loaded object, one copy per item.
       const namespace = target.namespace === p.namespace ? p.namespace : target.namespace;
       const name = target.name === p.name ? p.name : target.name;
-      const outcome: ItemOutcome = { groupResource: p.groupResource, namespace, name, action, reason };
+      const slot = p.slot;
+      let outcome: ItemOutcome;
+      if (slot !== undefined && slot.reason === UNSET) {
+        outcome = slot;
+        outcome.namespace = namespace;
+        outcome.name = name;
+        outcome.action = action;
+        outcome.reason = reason;
+      } else {
+        outcome = { groupResource: p.groupResource, namespace, name, action, reason };
+      }
       if (opts.validated !== undefined) outcome.validated = opts.validated;
       req.outcomes.push(outcome);
       req.summary[action]++;
