@@ -111,7 +111,7 @@ export interface PlannedItem {
   /**
    * The record its outcome is written into (outcomes.ts), made with the plan. Made one at a time as
    * items finished, 50,000 small records that live to the end were promoted among the run's garbage
-   * and fragmented the old generation: the 50k restore's peak was 14 MiB higher (session 21).
+   * and fragmented the old generation: the 50k restore's peak was 7 MiB higher (session 21).
    */
   slot?: ItemOutcome;
 }
