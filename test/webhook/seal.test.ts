@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { LABEL_SCHEDULE_NAME, RESOURCES, newBackup, newDownloadRequest, newRestore, newSchedule, type Backup, type DownloadRequest, type Restore, type Schedule } from '../../src/apis/v1/index.js';
 import { REQUESTER_ANNOTATION, SEAL_ANNOTATION, formatRequester } from '../../src/auth/index.js';
-import type { DynamicClient, KubeObject } from '../../src/kube/index.js';
+import { SUBJECT_ACCESS_REVIEWS, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
 import { NO_PUBLIC_KEY } from '../../src/controller/downloadRequest.js';
 import { ensureBuilt } from '../cli/helpers.js';
 import { teamUserKubeconfig, uniqueName, waitUntil } from '../support/kube.js';
@@ -50,6 +50,15 @@ beforeAll(async () => {
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'runs' },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
   });
+  // A fresh Role and binding reach the API server's RBAC cache a moment later: waited for, as the
+  // API server's authorizer answers for alice (alice's first create once met a Role "not found").
+  await waitUntil('the API server lets alice create DownloadRequests', async () => {
+    const review = await admin.create<KubeObject & { status?: { allowed?: boolean } }>(SUBJECT_ACCESS_REVIEWS, undefined, {
+      apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview',
+      spec: { user: 'alice', resourceAttributes: { namespace: ns, verb: 'create', group: 'stowage.dev', resource: 'downloadrequests' } },
+    });
+    return review.status?.allowed === true ? true : undefined;
+  }, 60_000, 100);
 }, 180_000);
 
 afterAll(async () => {
