@@ -245,18 +245,21 @@ function newPlanner(req: RestoreRequest, byGr: ReadonlyMap<string, ApiResource>,
     const src = stored.namespace ?? '';
     const copies = index.copiesOf.size === 0 ? undefined : index.copiesOf.get(itemKey(stored.groupResource, src, stored.name));
     const { copy: it, version, change } = chooseCopy(stored, byGr.get(stored.groupResource), copies);
+    const namespace = src === '' ? '' : mapNs(src);
+    const name = it.groupResource === 'namespaces' ? mapNs(it.name) : it.name;
+    // The slot in the literal: a property added afterwards would give every item a properties array.
     const p: PlannedItem = {
       groupResource: it.groupResource,
       sourceNamespace: src,
       sourceName: it.name,
-      namespace: src === '' ? '' : mapNs(src),
-      name: it.groupResource === 'namespaces' ? mapNs(it.name) : it.name,
+      namespace,
+      name,
       ref: refOf(it, version),
       resource: describe(it.groupResource),
       archived: it,
       restored: undefined,
+      slot: outcomeSlot({ groupResource: it.groupResource, namespace, name }),
     };
-    p.slot = outcomeSlot(p);
     if (change !== undefined) p.versionChange = change;
     return p;
   };
