@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import fs from 'node:fs';
 import path from 'node:path';
 import { LABEL_SCHEDULE_NAME, RESOURCES, newBackup, newDownloadRequest, newRestore, newSchedule, type Backup, type DownloadRequest, type Restore, type Schedule } from '../../src/apis/v1/index.js';
-import { REQUESTER_ANNOTATION, SEAL_ANNOTATION, formatRequester } from '../../src/auth/index.js';
-import { SUBJECT_ACCESS_REVIEWS, type DynamicClient, type KubeObject } from '../../src/kube/index.js';
+import { REQUESTER_ANNOTATION, SEAL_ANNOTATION, createAccessReviewer, formatRequester } from '../../src/auth/index.js';
+import type { DynamicClient, KubeObject } from '../../src/kube/index.js';
 import { NO_PUBLIC_KEY } from '../../src/controller/downloadRequest.js';
 import { ensureBuilt } from '../cli/helpers.js';
 import { teamUserKubeconfig, uniqueName, waitUntil } from '../support/kube.js';
@@ -52,13 +52,11 @@ beforeAll(async () => {
   });
   // A fresh Role and binding reach the API server's RBAC cache a moment later: waited for, as the
   // API server's authorizer answers for alice (alice's first create once met a Role "not found").
-  await waitUntil('the API server lets alice create DownloadRequests', async () => {
-    const review = await admin.create<KubeObject & { status?: { allowed?: boolean } }>(SUBJECT_ACCESS_REVIEWS, undefined, {
-      apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview',
-      spec: { user: 'alice', resourceAttributes: { namespace: ns, verb: 'create', group: 'stowage.dev', resource: 'downloadrequests' } },
-    });
-    return review.status?.allowed === true ? true : undefined;
-  }, 60_000, 100);
+  // A fresh reviewer each time: one reviewer keeps its answers.
+  const aliceUser = { username: 'alice', uid: '', groups: [] };
+  await waitUntil('the API server lets alice create DownloadRequests', async () =>
+    (await createAccessReviewer(admin, aliceUser).review({ namespace: ns, verb: 'create', group: 'stowage.dev', resource: 'downloadrequests' })).allowed ? true : undefined,
+  60_000, 100);
 }, 180_000);
 
 afterAll(async () => {
